@@ -1,0 +1,15 @@
+"""Declarations of every supported API, and the registry keyed by API key."""
+
+from __future__ import annotations
+
+from clients.protocol.api_keys import ApiKey
+from clients.protocol.apis import admin, controller, core, fetch, groups, metadata, offsets, produce
+from clients.protocol.schema import Api
+
+APIS: dict[ApiKey, Api] = {
+    ApiKey(api.key): api
+    for module in (core, metadata, produce, fetch, groups, offsets, admin, controller)
+    for api in module.APIS
+}
+
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: api.versions for key, api in APIS.items()}
