@@ -1,7 +1,78 @@
-"""Placeholder: registers no command yet."""
+"""`raftka storage random-uuid` and `raftka storage format`: Kafka's kafka-storage tool."""
+
+from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from broker.cli.main import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    return None
+    storage = subparsers.add_parser("storage", help="prepare log directories")
+    commands = storage.add_subparsers(dest="storage_command", metavar="SUBCOMMAND")
+    storage.set_defaults(func=lambda args: storage.print_help() or 2)
+
+    random_uuid = commands.add_parser("random-uuid", help="print a new random cluster id")
+    random_uuid.set_defaults(func=run_random_uuid)
+
+    fmt = commands.add_parser("format", help="write meta.properties into every log directory")
+    fmt.add_argument("-t", "--cluster-id", required=True, help="the cluster id (base64url UUID)")
+    fmt.add_argument("-c", "--config", required=True, help="the server .properties file")
+    fmt.add_argument("-g", "--ignore-formatted", action="store_true",
+                     help="skip directories already formatted with these ids")
+    fmt.set_defaults(func=run_format)
+
+
+def run_random_uuid(args: argparse.Namespace) -> int:
+    from broker.config import random_uuid_str
+
+    print(random_uuid_str())
+    return 0
+
+
+def run_format(args: argparse.Namespace) -> int:
+    from broker.config import ConfigError, ServerConfig, parse_uuid, random_uuid_str
+    from broker.log.checkpoints import read_meta_properties, write_meta_properties
+
+    try:
+        parse_uuid(args.cluster_id)
+    except ValueError as exc:
+        raise CommandError(f"invalid cluster id: {exc}") from None
+    try:
+        config = ServerConfig.from_file(args.config)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if config.cluster_id is not None and config.cluster_id != args.cluster_id:
+        raise CommandError(f"cluster id {args.cluster_id} differs from cluster.id "
+                           f"{config.cluster_id} in {args.config}")
+    expected = {"cluster.id": args.cluster_id, "node.id": str(config.node_id)}
+    # Check every directory before writing any, so a refusal leaves nothing half-formatted.
+    to_format: list[str] = []
+    for directory in config.all_data_dirs:
+        try:
+            existing = read_meta_properties(directory)
+        except OSError as exc:
+            raise CommandError(f"cannot read {directory}: {exc}") from None
+        if existing is None:
+            to_format.append(directory)
+            continue
+        for key, value in expected.items():
+            if existing.get(key) != value:
+                raise CommandError(f"log directory {directory} is formatted with {key} "
+                                   f"{existing.get(key)}, not {value}")
+        if not args.ignore_formatted:
+            raise CommandError(f"log directory {directory} is already formatted; use "
+                               f"--ignore-formatted to skip formatted directories")
+    if not to_format:
+        print("All of the log directories are already formatted.")
+        return 0
+    for directory in to_format:
+        try:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            write_meta_properties(directory, {**expected, "directory.id": random_uuid_str(),
+                                              "version": "1"})
+        except OSError as exc:
+            raise CommandError(f"cannot format {directory}: {exc}") from None
+        print(f"Formatting {directory} for cluster {args.cluster_id}, node {config.node_id}")
+    return 0

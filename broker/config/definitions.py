@@ -1,0 +1,224 @@
+"""The server's configuration keys: Kafka's names, types, defaults and valid ranges.
+
+Raftka's own keys (prefixed `raftka.`, plus `controller.quorum.password`) are marked as such.
+Broker-level log defaults (`log.segment.bytes`, ...) come from the topic config table in
+`metadata.topic_configs` (see `broker.config.log_defaults`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from broker.config.errors import ConfigError
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+Validator = Callable[[str, object], None]
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One server config: `type` is one of int, long, short, double, boolean, string, list,
+    password; `default` is the raw string form (None = no default / null)."""
+
+    name: str
+    type: str
+    default: str | None
+    doc: str
+    validator: Validator | None = None
+    required: bool = False
+
+    @property
+    def is_sensitive(self) -> bool:
+        return self.type == "password"
+
+
+def at_least(minimum: float) -> Validator:
+    def check(key: str, value: object) -> None:
+        if value is not None and value < minimum:  # type: ignore[operator]
+            raise ConfigError(key, f"value {value} is below the minimum {minimum}")
+    return check
+
+
+def between(minimum: float, maximum: float) -> Validator:
+    def check(key: str, value: object) -> None:
+        if value is not None and not minimum <= value <= maximum:  # type: ignore[operator]
+            raise ConfigError(key, f"value {value} is outside [{minimum}, {maximum}]")
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(key: str, value: object) -> None:
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is not None and item not in choices:
+                raise ConfigError(key, f"{item!r} is not one of {', '.join(choices)}")
+    return check
+
+
+_RANGES = {"int": (-(2**31), INT_MAX), "long": (-(2**63), LONG_MAX), "short": (-(2**15), 2**15 - 1)}
+
+
+def parse_value(key: ConfigKey, raw: str | None) -> object:
+    """Parse a raw string as Kafka's ConfigDef would for this key's type, then validate."""
+    value: object
+    if raw is None:
+        value = None
+    elif key.type in _RANGES:
+        text = raw.strip()
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise ConfigError(key.name, f"expected an integer, got {raw!r}") from None
+        low, high = _RANGES[key.type]
+        if not low <= value <= high:
+            raise ConfigError(key.name, f"{value} does not fit in a {key.type}")
+    elif key.type == "double":
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(key.name, f"expected a number, got {raw!r}") from None
+    elif key.type == "boolean":
+        text = raw.strip().lower()
+        if text not in ("true", "false"):
+            raise ConfigError(key.name, f"expected true or false, got {raw!r}")
+        value = text == "true"
+    elif key.type == "list":
+        value = [item.strip() for item in raw.split(",") if item.strip()]
+    elif key.type in ("string", "password"):
+        value = raw.strip()
+    else:  # pragma: no cover - a definition bug, not user input
+        raise AssertionError(f"unknown config type {key.type} for {key.name}")
+    if key.validator is not None:
+        key.validator(key.name, value)
+    return value
+
+
+def _k(name: str, type_: str, default: str | None, doc: str,
+       validator: Validator | None = None, required: bool = False) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, validator, required)
+
+
+SERVER_KEYS: tuple[ConfigKey, ...] = (
+    # Roles and identity.
+    _k("process.roles", "list", None, "broker, controller, or broker,controller.",
+       one_of("broker", "controller"), required=True),
+    _k("node.id", "int", None, "This node's id, unique in the cluster.", at_least(0), required=True),
+    _k("cluster.id", "string", None, "Expected cluster id; checked against meta.properties."),
+    _k("broker.rack", "string", None, "Rack of this broker, for rack-aware placement."),
+    # Quorum.
+    _k("controller.quorum.voters", "list", "", "Voters as id@host:port (CONTROLLER listener)."),
+    _k("controller.quorum.bootstrap.servers", "list", "", "Accepted for compatibility; unused."),
+    _k("controller.listener.names", "list", "", "Listener names used by controllers."),
+    _k("controller.quorum.election.timeout.ms", "int", "1000", "Raft election timeout.",
+       at_least(1)),
+    _k("controller.quorum.fetch.timeout.ms", "int", "2000", "Follower fetch timeout.",
+       at_least(1)),
+    _k("controller.quorum.request.timeout.ms", "int", "2000", "Controller RPC timeout.",
+       at_least(0)),
+    _k("controller.quorum.password", "password", None,
+       "Raftka: shared secret of the Raft port (pysyncobj encryption). Required whenever a "
+       "voter's Raft port listens beyond loopback."),
+    _k("raftka.raft.port.offset", "int", "1000",
+       "Raftka: a voter's pysyncobj Raft port is its controller.quorum.voters port plus this "
+       "offset.", between(1, 65535)),
+    # Listeners.
+    _k("listeners", "string", "PLAINTEXT://127.0.0.1:9092", "Listeners as NAME://host:port."),
+    _k("advertised.listeners", "string", None, "Addresses given to clients; default listeners."),
+    _k("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Listener name to security protocol."),
+    _k("inter.broker.listener.name", "string", None,
+       "Listener brokers use among themselves (default PLAINTEXT)."),
+    # Storage.
+    _k("log.dirs", "list", None, "Data directories (falls back to log.dir)."),
+    _k("log.dir", "string", "/tmp/kraft-combined-logs", "Data directory when log.dirs is unset."),
+    _k("metadata.log.dir", "string", None, "Metadata log directory (default: first log dir)."),
+    _k("metadata.log.max.record.bytes.between.snapshots", "long", "20971520",
+       "Metadata log bytes after which a snapshot is taken.", at_least(1)),
+    _k("metadata.log.max.snapshot.interval.ms", "long", "3600000",
+       "Longest time between metadata snapshots when the log has new records; 0 disables "
+       "time-based snapshots.", at_least(0)),
+    _k("log.retention.check.interval.ms", "long", "300000", "Retention check period.",
+       at_least(1)),
+    _k("log.cleaner.enable", "boolean", "true", "Run the log cleaner (compaction)."),
+    _k("num.recovery.threads.per.data.dir", "int", "2", "Accepted; recovery runs per dir.",
+       at_least(1)),
+    # Broker lifecycle.
+    _k("broker.heartbeat.interval.ms", "int", "2000", "Broker heartbeat period.", at_least(1)),
+    _k("broker.session.timeout.ms", "int", "9000", "Fence a broker after this long silent.",
+       at_least(1)),
+    _k("initial.broker.registration.timeout.ms", "int", "60000",
+       "Give up start-up if registration takes longer.", at_least(1)),
+    # Network.
+    _k("socket.request.max.bytes", "int", "104857600", "Largest request frame.", at_least(1)),
+    _k("socket.send.buffer.bytes", "int", "102400", "SO_SNDBUF; -1 = OS default.",
+       at_least(-1)),
+    _k("socket.receive.buffer.bytes", "int", "102400", "SO_RCVBUF; -1 = OS default.",
+       at_least(-1)),
+    _k("connections.max.idle.ms", "long", "600000", "Close connections idle this long.",
+       at_least(1)),
+    _k("max.connections", "int", str(INT_MAX), "Most concurrent client connections.",
+       at_least(0)),
+    _k("queued.max.requests", "int", "500", "Accepted for compatibility; each connection "
+       "pipelines up to 32 requests.", at_least(1)),
+    _k("num.network.threads", "int", "3", "Accepted; one trio loop serves all.", at_least(1)),
+    _k("num.io.threads", "int", "8", "Accepted; one trio loop serves all.", at_least(1)),
+    _k("message.max.bytes", "int", "1048588", "Largest record batch accepted.", at_least(0)),
+    _k("fetch.max.bytes", "int", "57671680", "Most bytes a fetch response carries.",
+       at_least(1024)),
+    # Topics.
+    _k("num.partitions", "int", "1", "Partitions of auto-created topics.", at_least(1)),
+    _k("default.replication.factor", "int", "1", "Replication of auto-created topics.",
+       at_least(1)),
+    _k("auto.create.topics.enable", "boolean", "true", "Create topics on first metadata use."),
+    _k("delete.topic.enable", "boolean", "true", "Allow topic deletion."),
+    _k("auto.leader.rebalance.enable", "boolean", "true", "Move leaders back to preferred."),
+    _k("leader.imbalance.check.interval.seconds", "long", "300", "Rebalance check period.",
+       at_least(1)),
+    _k("leader.imbalance.per.broker.percentage", "int", "10", "Tolerated imbalance.",
+       at_least(0)),
+    # Replication.
+    _k("replica.lag.time.max.ms", "long", "30000", "Out of the ISR after lagging this long.",
+       at_least(1)),
+    _k("replica.fetch.max.bytes", "int", "1048576", "Follower fetch size per partition.",
+       at_least(0)),
+    _k("replica.fetch.response.max.bytes", "int", "10485760", "Follower fetch size.",
+       at_least(0)),
+    _k("replica.fetch.wait.max.ms", "int", "500", "Follower fetch long-poll.", at_least(0)),
+    _k("replica.fetch.min.bytes", "int", "1", "Follower fetch min bytes.", at_least(1)),
+    _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
+       at_least(0)),
+    _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
+    # Groups and offsets.
+    _k("offsets.topic.num.partitions", "int", "50", "Partitions of __consumer_offsets.",
+       at_least(1)),
+    _k("offsets.topic.replication.factor", "short", "3",
+       "Replication of __consumer_offsets (capped at live brokers on creation).", at_least(1)),
+    _k("offsets.topic.segment.bytes", "int", "104857600", "Segment size of __consumer_offsets.",
+       at_least(1)),
+    _k("offsets.retention.minutes", "int", "10080", "Keep committed offsets this long.",
+       at_least(1)),
+    _k("offsets.retention.check.interval.ms", "long", "600000", "Offset expiry check period.",
+       at_least(1)),
+    _k("offsets.commit.timeout.ms", "int", "5000", "Offset commit wait.", at_least(1)),
+    _k("offset.metadata.max.bytes", "int", "4096", "Largest offset commit metadata string."),
+    _k("group.initial.rebalance.delay.ms", "int", "3000", "Wait for more members first."),
+    _k("group.min.session.timeout.ms", "int", "6000", "Smallest consumer session timeout."),
+    _k("group.max.session.timeout.ms", "int", "1800000", "Largest consumer session timeout."),
+    _k("group.max.size", "int", str(INT_MAX), "Most members in one group.", at_least(1)),
+    # Transactions and producer ids.
+    _k("transaction.state.log.num.partitions", "int", "50", "Partitions of the txn log.",
+       at_least(1)),
+    _k("transaction.state.log.replication.factor", "short", "3", "Replication of the txn log.",
+       at_least(1)),
+    _k("transactional.id.expiration.ms", "int", "604800000", "Expire idle transactional ids.",
+       at_least(1)),
+    _k("producer.id.expiration.ms", "int", "86400000", "Expire idle producer ids.", at_least(1)),
+    # Leader election.
+    _k("unclean.leader.election.enable", "boolean", "false",
+       "Elect an out-of-sync replica when no ISR member lives."),
+    _k("min.insync.replicas", "int", "1", "Fewest ISR members for acks=all.", at_least(1)),
+)

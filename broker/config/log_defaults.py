@@ -1,0 +1,73 @@
+"""Broker-level defaults of topic configs (`log.segment.bytes`, `log.retention.hours`, ...).
+
+The table lives in `metadata.topic_configs`; it is imported lazily so this package keeps
+working (without these keys) while that module is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+
+from broker.config.definitions import ConfigKey
+from broker.config.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+# Kafka's unit-suffixed synonyms: only the coarsest one (hours) carries a default.
+_UNIT_SCALES = {".hours": 3_600_000, ".minutes": 60_000}
+
+
+@dataclass(frozen=True)
+class LogDefaultKey:
+    """A broker key that supplies the default of `topic_config`."""
+
+    key: ConfigKey
+    topic_config: str
+
+
+@lru_cache(maxsize=1)
+def log_default_keys() -> dict[str, LogDefaultKey]:
+    """Broker synonym key -> definition; empty when `metadata.topic_configs` is missing."""
+    try:
+        from metadata import topic_configs
+    except ImportError:
+        logger.debug("metadata.topic_configs not available; no broker log defaults")
+        return {}
+    result: dict[str, LogDefaultKey] = {}
+    for name, definition in topic_configs.TOPIC_CONFIGS.items():
+        synonyms = topic_configs.broker_synonyms(name)
+        for index, synonym in enumerate(synonyms):
+            default = _default_text(definition.default, synonym,
+                                    coarsest=index == len(synonyms) - 1)
+            kind = "list" if definition.type == "list" else definition.type
+            result[synonym] = LogDefaultKey(
+                ConfigKey(synonym, kind, default, definition.doc), name)
+    return result
+
+
+def _default_text(default: object, synonym: str, *, coarsest: bool) -> str | None:
+    for suffix, scale in _UNIT_SCALES.items():
+        if synonym.endswith(suffix):
+            return str(int(default) // scale) if coarsest else None  # type: ignore[call-overload]
+    if synonym.endswith(".ms") and not coarsest:
+        return None
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, list):
+        return ",".join(str(item) for item in default)
+    return None if default is None else str(default)
+
+
+def validate_log_defaults(raw: dict[str, str]) -> None:
+    """Check each broker log default through the topic config rules; errors name the key."""
+    if not raw:
+        return
+    from metadata import topic_configs
+
+    for key, value in raw.items():
+        try:
+            topic_configs.effective_topic_config({}, {key: value})
+        except topic_configs.ConfigValidationError as exc:
+            raise ConfigError(key, str(exc)) from None

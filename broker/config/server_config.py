@@ -1,0 +1,329 @@
+"""`ServerConfig`: a node's validated static configuration with typed accessors."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Mapping
+
+from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
+from broker.config.endpoints import (
+    Listener,
+    parse_listeners,
+    parse_security_protocol_map,
+    parse_voters,
+)
+from broker.config.errors import ConfigError
+from broker.config.log_defaults import log_default_keys, validate_log_defaults
+from broker.config.properties import PropertiesSyntaxError, load_properties
+from broker.config.uuids import parse_uuid
+
+logger = logging.getLogger(__name__)
+
+_SERVER_KEYS: dict[str, ConfigKey] = {key.name: key for key in SERVER_KEYS}
+
+
+class ConfigSource(IntEnum):
+    """Kafka's DescribeConfigs source numbers."""
+
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One key as DescribeConfigs reports it: parsed value, raw text, where it came from."""
+
+    name: str
+    value: object
+    raw: str | None
+    source: ConfigSource
+    is_sensitive: bool
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _definitions() -> dict[str, ConfigKey]:
+    merged = {name: entry.key for name, entry in log_default_keys().items()}
+    merged.update(_SERVER_KEYS)  # server definitions win where both name one key
+    return merged
+
+
+class ServerConfig:
+    """Validated server configuration. Construction raises `ConfigError` naming the key."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self._originals = dict(props)
+        self._definitions = _definitions()
+        self._values: dict[str, object] = {}
+        self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions)
+        for key in self.unknown_keys:
+            logger.warning("unknown configuration %s ignored", key)
+        for name, definition in self._definitions.items():
+            raw = self._originals.get(name, definition.default)
+            if definition.required and name not in self._originals:
+                raise ConfigError(name, "is required")
+            self._values[name] = parse_value(definition, raw)
+        log_keys = log_default_keys()
+        validate_log_defaults({k: v for k, v in self._originals.items() if k in log_keys})
+        self._check_structure()
+
+    @classmethod
+    def from_file(cls, path: str | Path, overrides: Mapping[str, str] | None = None
+                  ) -> "ServerConfig":
+        """Load a `.properties` file; `overrides` win over the file's values."""
+        try:
+            props = load_properties(path)
+        except OSError as exc:
+            raise ConfigError("config file", f"cannot read {path}: {exc.strerror}") from None
+        except PropertiesSyntaxError as exc:
+            raise ConfigError("config file", f"{path}: {exc}") from None
+        props.update(overrides or {})
+        return cls(props)
+
+    # -- generic access (DescribeConfigs) -------------------------------------------------
+
+    def originals(self) -> dict[str, str]:
+        """The key/value pairs exactly as configured (unknown keys included)."""
+        return dict(self._originals)
+
+    def get(self, key: str) -> object:
+        """Parsed value of a known key (its default when unset); KeyError if unknown."""
+        if key not in self._values:
+            raise KeyError(key)
+        return self._values[key]
+
+    def describe(self, key: str) -> ConfigValue:
+        """One known key with its source (static file vs default)."""
+        definition = self._definitions[key]
+        if key in self._originals:
+            raw, source = self._originals[key], ConfigSource.STATIC_BROKER_CONFIG
+        else:
+            raw, source = definition.default, ConfigSource.DEFAULT_CONFIG
+        return ConfigValue(key, self._values[key], raw, source, definition.is_sensitive)
+
+    def describe_all(self) -> list[ConfigValue]:
+        return [self.describe(key) for key in sorted(self._definitions)]
+
+    def log_defaults(self) -> dict[str, str]:
+        """Broker-level topic config defaults set in this file, for
+        `metadata.topic_configs.effective_topic_config(overrides, broker_defaults)`."""
+        keys = log_default_keys()
+        return {k: v for k, v in self._originals.items() if k in keys}
+
+    # -- typed accessors --------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> int:
+        return self._values["node.id"]  # type: ignore[return-value]
+
+    @property
+    def process_roles(self) -> frozenset[str]:
+        return frozenset(self._values["process.roles"])  # type: ignore[arg-type]
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self._values["cluster.id"]  # type: ignore[return-value]
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return list(self._listeners)
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """Broker listeners as clients should reach them (controller listeners excluded)."""
+        return list(self._advertised)
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return list(self._controller_names)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return self._inter_broker
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        return dict(self._protocol_map)
+
+    @property
+    def voters(self) -> dict[int, tuple[str, int]]:
+        return dict(self._voters)
+
+    @property
+    def raft_port_offset(self) -> int:
+        return self._values["raftka.raft.port.offset"]  # type: ignore[return-value]
+
+    def raft_port_for(self, voter_id: int) -> int:
+        """pysyncobj port of a voter: its controller.quorum.voters port + the offset."""
+        return self._voters[voter_id][1] + self.raft_port_offset
+
+    def raft_address_for(self, voter_id: int) -> tuple[str, int]:
+        return self._voters[voter_id][0], self.raft_port_for(voter_id)
+
+    @property
+    def quorum_password(self) -> str | None:
+        return self._values["controller.quorum.password"]  # type: ignore[return-value]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self._values["log.dirs"]
+        return list(dirs) if dirs else [self._values["log.dir"]]  # type: ignore[list-item,arg-type]
+
+    @property
+    def metadata_log_dir(self) -> str:
+        return self._values["metadata.log.dir"] or self.log_dirs[0]  # type: ignore[return-value]
+
+    @property
+    def all_data_dirs(self) -> list[str]:
+        """Every directory `raftka storage format` prepares: log dirs plus the metadata dir."""
+        dirs = self.log_dirs
+        return dirs if self.metadata_log_dir in dirs else dirs + [self.metadata_log_dir]
+
+    def listener(self, name: str) -> Listener:
+        for listener in self._listeners:
+            if listener.name == name:
+                return listener
+        raise KeyError(name)
+
+    def __getattr__(self, attribute: str) -> object:
+        # `config.socket_request_max_bytes` -> "socket.request.max.bytes", for every known key.
+        values = self.__dict__.get("_values")
+        key = attribute.replace("_", ".")
+        if values is not None and key in values:
+            return values[key]
+        raise AttributeError(attribute)
+
+    # -- cross-key validation --------------------------------------------------------------
+
+    def _check_structure(self) -> None:
+        if not self.process_roles:
+            raise ConfigError("process.roles", "must name broker, controller or both")
+        cluster_id = self.cluster_id
+        if cluster_id is not None:
+            try:
+                parse_uuid(cluster_id)
+            except ValueError as exc:
+                raise ConfigError("cluster.id", str(exc)) from None
+        explicit_map = "listener.security.protocol.map" in self._originals
+        self._protocol_map = parse_security_protocol_map(
+            self._values["listener.security.protocol.map"],  # type: ignore[arg-type]
+            "listener.security.protocol.map")
+        self._controller_names = [n.upper() for n in self._values["controller.listener.names"]]  # type: ignore[union-attr]
+        if self.is_controller and not self._controller_names:
+            raise ConfigError("controller.listener.names",
+                              "is required when process.roles includes controller")
+        if not explicit_map:
+            # Kafka maps controller listeners to PLAINTEXT when the map is left at its default.
+            for name in self._controller_names:
+                self._protocol_map.setdefault(name, "PLAINTEXT")
+        self._listeners = parse_listeners(
+            self._values["listeners"], "listeners", self._protocol_map,  # type: ignore[arg-type]
+            "listener.security.protocol.map")
+        if not self._listeners:
+            raise ConfigError("listeners", "no listener configured")
+        self._voters = parse_voters(",".join(self._values["controller.quorum.voters"]),  # type: ignore[arg-type]
+                                    "controller.quorum.voters")
+        if not self._voters:
+            raise ConfigError("controller.quorum.voters", "is required (id@host:port,...)")
+        self._check_roles()
+        self._check_raft_ports()
+        self._advertised = self._resolve_advertised()
+
+    def _check_roles(self) -> None:
+        names = [listener.name for listener in self._listeners]
+        controller_names = set(self._controller_names)
+        if self.is_controller:
+            if not self._controller_names:
+                raise ConfigError("controller.listener.names",
+                                  "is required when process.roles includes controller")
+            if self._controller_names[0] not in names:
+                raise ConfigError("controller.listener.names",
+                                  f"{self._controller_names[0]} is not among listeners")
+            if self.node_id not in self._voters:
+                raise ConfigError("controller.quorum.voters",
+                                  f"node.id {self.node_id} is a controller but not a voter")
+        elif self.node_id in self._voters:
+            raise ConfigError("controller.quorum.voters",
+                              f"node.id {self.node_id} is a voter but process.roles lacks controller")
+        if not self.is_broker:
+            extra = [n for n in names if n not in controller_names]
+            if extra:
+                raise ConfigError("listeners", f"a controller-only node may list only "
+                                  f"controller listeners, not {', '.join(extra)}")
+            self._inter_broker = ""
+            return
+        if not self.is_controller:
+            clash = [n for n in names if n in controller_names]
+            if clash:
+                raise ConfigError("listeners", f"a broker-only node must not list controller "
+                                  f"listener {', '.join(clash)}")
+        broker_names = [n for n in names if n not in controller_names]
+        if not broker_names:
+            raise ConfigError("listeners", "a broker needs a listener besides the controller's")
+        inter = self._values["inter.broker.listener.name"]
+        self._inter_broker = str(inter).upper() if inter else "PLAINTEXT"
+        if self._inter_broker not in broker_names:
+            raise ConfigError("inter.broker.listener.name",
+                              f"{self._inter_broker} is not a broker listener in listeners")
+
+    def _check_raft_ports(self) -> None:
+        offset = self.raft_port_offset
+        for voter_id, (host, port) in self._voters.items():
+            if port + offset > 65535:
+                raise ConfigError("raftka.raft.port.offset",
+                                  f"voter {voter_id}'s Raft port {port + offset} exceeds 65535")
+            if not _is_loopback(host) and not self.quorum_password:
+                raise ConfigError("controller.quorum.password",
+                                  f"is required: voter {voter_id} listens on {host}, "
+                                  f"beyond loopback")
+
+    def _resolve_advertised(self) -> list[Listener]:
+        controller_names = set(self._controller_names)
+        raw = self._values["advertised.listeners"]
+        if raw:
+            advertised = parse_listeners(raw, "advertised.listeners", self._protocol_map,  # type: ignore[arg-type]
+                                         "listener.security.protocol.map")
+            bound = {listener.name for listener in self._listeners}
+            for listener in advertised:
+                if listener.name not in bound:
+                    raise ConfigError("advertised.listeners",
+                                      f"{listener.name} is not among listeners")
+            key = "advertised.listeners"
+        else:
+            advertised = [l for l in self._listeners if l.name not in controller_names]
+            key = "listeners"
+        result = []
+        for listener in advertised:
+            if listener.name in controller_names:
+                continue
+            host = listener.host or socket.getfqdn()
+            if host in ("0.0.0.0", "::"):
+                raise ConfigError("advertised.listeners", f"{listener.name} would advertise "
+                                  f"the non-routable address {host} (from {key}); set "
+                                  f"advertised.listeners")
+            result.append(Listener(listener.name, host, listener.port,
+                                   listener.security_protocol))
+        return result

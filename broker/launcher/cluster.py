@@ -1,0 +1,176 @@
+"""Bootstrap, restart and stop a local cluster: the one code path of the scripts and tests."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Mapping
+
+from broker.config.properties import format_properties, load_properties
+from broker.config.uuids import random_uuid_str
+from broker.launcher.layout import ClusterInfo, NodeInfo, plan_cluster
+from broker.launcher.processes import (
+    LauncherError,
+    check_ports_free,
+    exit_code,
+    is_running,
+    log_tail,
+    read_pid,
+    start_process,
+    stop_process,
+)
+from broker.launcher.readiness import ReadinessCheck, kraft_ready
+
+logger = logging.getLogger(__name__)
+
+BOOTSTRAP_SERVERS_FILE = "bootstrap.servers"
+CLUSTER_ID_FILE = "cluster.id"
+# Leaves room under the 60 s a failing bootstrap may take, for formatting and stopping.
+DEFAULT_READY_TIMEOUT = 45.0
+
+
+def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
+                     base_port: int = 9092, overrides: Mapping[str, str] | None = None, *,
+                     ready: ReadinessCheck = kraft_ready,
+                     timeout: float = DEFAULT_READY_TIMEOUT) -> ClusterInfo:
+    """Write configs, format storage, start every node, wait until `ready` holds for all.
+
+    On failure the started nodes are stopped and LauncherError carries the failing node's
+    log tail."""
+    cluster_dir = Path(dir).resolve()
+    cluster_dir.mkdir(parents=True, exist_ok=True)
+    for existing in _existing_nodes(cluster_dir):
+        pid = read_pid(existing)
+        if pid is not None and is_running(pid, existing):
+            raise LauncherError(f"node {existing.node_id} under {cluster_dir} is running "
+                                f"(pid {pid}); stop it first")
+    try:
+        cluster = plan_cluster(cluster_dir, random_uuid_str(), nodes, controllers, base_port,
+                               overrides)
+    except ValueError as exc:
+        raise LauncherError(str(exc)) from None
+    check_ports_free(cluster.nodes)
+    (cluster_dir / CLUSTER_ID_FILE).write_text(cluster.cluster_id + "\n")
+    for node in cluster.nodes:
+        node.dir.mkdir(parents=True, exist_ok=True)
+        node.config_path.write_text(format_properties(node.properties))
+        _format_storage(node, cluster.cluster_id)
+    started: list[NodeInfo] = []
+    try:
+        for node in cluster.nodes:
+            start_process(node)
+            started.append(node)
+        _wait_ready(cluster, cluster.nodes, ready, timeout)
+    except BaseException:
+        for node in started:
+            stop_process(node, timeout=5.0)
+        raise
+    (cluster_dir / BOOTSTRAP_SERVERS_FILE).write_text(cluster.bootstrap_servers + "\n")
+    return cluster
+
+
+def start_node(dir: str | Path, node_id: int, *, ready: ReadinessCheck = kraft_ready,
+               timeout: float = DEFAULT_READY_TIMEOUT) -> NodeInfo:
+    """Restart one node from its existing config and wait until `ready` holds for it."""
+    cluster = load_cluster(dir)
+    node = _node(cluster, node_id)
+    pid = read_pid(node)
+    if pid is not None and is_running(pid, node):
+        raise LauncherError(f"node {node_id} is already running (pid {pid})")
+    check_ports_free([node])
+    start_process(node)
+    try:
+        _wait_ready(cluster, [node], ready, timeout)
+    except BaseException:
+        stop_process(node, timeout=5.0)
+        raise
+    return node
+
+
+def stop_quorum(dir: str | Path, node_id: int | None = None, kill: bool = False,
+                timeout: float = 30.0) -> list[int]:
+    """SIGTERM (SIGKILL with `kill`) every node or one, wait for each to exit, remove pid
+    files. Returns the ids of nodes that were running."""
+    cluster = load_cluster(dir)
+    targets = cluster.nodes if node_id is None else [_node(cluster, node_id)]
+    return [node.node_id for node in targets if stop_process(node, kill=kill, timeout=timeout)]
+
+
+def load_cluster(dir: str | Path) -> ClusterInfo:
+    """Rebuild a cluster's description from DIR/node-*/server.properties."""
+    cluster_dir = Path(dir).resolve()
+    nodes = _existing_nodes(cluster_dir)
+    if not nodes:
+        raise LauncherError(f"no node configs under {cluster_dir}")
+    try:
+        cluster_id = (cluster_dir / CLUSTER_ID_FILE).read_text().strip()
+    except FileNotFoundError:
+        cluster_id = ""
+    return ClusterInfo(cluster_dir, cluster_id, nodes)
+
+
+def _existing_nodes(cluster_dir: Path) -> list[NodeInfo]:
+    nodes = []
+    for config_path in cluster_dir.glob("node-*/server.properties"):
+        props = load_properties(config_path)
+        ports = _listener_ports(props.get("listeners", ""))
+        offset = int(props.get("raftka.raft.port.offset", "1000"))
+        controller_port = ports.get("CONTROLLER")
+        nodes.append(NodeInfo(
+            int(props["node.id"]), tuple(r.strip() for r in props["process.roles"].split(",")),
+            config_path.parent, ports.get("PLAINTEXT"), controller_port,
+            None if controller_port is None else controller_port + offset, props))
+    return sorted(nodes, key=lambda node: node.node_id)
+
+
+def _listener_ports(listeners: str) -> dict[str, int]:
+    ports = {}
+    for item in listeners.split(","):
+        name, sep, address = item.strip().partition("://")
+        if sep:
+            ports[name.upper()] = int(address.rpartition(":")[2])
+    return ports
+
+
+def _node(cluster: ClusterInfo, node_id: int) -> NodeInfo:
+    try:
+        return cluster.node(node_id)
+    except KeyError as exc:
+        raise LauncherError(str(exc.args[0])) from None
+
+
+def _format_storage(node: NodeInfo, cluster_id: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli.main", "storage", "format", "-t", cluster_id,
+         "-c", str(node.config_path)],
+        capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise LauncherError(f"formatting node {node.node_id} failed:\n"
+                            f"{result.stderr.strip() or result.stdout.strip()}")
+
+
+def _wait_ready(cluster: ClusterInfo, nodes: list[NodeInfo], ready: ReadinessCheck,
+                timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    waiting = list(nodes)
+    while waiting:
+        for node in list(waiting):
+            pid = read_pid(node)
+            if pid is None or not is_running(pid):
+                code = None if pid is None else exit_code(pid)
+                raise LauncherError(f"node {node.node_id} exited during start-up"
+                                    f"{'' if code is None else f' (exit code {code})'}; "
+                                    f"last lines of {node.log_path}:\n{log_tail(node)}")
+            if ready(cluster, node):
+                logger.info("node %d is ready", node.node_id)
+                waiting.remove(node)
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            node = waiting[0]
+            raise LauncherError(f"node {node.node_id} was not ready after {timeout:.0f} s; "
+                                f"last lines of {node.log_path}:\n{log_tail(node)}")
+        time.sleep(0.1)

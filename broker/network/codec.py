@@ -1,0 +1,30 @@
+"""The wire codec the server needs (structurally `clients.protocol`), injectable for tests."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence
+
+from broker.network.router import DecodedRequest
+
+UNKNOWN_SERVER_ERROR = -1
+UNSUPPORTED_VERSION = 35
+
+
+class WireCodec(Protocol):
+    """The parts of `clients.protocol` the server uses; the module itself satisfies it."""
+
+    SUPPORTED_VERSIONS: Mapping[Any, tuple[int, int]]
+    ProtocolError: type[Exception]
+    UnsupportedVersionError: type[Exception]
+
+    def decode_request(self, frame: bytes | memoryview) -> DecodedRequest: ...
+
+    def encode_response_chunks(self, api_key: int, api_version: int, correlation_id: int,
+                               body: dict) -> Sequence[object]: ...
+
+
+def default_codec() -> WireCodec:
+    """`clients.protocol`, imported on first use."""
+    import clients.protocol as codec
+
+    return codec  # type: ignore[return-value]

@@ -1,0 +1,191 @@
+"""One client connection: read frames, run handlers concurrently, answer in request order."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Sequence
+
+import trio
+
+from broker.network.api_versions import API_VERSIONS_KEY, api_versions_body
+from broker.network.codec import UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION
+from broker.network.framing import FrameError, FrameReader
+from broker.network.router import ConnectionContext, DecodedRequest
+from broker.network.transport import write_response
+
+if TYPE_CHECKING:
+    from broker.network.server import NetworkServer
+
+logger = logging.getLogger(__name__)
+
+
+class _Slot:
+    """A response position in the connection's order; filled when its handler finishes."""
+
+    __slots__ = ("done", "chunks", "close_reason")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.chunks: Sequence[object] | None = None
+        self.close_reason: str | None = None
+
+    def fill(self, chunks: Sequence[object] | None) -> None:
+        self.chunks = chunks
+        self.done.set()
+
+    def fail(self, reason: str) -> None:
+        self.close_reason = reason
+        self.done.set()
+
+
+class Connection:
+    """Pipelines up to `max_in_flight` requests; responses leave strictly in arrival order."""
+
+    def __init__(self, server: "NetworkServer", stream: trio.SocketStream,
+                 ctx: ConnectionContext) -> None:
+        self._server = server
+        self._stream = stream
+        self.ctx = ctx
+        settings = server.settings
+        self._in_flight = trio.Semaphore(settings.max_in_flight_per_connection)
+        self._idle_timeout = settings.idle_timeout_s
+        self._last_activity = trio.current_time()
+        self._read_scope = trio.CancelScope()
+        self._nursery: trio.Nursery | None = None
+
+    def stop_reading(self) -> None:
+        """Graceful stop: take no new request; in-flight ones still get their responses."""
+        self._read_scope.cancel()
+
+    def _touch(self) -> None:
+        self._last_activity = trio.current_time()
+
+    def _close_now(self, reason: str) -> None:
+        logger.warning("closing connection %d from %s:%d on %s: %s", self.ctx.connection_id,
+                       self.ctx.peer[0], self.ctx.peer[1], self.ctx.listener_name, reason)
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+
+    async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                send, receive = trio.open_memory_channel[_Slot](math.inf)
+                nursery.start_soon(self._write_loop, receive)
+                async with send:
+                    with self._read_scope:
+                        await self._read_loop(send)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self._stream)
+
+    async def _read_loop(self, send: trio.MemorySendChannel[_Slot]) -> None:
+        reader = FrameReader(self._stream, self._server.settings.max_request_bytes, self._touch)
+        codec = self._server.codec
+        while True:
+            try:
+                frame = await self._next_frame_or_idle(reader)
+            except FrameError as exc:
+                self._close_now(str(exc))
+                return
+            except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if frame is None:
+                return
+            await self._in_flight.acquire()
+            slot = _Slot()
+            send.send_nowait(slot)
+            try:
+                request = codec.decode_request(frame)
+            except codec.UnsupportedVersionError as exc:
+                self._answer_unsupported(exc, slot)
+                continue
+            except codec.ProtocolError as exc:
+                self._close_now(f"unparsable request: {exc}")
+                return
+            assert self._nursery is not None
+            self._nursery.start_soon(self._process, request, slot)
+
+    async def _next_frame_or_idle(self, reader: FrameReader) -> memoryview | None:
+        while True:
+            with trio.move_on_at(self._last_activity + self._idle_timeout):
+                return await reader.next_frame()
+            busy = self._in_flight.value < self._server.settings.max_in_flight_per_connection
+            if busy:
+                self._touch()  # a pending (long-poll) request is activity
+                continue
+            if trio.current_time() >= self._last_activity + self._idle_timeout:
+                logger.info("closing idle connection %d from %s:%d on %s",
+                            self.ctx.connection_id, self.ctx.peer[0], self.ctx.peer[1],
+                            self.ctx.listener_name)
+                return None
+
+    async def _process(self, request: DecodedRequest, slot: _Slot) -> None:
+        router = self._server.router
+        handler = router.handler_for(request.api_key)
+        body: dict | None
+        if handler is None:
+            body = router.error_body(request.api_key, request, UNSUPPORTED_VERSION)
+        else:
+            try:
+                body = await handler(request, self.ctx)
+            except Exception:
+                logger.exception("handler for api %d v%d failed (correlation id %d)",
+                                 request.api_key, request.api_version, request.correlation_id)
+                body = router.error_body(request.api_key, request, UNKNOWN_SERVER_ERROR)
+        if body is None:
+            slot.fill(None)
+            return
+        self._encode_into(slot, request.api_key, request.api_version, request.correlation_id,
+                          body)
+
+    def _answer_unsupported(self, exc: Exception, slot: _Slot) -> None:
+        api_key = int(getattr(exc, "api_key", -1))
+        api_version = int(getattr(exc, "api_version", -1))
+        correlation_id = int(getattr(exc, "correlation_id", 0))
+        server = self._server
+        if api_key == API_VERSIONS_KEY:
+            # Kafka answers an unknown ApiVersions version with a v0 body listing what it
+            # supports, so the client can retry with a version both sides know.
+            body = api_versions_body(server.router, server.supported_versions,
+                                     UNSUPPORTED_VERSION)
+            self._encode_into(slot, api_key, 0, correlation_id, body)
+            return
+        supported = server.supported_versions.get(api_key)
+        if supported is None:
+            slot.fail(f"unknown api key {api_key} (version {api_version})")
+            return
+        # The requested version has no schema: answer in the nearest one the codec has.
+        version = min(max(api_version, supported[0]), supported[1])
+        body = server.router.error_body(api_key, None, UNSUPPORTED_VERSION)
+        self._encode_into(slot, api_key, version, correlation_id, body)
+
+    def _encode_into(self, slot: _Slot, api_key: int, api_version: int, correlation_id: int,
+                     body: dict) -> None:
+        try:
+            chunks = self._server.codec.encode_response_chunks(api_key, api_version,
+                                                               correlation_id, body)
+        except Exception as exc:
+            logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)
+            slot.fail(f"cannot encode response for api {api_key} v{api_version}")
+            return
+        slot.fill(chunks)
+
+    async def _write_loop(self, receive: trio.MemoryReceiveChannel[_Slot]) -> None:
+        async with receive:
+            async for slot in receive:
+                await slot.done.wait()
+                try:
+                    if slot.close_reason is not None:
+                        self._close_now(slot.close_reason)
+                        return
+                    if slot.chunks is not None:
+                        await write_response(self._stream, slot.chunks)
+                        self._touch()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    assert self._nursery is not None
+                    self._nursery.cancel_scope.cancel()
+                    return
+                finally:
+                    self._in_flight.release()

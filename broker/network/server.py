@@ -1,0 +1,142 @@
+"""The trio network server: one TCP listener per configured listener, shared limits."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import trio
+
+from broker.config.endpoints import Listener
+from broker.network.codec import WireCodec, default_codec
+from broker.network.connection import Connection
+from broker.network.router import ConnectionContext, RequestRouter
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Network limits; `from_config` maps Kafka's keys onto them."""
+
+    max_request_bytes: int = 104857600
+    idle_timeout_s: float = 600.0
+    max_connections: int = 2**31 - 1
+    max_in_flight_per_connection: int = 32
+    shutdown_grace_s: float = 10.0
+
+    @classmethod
+    def from_config(cls, config: "ServerConfig") -> "ServerSettings":
+        return cls(
+            max_request_bytes=int(config.get("socket.request.max.bytes")),  # type: ignore[call-overload]
+            idle_timeout_s=int(config.get("connections.max.idle.ms")) / 1000.0,  # type: ignore[call-overload]
+            max_connections=int(config.get("max.connections")),  # type: ignore[call-overload]
+        )
+
+
+class NetworkServer:
+    """Serves Kafka-protocol connections on `listeners` through `router`.
+
+    Run `serve` under `nursery.start` (it reports the bound addresses), call `stop()` for a
+    graceful stop: accepting ends, in-flight requests get `shutdown_grace_s` to finish."""
+
+    def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
+                 settings: ServerSettings = ServerSettings(),
+                 codec: WireCodec | None = None) -> None:
+        self.listeners = list(listeners)
+        self.router = router
+        self.settings = settings
+        self.codec: WireCodec = codec if codec is not None else default_codec()
+        self.supported_versions: dict[int, tuple[int, int]] = {
+            int(k): (int(v[0]), int(v[1])) for k, v in self.codec.SUPPORTED_VERSIONS.items()
+        }
+        self._addresses: dict[str, tuple[str, int]] = {}
+        self._connections: set[Connection] = set()
+        self._ids = itertools.count(1)
+        self._stop_requested = trio.Event()
+
+    @property
+    def addresses(self) -> Mapping[str, tuple[str, int]]:
+        """Listener name -> bound (host, port); real ports when the config said 0."""
+        return dict(self._addresses)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def stop(self) -> None:
+        """Begin a graceful stop (safe to call more than once, from the trio thread)."""
+        self._stop_requested.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[Mapping[str, tuple[str, int]]]
+                    = trio.TASK_STATUS_IGNORED) -> None:
+        bound: list[tuple[Listener, list[trio.SocketListener]]] = []
+        try:
+            for listener in self.listeners:
+                bound.append((listener, await self._bind(listener)))
+            async with trio.open_nursery() as connections:
+                async with trio.open_nursery() as acceptors:
+                    for listener, sockets in bound:
+                        for sock in sockets:
+                            acceptors.start_soon(self._accept_loop, listener, sock, connections)
+                    task_status.started(self.addresses)
+                    await self._stop_requested.wait()
+                    acceptors.cancel_scope.cancel()
+                await self._close_sockets(bound)
+                logger.info("stopping: %d connection(s) to drain", len(self._connections))
+                for connection in list(self._connections):
+                    connection.stop_reading()
+                connections.cancel_scope.deadline = (trio.current_time()
+                                                     + self.settings.shutdown_grace_s)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._close_sockets(bound)
+
+    @staticmethod
+    async def _close_sockets(bound: list[tuple[Listener, list[trio.SocketListener]]]) -> None:
+        for _, sockets in bound:
+            for sock in sockets:
+                await sock.aclose()
+
+    async def _bind(self, listener: Listener) -> list[trio.SocketListener]:
+        try:
+            sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {listener.uri()} "
+                          f"({exc.strerror or exc})") from exc
+        sockname = sockets[0].socket.getsockname()
+        self._addresses[listener.name] = (sockname[0], sockname[1])
+        logger.info("listening on %s (%s:%d)", listener.name, sockname[0], sockname[1])
+        return sockets
+
+    async def _accept_loop(self, listener: Listener, sock: trio.SocketListener,
+                           connections: trio.Nursery) -> None:
+        while True:
+            stream = await sock.accept()
+            try:
+                peer = stream.socket.getpeername()
+            except OSError:
+                await trio.aclose_forcefully(stream)
+                continue
+            if len(self._connections) >= self.settings.max_connections:
+                logger.warning("refusing connection from %s:%d on %s: max.connections (%d) "
+                               "reached", peer[0], peer[1], listener.name,
+                               self.settings.max_connections)
+                await trio.aclose_forcefully(stream)
+                continue
+            ctx = ConnectionContext(next(self._ids), listener.name, listener.security_protocol,
+                                    (peer[0], peer[1]))
+            connection = Connection(self, stream, ctx)
+            self._connections.add(connection)
+            connections.start_soon(self._run_connection, connection)
+
+    async def _run_connection(self, connection: Connection) -> None:
+        try:
+            await connection.run()
+        finally:
+            self._connections.discard(connection)

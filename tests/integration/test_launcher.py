@@ -1,0 +1,146 @@
+"""The cluster launcher with real processes, against the minimal node (ApiVersions only)."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from broker.config import load_properties
+from broker.launcher import (
+    LauncherError,
+    bootstrap_quorum,
+    listening_ready,
+    load_cluster,
+    plan_cluster,
+    start_node,
+    stop_quorum,
+)
+from broker.launcher.processes import is_running, read_pid
+from tests.conftest import REPO_ROOT
+
+
+def random_base_port() -> int:
+    return random.randrange(20000, 50000)
+
+
+def bootstrap_listening(cluster_dir: Path, **kwargs: object):
+    """bootstrap_quorum with the ApiVersions readiness check, retrying if a random base port
+    happens to be taken by someone else."""
+    for _ in range(5):
+        try:
+            return bootstrap_quorum(cluster_dir, base_port=random_base_port(),
+                                    ready=listening_ready, timeout=30, **kwargs)
+        except LauncherError as exc:
+            if "already in use" not in str(exc):
+                raise
+    raise AssertionError("no free port range found")
+
+
+def test_plan_with_separate_controllers(tmp_path: Path) -> None:
+    cluster = plan_cluster(tmp_path, "x", nodes=2, controllers=3, base_port=30000,
+                           overrides={"num.partitions": "4"})
+    roles = {n.node_id: n.roles for n in cluster.nodes}
+    assert roles == {1: ("controller",), 2: ("controller",), 3: ("controller",),
+                     4: ("broker",), 5: ("broker",)}
+    assert [n.controller_port for n in cluster.nodes[:3]] == [30100, 30101, 30102]
+    assert [n.raft_port for n in cluster.nodes[:3]] == [31100, 31101, 31102]
+    assert [n.client_port for n in cluster.brokers] == [30000, 30001]
+    assert cluster.bootstrap_servers == "127.0.0.1:30000,127.0.0.1:30001"
+    voters = "1@127.0.0.1:30100,2@127.0.0.1:30101,3@127.0.0.1:30102"
+    for node in cluster.nodes:
+        assert node.properties["controller.quorum.voters"] == voters
+        assert node.properties["num.partitions"] == "4"
+    assert cluster.nodes[3].properties["listeners"] == "PLAINTEXT://127.0.0.1:30000"
+    assert cluster.nodes[0].properties["listeners"] == "CONTROLLER://127.0.0.1:30100"
+    assert cluster.nodes[3].properties["offsets.topic.replication.factor"] == "2"
+
+
+def test_bootstrap_formats_starts_and_stops_combined_nodes(tmp_path: Path) -> None:
+    cluster = bootstrap_listening(tmp_path, nodes=3, overrides={"num.partitions": "2"})
+    try:
+        base = cluster.nodes[0].client_port
+        assert [n.client_port for n in cluster.nodes] == [base, base + 1, base + 2]
+        assert [n.controller_port for n in cluster.nodes] == [base + 100, base + 101, base + 102]
+        assert (tmp_path / "bootstrap.servers").read_text().strip() == (
+            f"127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}")
+        directory_ids = set()
+        for node in cluster.nodes:
+            props = load_properties(tmp_path / f"node-{node.node_id}" / "server.properties")
+            assert props["process.roles"] == "broker,controller"
+            assert props["num.partitions"] == "2"
+            meta = load_properties(Path(props["log.dirs"]) / "meta.properties")
+            assert meta["cluster.id"] == cluster.cluster_id
+            assert meta["node.id"] == str(node.node_id)
+            directory_ids.add(meta["directory.id"])
+            pid = read_pid(node)
+            assert pid is not None and is_running(pid, node)
+            assert listening_ready(cluster, node)
+        assert len(directory_ids) == 3
+    finally:
+        stopped = stop_quorum(tmp_path)
+    assert stopped == [1, 2, 3]
+    for node in cluster.nodes:
+        assert not node.pid_path.exists()
+        assert "node %d stopped" % node.node_id in node.log_path.read_text()
+
+
+def test_restart_and_kill_one_node(tmp_path: Path) -> None:
+    cluster = bootstrap_listening(tmp_path, nodes=1, controllers=1)
+    try:
+        assert stop_quorum(tmp_path, node_id=2, kill=True) == [2]
+        broker = load_cluster(tmp_path).node(2)
+        assert not broker.pid_path.exists()
+        start_node(tmp_path, 2, ready=listening_ready, timeout=30)
+        pid = read_pid(broker)
+        assert pid is not None and is_running(pid, broker)
+        with pytest.raises(LauncherError, match="already running"):
+            start_node(tmp_path, 2, ready=listening_ready, timeout=30)
+    finally:
+        assert sorted(stop_quorum(tmp_path)) == [1, 2]
+    assert cluster.nodes[0].roles == ("controller",)
+
+
+def test_node_that_exits_at_start_fails_with_its_log_tail(tmp_path: Path) -> None:
+    cluster = bootstrap_listening(tmp_path, nodes=1)
+    stop_quorum(tmp_path)
+    (Path(cluster.nodes[0].properties["log.dirs"]) / "meta.properties").unlink()
+    started = time.monotonic()
+    with pytest.raises(LauncherError) as failure:
+        start_node(tmp_path, 1, ready=listening_ready, timeout=30)
+    assert time.monotonic() - started < 30
+    assert "exited during start-up" in str(failure.value)
+    assert "not formatted" in str(failure.value)  # the tail of the node's own log
+    assert not cluster.nodes[0].pid_path.exists()
+
+
+def test_bootstrap_fails_fast_when_a_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(LauncherError, match=f"port {port} .*already in use"):
+            # The second node's client port is the taken one.
+            bootstrap_quorum(tmp_path, nodes=2, base_port=port - 1, ready=listening_ready)
+    assert not list(tmp_path.glob("node-*/pid"))
+
+
+def test_script_exits_nonzero_with_log_tail_when_never_ready(tmp_path: Path) -> None:
+    """The minimal node never lists brokers in Metadata, so the real check times out."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(REPO_ROOT / "scripts" / "bootstrap-quorum"), "--dir", str(tmp_path), "--nodes",
+         "1", "--base-port", str(random_base_port()), "--timeout", "3"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert time.monotonic() - started < 60
+    assert "was not ready" in result.stderr
+    assert "minimal node 1 serving ApiVersions" in result.stderr  # the log tail
+    node = load_cluster(tmp_path).node(1)
+    assert not node.pid_path.exists()
+    assert os.listdir(tmp_path / "node-1" / "data")
