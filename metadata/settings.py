@@ -1,0 +1,26 @@
+"""Static controller settings the decisions depend on (Kafka's names and defaults)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """Broker/controller configuration values used by the controller's decisions.
+
+    `validate_broker_config(name, value)` may raise ValueError to reject a dynamic broker
+    config; without it broker configs are only checked for a non-empty name and value.
+    """
+
+    cluster_id: str | None = None
+    num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+    unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
+    broker_session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    delete_topic_enable: bool = True  # delete.topic.enable
+    auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
+    leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds
+    producer_id_block_size: int = 1000
+    validate_broker_config: Callable[[str, str], None] | None = None
