@@ -70,3 +70,27 @@ def test_bad_batches_raise_corrupt_record(damage: str) -> None:
 def test_short_header_is_rejected() -> None:
     with pytest.raises(CorruptRecordError):
         parse_header(make_batch()[: BATCH_HEADER_SIZE - 1])
+
+
+def test_iter_batches_headers_equal_parse_header() -> None:
+    buf = make_batch(records=2) + make_batch(records=5, base_timestamp=7)
+    walked = list(iter_batches(buf))
+    assert [pos for pos, _ in walked] == [0, len(make_batch(records=2))]
+    assert [header for _, header in walked] == [parse_header(buf, pos) for pos, _ in walked]
+
+
+def test_iter_batches_rejects_a_trailing_partial_header() -> None:
+    buf = make_batch() + make_batch()[:20]
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        list(iter_batches(buf))
+
+
+def test_iter_batches_lets_the_caller_resize_between_batches() -> None:
+    buf = bytearray(make_batch() + make_batch())
+    seen = 0
+    for _, header in iter_batches(buf):
+        seen += 1
+        if seen == 1:
+            buf += make_batch()  # BufferError if a view of buf were held across the yield
+        assert header.magic == 2
+    assert seen == 2  # the walk covers the buffer as it was when it began
