@@ -1,0 +1,196 @@
+"""Log compaction for ``cleanup.policy=compact``: keep the last record per key.
+
+Kafka's design, one partition at a time: the dirty section (from the cleaner checkpoint to
+the first uncleanable segment: the active one, one newer than min.compaction.lag.ms, or one
+reaching above the high watermark) is scanned into a key -> latest-offset map; then every
+segment from the log start to the end of the dirty section is rewritten without superseded
+records. Offsets are preserved (readers see gaps), and each batch keeps its last offset so
+producer sequences stay valid. Tombstones get a delete horizon (now + delete.retention.ms,
+stored in the batch as KIP-534 does) the first time they are cleaned and are dropped by a
+later clean once it has passed.
+
+Each rewritten segment is swapped in atomically: ``.cleaned`` files, renamed to ``.swap``,
+the old segment renamed to ``.deleted``, then the ``.swap`` renamed into place. The loader
+completes or discards an interrupted swap. This is not a hot path: records are parsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from clients.records.batch import RecordBatch, decode_batch, encode_batch
+from clients.records.errors import RecordsError
+from clients.records.header import DELETE_HORIZON_MASK, BatchHeader, parse_header
+
+if TYPE_CHECKING:
+    from broker.log.partition_log import PartitionLog
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerStats:
+    segments: int
+    bytes_before: int
+    bytes_after: int
+    records_removed: int
+    first_dirty_offset: int
+    end_offset: int
+
+
+def _cleanable_end(log: PartitionLog, now_ms: int) -> int:
+    """First offset the cleaner must not touch (a segment boundary)."""
+    config = log.config
+    for segment in log.segments[:-1]:
+        too_young = config.min_compaction_lag_ms > 0 and now_ms - segment.largest_timestamp() < config.min_compaction_lag_ms
+        if too_young or segment.next_offset > log.high_watermark:
+            return segment.base_offset
+    return log.active_segment.base_offset
+
+
+def _iter_batches(segment: LogSegment) -> list[tuple[int, BatchHeader]]:
+    return list(segment.iter_headers(0))
+
+
+def _decode(segment: LogSegment, position: int, header: BatchHeader) -> RecordBatch | None:
+    data = os.pread(segment.fd, header.size, position)
+    try:
+        return decode_batch(data)
+    except RecordsError as exc:
+        logger.warning("%s: cannot decode batch at %d, kept as is: %s", segment.log_path, position, exc)
+        return None
+
+
+def _build_offset_map(dirty: list[LogSegment]) -> dict[bytes, int]:
+    offsets: dict[bytes, int] = {}
+    for segment in dirty:
+        for position, header in _iter_batches(segment):
+            if header.is_control:
+                continue
+            batch = _decode(segment, position, header)
+            if batch is None:
+                continue
+            for record in batch.records:
+                if record.key is not None and record.offset is not None:
+                    offsets[record.key] = record.offset
+    return offsets
+
+
+def clean_log(log: PartitionLog, now_ms: int, *, force: bool = False) -> CleanerStats | None:
+    """Compact ``log`` if it is due (dirty ratio or max.compaction.lag.ms); None if not."""
+    config = log.config
+    first_dirty = max(log.first_dirty_offset, log.log_start_offset)
+    end = _cleanable_end(log, now_ms)
+    # Tombstones whose delete horizon passed make a log worth cleaning even with no new data.
+    horizon_due = log.next_delete_horizon_ms is not None and log.next_delete_horizon_ms <= now_ms
+    in_range = [s for s in log.segments[:-1] if s.base_offset < end]
+    dirty = [s for s in in_range if s.next_offset > first_dirty and s.base_offset < end]
+    if not in_range or (not dirty and not horizon_due):
+        return None
+    dirty_bytes = sum(s.size for s in dirty)
+    total_bytes = sum(s.size for s in in_range)
+    ratio = dirty_bytes / total_bytes if total_bytes else 0.0
+    overdue = any(now_ms - s.rolling_base_ms() > config.max_compaction_lag_ms for s in dirty)
+    if not force and ratio < config.min_cleanable_dirty_ratio and not overdue and not horizon_due:
+        return None
+    offset_map = _build_offset_map(dirty)
+    before, after, removed = 0, 0, 0
+    horizons: list[int] = []
+    for segment in in_range:
+        before += segment.size
+        cleaned, dropped = _clean_segment(log, segment, offset_map, now_ms, horizons)
+        after += cleaned.size
+        removed += dropped
+        _swap_in(log, segment, cleaned, now_ms)
+    log.first_dirty_offset = max(end, first_dirty)
+    log.next_delete_horizon_ms = min(horizons) if horizons else None
+    stats = CleanerStats(len(in_range), before, after, removed, first_dirty, end)
+    logger.info("%s: cleaned %s", log.name, stats)
+    return stats
+
+
+def _retained(batch: RecordBatch, offset_map: dict[bytes, int], now_ms: int) -> list:  # type: ignore[type-arg]
+    horizon = batch.delete_horizon_ms
+    kept = []
+    for record in batch.records:
+        if record.key is not None and offset_map.get(record.key, -1) > (record.offset or 0):
+            continue  # superseded by a later record with the same key
+        if record.value is None and horizon is not None and horizon <= now_ms:
+            continue  # tombstone past its delete horizon
+        kept.append(record)
+    return kept
+
+
+def _clean_segment(log: PartitionLog, segment: LogSegment, offset_map: dict[bytes, int],
+                   now_ms: int, horizons: list[int]) -> tuple[LogSegment, int]:
+    """Write the retained batches of ``segment`` to a ``.cleaned`` segment."""
+    cleaned_path_suffix = CLEANED_SUFFIX
+    for stale in segment.directory.glob(f"{segment.base_offset:020d}.*{CLEANED_SUFFIX}"):
+        stale.unlink()
+    target = LogSegment(segment.directory, segment.base_offset, log.config.segment_settings(),
+                        suffix=cleaned_path_suffix, active=True, created_ms=now_ms)
+    dropped = 0
+    for position, header in _iter_batches(segment):
+        data = _rewrite_batch(log, segment, position, header, offset_map, now_ms)
+        if data is None:
+            dropped += header.records_count
+            continue
+        new_header = parse_header(data)
+        if new_header.attributes & DELETE_HORIZON_MASK:
+            horizons.append(new_header.base_timestamp)
+        dropped += header.records_count - new_header.records_count
+        target.append(data, [(0, new_header)])
+    target.become_inactive()
+    target.flush()
+    return target, dropped
+
+
+def _rewrite_batch(log: PartitionLog, segment: LogSegment, position: int, header: BatchHeader,
+                   offset_map: dict[bytes, int], now_ms: int) -> bytes | None:
+    original = os.pread(segment.fd, header.size, position)
+    if header.is_control:
+        return original
+    batch = _decode(segment, position, header)
+    if batch is None:
+        return original
+    kept = _retained(batch, offset_map, now_ms)
+    has_tombstone = any(r.value is None for r in kept)
+    needs_horizon = has_tombstone and not header.attributes & DELETE_HORIZON_MASK
+    if len(kept) == len(batch.records) and not needs_horizon:
+        return original
+    if not kept and not _is_last_batch_of_producer(log, header):
+        return None
+    horizon = now_ms + log.config.delete_retention_ms if needs_horizon else batch.delete_horizon_ms
+    try:
+        return encode_batch(
+            kept, base_offset=header.base_offset, compression=header.compression,
+            timestamp_type=1 if header.is_log_append_time else 0,
+            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence, partition_leader_epoch=header.partition_leader_epoch,
+            is_transactional=header.is_transactional, last_offset_delta=header.last_offset_delta,
+            delete_horizon_ms=horizon if has_tombstone else None,
+            base_timestamp=None if kept or has_tombstone else header.base_timestamp,
+        )
+    except RecordsError as exc:
+        logger.warning("%s: cannot re-encode batch at %d, kept as is: %s", segment.log_path, position, exc)
+        return original
+
+
+def _is_last_batch_of_producer(log: PartitionLog, header: BatchHeader) -> bool:
+    """An idempotent producer's last batch stays (maybe empty) so its sequence survives."""
+    if header.producer_id < 0:
+        return False
+    entry = log.producer_state.producers.get(header.producer_id)
+    return bool(entry and entry.batches and entry.batches[-1].last_offset == header.last_offset)
+
+
+def _swap_in(log: PartitionLog, old: LogSegment, cleaned: LogSegment, now_ms: int) -> None:
+    cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+    index = log.segments.index(old)
+    log._schedule_delete(old, now_ms)
+    cleaned.change_suffix(SWAP_SUFFIX, "")
+    log.segments[index] = cleaned

@@ -1,0 +1,227 @@
+"""Sparse segment indexes, memory-mapped and preallocated like Kafka's.
+
+``.index``: 8-byte entries (offset relative to the segment base int32, file position int32).
+``.timeindex``: 12-byte entries (timestamp int64, relative offset int32). Entries are
+strictly increasing; lookups are binary searches over the mapping. The active segment's
+files are preallocated to ``segment.index.bytes`` and trimmed to their entries on roll/close.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+from typing import Iterator
+
+from broker.log.errors import KafkaStorageError
+
+
+class CorruptIndexError(KafkaStorageError):
+    """An index file's entries are not consistent with its segment."""
+
+
+class _MmapIndex:
+    _entry = struct.Struct(">ii")
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, writable: bool) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.entry_size = self._entry.size
+        self._max_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
+        self._file = open(path, "r+b" if path.exists() else "w+b")
+        length = os.fstat(self._file.fileno()).st_size
+        self._entries = length // self.entry_size
+        self._mmap: mmap.mmap | None = None
+        self.writable = False
+        if writable:
+            self.make_writable()
+        else:
+            self._remap(self._entries * self.entry_size)
+
+    def _remap(self, size: int) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        os.ftruncate(self._file.fileno(), size)
+        if size > 0:
+            self._mmap = mmap.mmap(self._file.fileno(), size)
+
+    def make_writable(self) -> None:
+        """Grow the file to its preallocated size so entries can be appended."""
+        self._max_size = max(self._max_size, self._entries * self.entry_size)
+        self._remap(self._max_size)
+        self.writable = True
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_size // self.entry_size
+
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries
+
+    def _read(self, n: int) -> tuple[int, int]:
+        assert self._mmap is not None
+        return self._entry.unpack_from(self._mmap, n * self.entry_size)
+
+    def _write(self, first: int, second: int) -> None:
+        if not self.writable or self._entries >= self.max_entries:
+            raise KafkaStorageError(f"index {self.path} is full or read-only")
+        assert self._mmap is not None
+        self._entry.pack_into(self._mmap, self._entries * self.entry_size, first, second)
+        self._entries += 1
+
+    def _search(self, target: int, key_of: int) -> int:
+        """Slot of the last entry whose field ``key_of`` is <= target, or -1."""
+        lo, hi = 0, self._entries - 1
+        found = -1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self._read(mid)[key_of] <= target:
+                found, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def _truncate_entries(self, count: int) -> None:
+        self._entries = max(0, min(count, self._entries))
+        if self._mmap is not None and self.writable:
+            # Zero the dropped tail so a later crash cannot resurrect stale entries.
+            start = self._entries * self.entry_size
+            self._mmap[start : self._max_size] = bytes(self._max_size - start)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._truncate_entries(0)
+
+    def trim(self) -> None:
+        """Shrink the file to its entries; the index becomes read-only."""
+        self._remap(self._entries * self.entry_size)
+        self.writable = False
+
+    def flush(self) -> None:
+        if self._mmap is not None:
+            self._mmap.flush()
+
+    def close(self, trim: bool = True) -> None:
+        if trim:
+            self.trim()
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        self._file.close()
+
+    def rename(self, new_path: Path) -> None:
+        os.replace(self.path, new_path)
+        self.path = new_path
+
+    def delete(self) -> None:
+        self.close(trim=False)
+        self.path.unlink(missing_ok=True)
+
+
+class OffsetIndex(_MmapIndex):
+    """Maps the last offset of an indexed batch to the file position where it starts."""
+
+    _entry = struct.Struct(">ii")
+
+    def append(self, offset: int, position: int) -> None:
+        relative = offset - self.base_offset
+        if self._entries and relative <= self._read(self._entries - 1)[0]:
+            raise KafkaStorageError(f"offset {offset} not above the last entry of {self.path}")
+        self._write(relative, position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below ``offset``; the segment start if none."""
+        slot = self._search(offset - self.base_offset, 0)
+        if slot < 0:
+            return self.base_offset, 0
+        relative, position = self._read(slot)
+        return self.base_offset + relative, position
+
+    def last_entry(self) -> tuple[int, int]:
+        if not self._entries:
+            return self.base_offset, 0
+        relative, position = self._read(self._entries - 1)
+        return self.base_offset + relative, position
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= ``offset``."""
+        self._truncate_entries(self._search(offset - self.base_offset - 1, 0) + 1)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for n in range(self._entries):
+            relative, position = self._read(n)
+            yield self.base_offset + relative, position
+
+    def sanity_check(self, log_size: int) -> None:
+        last_offset, last_position = -1, -1
+        for offset, position in self:
+            if offset <= last_offset or position < last_position or position >= max(log_size, 1):
+                raise CorruptIndexError(f"inconsistent entry ({offset}, {position}) in {self.path}")
+            last_offset, last_position = offset, position
+
+
+class TimeIndex(_MmapIndex):
+    """Maps a timestamp to the offset of the record that first reached it in the segment."""
+
+    _entry = struct.Struct(">qi")
+
+    def max_entries_usable(self) -> int:
+        # One slot stays free for the final entry written when the segment becomes inactive.
+        return self.max_entries - 1
+
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries - 1
+
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry, (-1, base offset) if empty."""
+        if not self._entries:
+            return -1, self.base_offset
+        timestamp, relative = self._read(self._entries - 1)
+        return timestamp, self.base_offset + relative
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
+        """Append when ``timestamp`` is above the last entry's (Kafka's maybeAppend)."""
+        if not skip_full_check and self.is_full():
+            raise KafkaStorageError(f"time index {self.path} is full")
+        last_ts, last_offset = self.last_entry()
+        if self._entries and offset < last_offset:
+            raise KafkaStorageError(f"offset {offset} below the last entry of {self.path}")
+        if timestamp > last_ts or not self._entries:
+            if timestamp < 0:
+                return
+            self._write(timestamp, offset - self.base_offset)
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry at or below ``timestamp``; (-1, base) if none."""
+        slot = self._search(timestamp, 0)
+        if slot < 0:
+            return -1, self.base_offset
+        ts, relative = self._read(slot)
+        return ts, self.base_offset + relative
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is >= ``offset``."""
+        keep = 0
+        for n in range(self._entries):
+            if self.base_offset + self._read(n)[1] >= offset:
+                break
+            keep = n + 1
+        self._truncate_entries(keep)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for n in range(self._entries):
+            timestamp, relative = self._read(n)
+            yield timestamp, self.base_offset + relative
+
+    def sanity_check(self, next_offset: int) -> None:
+        last_ts, last_offset = -1, -1
+        for timestamp, offset in self:
+            if timestamp <= last_ts or offset < last_offset or offset >= max(next_offset, self.base_offset + 1):
+                raise CorruptIndexError(f"inconsistent entry ({timestamp}, {offset}) in {self.path}")
+            last_ts, last_offset = timestamp, offset

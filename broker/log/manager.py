@@ -1,0 +1,213 @@
+"""The LogManager: every partition log on this broker across its ``log.dirs``.
+
+It locks each directory, loads (and after an unclean stop, recovers) the logs found there,
+creates and deletes logs as metadata changes, and offers the periodic jobs as plain methods
+for the broker's trio tasks: retention, compaction, time-based flush and checkpointing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+from broker.log.cleaner import clean_log
+from broker.log.config import LogConfig
+from broker.log.errors import KafkaStorageError, LogDirLockedError
+from broker.log.log_dir import LogDir
+from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+_DELETE_SUFFIX = "-delete"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """(topic, partition) from a ``<topic>-<partition>`` directory name, else None."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit() or name.startswith("."):
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    """Owns the PartitionLogs of all ``log_dirs``; ``broker_defaults`` are broker configs
+    (``log.retention.hours``, ``log.segment.bytes``, ...) that supply topic defaults."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[str | os.PathLike[str]],
+        broker_defaults: Mapping[str, str] = MappingProxyType({}),
+        *,
+        now_ms: int | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is required")
+        self.broker_defaults = dict(broker_defaults)
+        self._dirs: list[LogDir] = []
+        try:
+            for path in log_dirs:
+                self._dirs.append(LogDir(path))
+        except LogDirLockedError:
+            self._release_dirs()
+            raise
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, LogDir] = {}
+        self._overrides: dict[TopicPartition, dict[str, str]] = {}
+        now_ms = now_millis() if now_ms is None else now_ms
+        for log_dir in self._dirs:
+            self._load_dir(log_dir, now_ms)
+
+    def _release_dirs(self) -> None:
+        for log_dir in self._dirs:
+            log_dir.release()
+
+    def _config(self, overrides: Mapping[str, str]) -> LogConfig:
+        return LogConfig.from_overrides(overrides, self.broker_defaults)
+
+    def _load_dir(self, log_dir: LogDir, now_ms: int) -> None:
+        if not log_dir.had_clean_shutdown and any(log_dir.path.iterdir()):
+            logger.warning("%s was not shut down cleanly; recovering its logs", log_dir.path)
+        for child in sorted(log_dir.path.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(_DELETE_SUFFIX):
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            key = parse_partition_dir(child.name)
+            if key is None:
+                continue
+            if key in self._logs:
+                raise KafkaStorageError(f"partition {key[0]}-{key[1]} found in both {self._dir_of[key].path} and {log_dir.path}")
+            self._logs[key] = PartitionLog(
+                child, key[0], key[1], self._config({}),
+                recovery_point=log_dir.recovery_points.get(key, 0),
+                log_start_offset=log_dir.log_start_offsets.get(key, 0),
+                high_watermark=log_dir.high_watermarks.get(key, 0),
+                clean_shutdown=log_dir.had_clean_shutdown,
+                now_ms=now_ms,
+            )
+            self._logs[key].first_dirty_offset = max(
+                self._logs[key].log_start_offset, log_dir.cleaner_offsets.get(key, 0)
+            )
+            self._dir_of[key] = log_dir
+        logger.info("loaded %d logs from %s", sum(1 for d in self._dir_of.values() if d is log_dir), log_dir.path)
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [d.path for d in self._dirs]
+
+    # -- partition logs ------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID | None = None,
+        config: Mapping[str, str] | None = None,
+        *,
+        now_ms: int | None = None,
+    ) -> PartitionLog:
+        """The partition's log, created in the least-loaded directory if absent.
+
+        ``config`` holds the topic's raw overrides (as in ConfigRecords); when given it
+        replaces the overrides of an existing log.
+        """
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is not None:
+            if config is not None:
+                self._overrides[key] = dict(config)
+                log.update_config(self._config(config))
+            if topic_id is not None and log.topic_id != topic_id:
+                log.topic_id = log._check_topic_id(topic_id)
+            return log
+        overrides = dict(config or {})
+        log_dir = min(self._dirs, key=lambda d: sum(1 for x in self._dir_of.values() if x is d))
+        log = PartitionLog(log_dir.path / partition_dir_name(topic, partition), topic, partition,
+                           self._config(overrides), topic_id=topic_id, now_ms=now_ms)
+        self._logs[key] = log
+        self._dir_of[key] = log_dir
+        self._overrides[key] = overrides
+        logger.info("created log for %s-%d in %s", topic, partition, log_dir.path)
+        return log
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """Apply a topic's new raw overrides to all of its partitions here."""
+        config = self._config(overrides)
+        for (t, p), log in self._logs.items():
+            if t == topic:
+                self._overrides[(t, p)] = dict(overrides)
+                log.update_config(config)
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close the log and remove its directory; returns whether it existed."""
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        if log is None:
+            return False
+        self._dir_of.pop(key)
+        self._overrides.pop(key, None)
+        log.close_and_remove_files()
+        # Renamed first so a crash mid-delete leaves a dir the next start removes.
+        doomed = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
+        os.replace(log.directory, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        logger.info("deleted log %s-%d", topic, partition)
+        return True
+
+    def logs(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    # -- periodic jobs -------------------------------------------------------------------
+
+    def run_retention(self, now_ms: int) -> int:
+        """Delete segments past retention and files past their delete delay; returns segments deleted."""
+        deleted = 0
+        for log in self.logs():
+            deleted += log.delete_old_segments(now_ms)
+            log.delete_pending_files(now_ms)
+        return deleted
+
+    def run_cleaner(self, now_ms: int) -> int:
+        """Compact every compacted log that is due; returns how many logs were cleaned."""
+        cleaned = 0
+        for log in self.logs():
+            if log.config.compact and clean_log(log, now_ms) is not None:
+                cleaned += 1
+        return cleaned
+
+    def flush_due(self, now_ms: int) -> int:
+        """fsync logs whose flush.ms has passed; returns how many were flushed."""
+        return sum(1 for log in self.logs() if log.flush_if_due(now_ms))
+
+    def checkpoint(self) -> None:
+        """Write recovery-point, HW, log-start-offset and cleaner checkpoints of every dir."""
+        for log_dir in self._dirs:
+            keys = [k for k, d in self._dir_of.items() if d is log_dir]
+            logs = {k: self._logs[k] for k in keys}
+            log_dir.write_checkpoints(
+                {k: v.recovery_point for k, v in logs.items()},
+                {k: v.high_watermark for k, v in logs.items()},
+                {k: v.log_start_offset for k, v in logs.items()},
+                {k: v.first_dirty_offset for k, v in logs.items()},
+            )
+
+    def close(self) -> None:
+        """Flush and close every log, checkpoint, mark a clean shutdown, release the locks."""
+        for log in self.logs():
+            log.close()
+        self.checkpoint()
+        for log_dir in self._dirs:
+            log_dir.mark_clean_shutdown()
+        self._release_dirs()
+        self._logs.clear()
+        self._dir_of.clear()

@@ -1,0 +1,545 @@
+"""One partition's log: segments, offsets, producer state and the leader epoch cache.
+
+Produce, fetch and replication stay header-only: batches are validated from their 61-byte
+headers and CRC, stamped in place and written with one os.write; reads hand back file ranges.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+
+from broker.log import errors
+from broker.log.checkpoints import read_partition_metadata, write_partition_metadata
+from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.loader import load_segments
+from broker.log.producer_state import ProducerStateManager
+from broker.log.results import AppendResult, ReadResult, UpperBound
+from broker.log.segment import DELETED_SUFFIX, LogSegment
+from clients.records.errors import CorruptRecordError
+from clients.records.header import (
+    BatchHeader,
+    assign_offsets,
+    crc_is_valid,
+    iter_batches,
+    parse_header,
+    peek_batch_size,
+)
+
+logger = logging.getLogger(__name__)
+
+_INT32_MAX = 2**31 - 1
+
+
+def now_millis() -> int:
+    return int(time.time() * 1000)
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class PartitionLog:
+    """The log of one partition replica, in ``<log.dir>/<topic>-<partition>/``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        topic_id: uuid.UUID | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        high_watermark: int = 0,
+        clean_shutdown: bool = True,
+        now_ms: int | None = None,
+    ) -> None:
+        now_ms = now_millis() if now_ms is None else now_ms
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        directory.mkdir(parents=True, exist_ok=True)
+        self.topic_id = self._check_topic_id(topic_id)
+        self.segments: list[LogSegment] = load_segments(
+            directory, config.segment_settings(), recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown, now_ms=now_ms,
+        )
+        if not self.segments:
+            self.segments.append(self._new_segment(max(log_start_offset, 0), now_ms))
+        self._jitter_ms = config.random_jitter_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        self.first_dirty_offset = self.log_start_offset  # compaction progress (cleaner checkpoint)
+        self.next_delete_horizon_ms: int | None = None  # earliest tombstone horizon the cleaner set
+        self.recovery_point = min(recovery_point, self.log_end_offset) if clean_shutdown else self.log_end_offset
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+        self.epoch_cache = LeaderEpochCache(directory)
+        self.producer_state = ProducerStateManager(directory)
+        if self.log_start_offset > self.log_end_offset:
+            # The checkpoint is ahead of what survived; start over at the checkpointed offset.
+            self.truncate_fully_and_start_at(self.log_start_offset, now_ms)
+        if not clean_shutdown:
+            for segment in self.segments:
+                segment.flush()
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self._rebuild_producer_state()
+        self.closed = False
+
+    def _check_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
+        stored = read_partition_metadata(self.directory)
+        if topic_id is None:
+            return stored
+        if stored is not None and stored != topic_id:
+            raise errors.KafkaStorageError(
+                f"{self.directory} belongs to topic id {stored}, not {topic_id}"
+            )
+        if stored is None:
+            write_partition_metadata(self.directory, topic_id)
+        return topic_id
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return LogSegment(self.directory, base_offset, self.config.segment_settings(),
+                          active=True, created_ms=now_ms)
+
+    def _rebuild_producer_state(self) -> None:
+        """Load the newest snapshot and replay batch headers from there to the end."""
+        state = self.producer_state
+        state.load(self.log_start_offset, self.log_end_offset)
+        start = state.map_end_offset
+        for segment in self.segments:
+            if segment.next_offset <= start:
+                continue
+            _, position = segment.offset_index.lookup(start)
+            for _, header in segment.iter_headers(position):
+                if header.last_offset >= start:
+                    state.update(header)
+        state.map_end_offset = self.log_end_offset
+
+    # -- marks ---------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        # No transactions are tracked, so nothing is ever open: LSO is the HW.
+        return self.high_watermark
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HW, clamped to [log start, LEO]; returns the value set."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs; they take effect from the next segment or job."""
+        self.config = config
+        self._jitter_ms = config.random_jitter_ms()
+
+    # -- appends -------------------------------------------------------------------------
+
+    def _headers(self, batches: bytes | bytearray) -> list[tuple[int, BatchHeader]]:
+        try:
+            return list(iter_batches(batches, verify_crc=False))
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessage(f"{self.name}: {exc}") from None
+
+    def _validate_leader_batch(self, header: BatchHeader, now_ms: int) -> None:
+        config = self.config
+        if header.size > config.max_message_bytes:
+            raise errors.MessageTooLarge(
+                f"{self.name}: batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
+            )
+        if header.last_offset_delta + 1 != header.records_count:
+            raise errors.InvalidRecord(f"{self.name}: inconsistent batch offset range and record count")
+        if header.is_control:
+            raise errors.InvalidRecord(f"{self.name}: clients may not write control batches")
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            raise errors.InvalidRecord(f"{self.name}: idempotent batch without a sequence number")
+        if not config.log_append_time:
+            if header.max_timestamp >= 0 and header.max_timestamp - now_ms > config.message_timestamp_after_max_ms:
+                raise errors.InvalidTimestamp(
+                    f"{self.name}: timestamp {header.max_timestamp} is more than "
+                    f"message.timestamp.after.max.ms ahead of {now_ms}"
+                )
+            if header.base_timestamp >= 0 and now_ms - header.base_timestamp > config.message_timestamp_before_max_ms:
+                raise errors.InvalidTimestamp(
+                    f"{self.name}: timestamp {header.base_timestamp} is more than "
+                    f"message.timestamp.before.max.ms behind {now_ms}"
+                )
+
+    def append_as_leader(self, batches: bytearray, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
+        """Validate, assign offsets from the LEO, stamp and write ``batches`` (modified in place).
+
+        A retried idempotent batch is not written again: the result carries its original
+        offsets and ``duplicate=True``.
+        """
+        now_ms = now_millis() if now_ms is None else now_ms
+        headers = self._headers(batches)
+        if not headers:
+            return AppendResult(-1, -1, -1, -1, -1, self.log_start_offset)
+        if len(batches) > self.config.segment_bytes:
+            raise errors.RecordListTooLarge(
+                f"{self.name}: {len(batches)} bytes exceed segment.bytes {self.config.segment_bytes}"
+            )
+        for _, header in headers:
+            self._validate_leader_batch(header, now_ms)
+        for _, header in headers:
+            if header.producer_id >= 0:
+                duplicate = self.producer_state.find_duplicate(header)
+                if duplicate is not None:
+                    return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                        duplicate.last_offset, -1, self.log_start_offset, duplicate=True)
+        self.producer_state.validate(h for _, h in headers)
+        count = sum(h.last_offset_delta + 1 for _, h in headers)
+        self._maybe_roll(len(batches), self.log_end_offset + count - 1, now_ms)
+        append_time = now_ms if self.config.log_append_time else None
+        try:
+            info = assign_offsets(batches, self.log_end_offset, leader_epoch, log_append_time_ms=append_time)
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessage(f"{self.name}: {exc}") from None
+        stamped = [(pos, parse_header(batches, pos)) for pos, _ in headers]
+        if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
+            self.epoch_cache.assign(leader_epoch, info.first_offset)
+        self._write(batches, stamped, info.records_count, now_ms)
+        return AppendResult(info.first_offset, info.last_offset, info.max_timestamp,
+                            info.offset_of_max_timestamp, append_time if append_time is not None else -1,
+                            self.log_start_offset, info.records_count)
+
+    def append_as_follower(self, batches: bytes | bytearray | memoryview, now_ms: int | None = None) -> AppendResult:
+        """Append batches fetched from the leader, keeping the leader's offsets.
+
+        A partial batch at the end (a fetch cut by max_bytes) is ignored, as Kafka's follower
+        does. Offsets must start at or after the LEO.
+        """
+        now_ms = now_millis() if now_ms is None else now_ms
+        view = memoryview(batches)
+        end = 0
+        while (size := peek_batch_size(view, end)) is not None and end + size <= len(view):
+            end += size
+        whole = view[:end]
+        headers = self._headers(whole)
+        if not headers:
+            return AppendResult(-1, -1, -1, -1, -1, self.log_start_offset)
+        expected = self.log_end_offset
+        for pos, header in headers:
+            if header.base_offset < expected:
+                raise errors.UnexpectedAppendOffset(
+                    f"{self.name}: follower batch at offset {header.base_offset} is below {expected}"
+                )
+            if not crc_is_valid(whole, pos, header):
+                raise errors.CorruptMessage(f"{self.name}: CRC mismatch in batch at offset {header.base_offset}")
+            expected = header.next_offset
+        first, last = headers[0][1], headers[-1][1]
+        self._maybe_roll(end, last.last_offset, now_ms, first.base_offset)
+        for _, header in headers:
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch > self.epoch_cache.latest_epoch:
+                self.epoch_cache.assign(epoch, header.base_offset)
+        records = sum(h.records_count for _, h in headers)
+        self._write(whole, headers, records, now_ms)
+        max_ts, max_ts_offset = max((h.max_timestamp, h.last_offset) for _, h in headers)
+        return AppendResult(first.base_offset, last.last_offset, max_ts, max_ts_offset, -1,
+                            self.log_start_offset, records)
+
+    def _write(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, BatchHeader]],
+               records: int, now_ms: int) -> None:
+        try:
+            self.active_segment.append(data, headers)
+        except OSError as exc:
+            raise errors.KafkaStorageError(f"{self.name}: write failed: {exc}") from exc
+        for _, header in headers:
+            self.producer_state.update(header)
+        self._unflushed_messages += records
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush(now_ms)
+
+    def _maybe_roll(self, size: int, last_offset: int, now_ms: int, base_offset: int | None = None) -> None:
+        segment = self.active_segment
+        config = self.config
+        reason = None
+        if segment.is_full_for(size):
+            reason = "segment.bytes"
+        elif segment.size > 0 and now_ms - segment.rolling_base_ms() > config.segment_ms - self._jitter_ms:
+            reason = "segment.ms"
+        elif segment.indexes_full():
+            reason = "index full"
+        elif last_offset - segment.base_offset > _INT32_MAX:
+            reason = "relative offset overflow"
+        elif base_offset is not None and segment.size == 0 and base_offset != segment.base_offset:
+            reason = "follower offset gap"
+        if reason is not None:
+            self.roll(now_ms, base_offset, reason=reason)
+
+    def roll(self, now_ms: int | None = None, base_offset: int | None = None, *, reason: str = "requested") -> LogSegment:
+        """Start a new active segment at ``base_offset`` (default: the LEO)."""
+        now_ms = now_millis() if now_ms is None else now_ms
+        base = self.log_end_offset if base_offset is None else base_offset
+        old = self.active_segment
+        if old.size == 0:
+            # An empty active segment is simply replaced (or kept when the base matches).
+            if old.base_offset == base:
+                return old
+            self.segments.pop()
+            old.close_and_delete()
+        else:
+            old.become_inactive()
+            old.flush()
+            self.recovery_point = max(self.recovery_point, old.next_offset)
+            self.producer_state.take_snapshot()
+        segment = self._new_segment(base, now_ms)
+        self.segments.append(segment)
+        self._jitter_ms = self.config.random_jitter_ms()
+        logger.debug("%s: rolled new segment at %d (%s)", self.name, base, reason)
+        return segment
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything up to the LEO and move the recovery point there."""
+        for segment in self.segments:
+            if segment.next_offset > self.recovery_point or segment.unflushed:
+                segment.flush()
+        self.recovery_point = self.log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_millis() if now_ms is None else now_ms
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Flush when flush.ms has passed with unflushed data; returns whether it did."""
+        if self._unflushed_messages and now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush(now_ms)
+            return True
+        return False
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _segment_index_for(self, offset: int) -> int:
+        bases = [s.base_offset for s in self.segments]
+        return max(bisect.bisect_right(bases, offset) - 1, 0)
+
+    def read(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
+             min_one_batch: bool = True) -> ReadResult:
+        """Batches from the one holding ``offset``, at most ``max_bytes`` (but one whole batch
+        when ``min_one_batch``), never past ``upper_bound``."""
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise errors.OffsetOutOfRange(
+                f"{self.name}: offset {offset} is outside [{self.log_start_offset}, {leo}]"
+            )
+        bound = leo if upper_bound is UpperBound.LEO else self.high_watermark
+        marks = (self.high_watermark, leo, self.log_start_offset, self.last_stable_offset)
+        if offset < bound:
+            for segment in self.segments[self._segment_index_for(offset):]:
+                if segment.base_offset >= bound:
+                    break
+                max_position = segment.size
+                if bound < segment.next_offset:
+                    found = segment.translate_offset(bound)
+                    max_position = found[0] if found else segment.size
+                result = segment.read(offset, max_bytes, max_position, min_one_batch)
+                if result is not None:
+                    ranges = (result,) if result.length else ()
+                    return ReadResult(offset, *marks, ranges=ranges)
+        return ReadResult(offset, *marks)
+
+    def read_bytes(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
+                   min_one_batch: bool = True) -> bytes:
+        """The bytes :meth:`read` would send."""
+        return self.read(offset, max_bytes, upper_bound, min_one_batch).read_bytes()
+
+    # -- truncation and log start --------------------------------------------------------
+
+    def _schedule_delete(self, segment: LogSegment, now_ms: int) -> None:
+        """Rename to .deleted now; close and unlink after file.delete.delay.ms (readers may
+        still hold the fd)."""
+        if segment.offset_index.writable:
+            segment.become_inactive()
+        segment.change_suffix(segment.suffix, DELETED_SUFFIX)
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
+
+    def delete_pending_files(self, now_ms: int, *, force: bool = False) -> int:
+        """Close and unlink segments whose delete delay has passed; returns how many."""
+        due = [(t, s) for t, s in self._pending_deletes if force or t <= now_ms]
+        for item in due:
+            self._pending_deletes.remove(item)
+            item[1].close_and_delete()
+        return len(due)
+
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> bool:
+        """Remove every batch with offsets >= ``offset``; returns whether anything changed."""
+        now_ms = now_millis() if now_ms is None else now_ms
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset, now_ms)
+            return True
+        logger.info("%s: truncating to offset %d", self.name, offset)
+        while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
+            self._schedule_delete(self.segments.pop(), now_ms)
+        active = self.active_segment
+        active.offset_index.make_writable()
+        active.time_index.make_writable()
+        active.truncate_to(offset)
+        self._after_truncation()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Delete every segment and restart the log, empty, at ``offset``."""
+        now_ms = now_millis() if now_ms is None else now_ms
+        logger.info("%s: truncating fully, restarting at offset %d", self.name, offset)
+        for segment in self.segments:
+            self._schedule_delete(segment, now_ms)
+        self.segments = [self._new_segment(offset, now_ms)]
+        self.log_start_offset = offset
+        self.high_watermark = offset
+        self.recovery_point = offset
+        self.first_dirty_offset = offset
+        self.epoch_cache.clear()
+        self.producer_state.truncate_snapshots_after(-1)
+        self._rebuild_producer_state()
+
+    def _after_truncation(self) -> None:
+        leo = self.log_end_offset
+        self.high_watermark = min(self.high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self.first_dirty_offset = min(self.first_dirty_offset, leo)
+        self.epoch_cache.truncate_from_end(leo)
+        self._rebuild_producer_state()
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (-1 means the HW).
+
+        Segments wholly below it go at the next retention run. Returns the new log start.
+        """
+        if offset == -1:
+            offset = self.high_watermark
+        if offset > self.high_watermark or offset < 0:
+            raise errors.OffsetOutOfRange(
+                f"{self.name}: cannot delete records before {offset}, the high watermark is {self.high_watermark}"
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.first_dirty_offset = max(self.first_dirty_offset, offset)
+            self.epoch_cache.truncate_from_start(offset)
+        return self.log_start_offset
+
+    # -- retention -----------------------------------------------------------------------
+
+    def _deletable_prefix(self, predicate) -> list[LogSegment]:  # type: ignore[no-untyped-def]
+        chosen = []
+        for n, segment in enumerate(self.segments[:-1]):
+            upper = self.segments[n + 1].base_offset
+            if upper > self.high_watermark or not predicate(segment, upper):
+                break
+            chosen.append(segment)
+        return chosen
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Apply retention.ms, retention.bytes and the log start offset; returns segments deleted.
+
+        Only whole non-active segments below the high watermark are deleted.
+        """
+        config = self.config
+        deleted = 0
+        if config.delete and config.retention_ms >= 0:
+            deleted += self._delete(self._deletable_prefix(
+                lambda s, _: now_ms - s.largest_timestamp() > config.retention_ms), now_ms, "retention.ms")
+        if config.delete and config.retention_bytes >= 0:
+            excess = [self.size_in_bytes - config.retention_bytes]
+
+            def over_size(segment: LogSegment, _: int) -> bool:
+                if excess[0] - segment.size >= 0:
+                    excess[0] -= segment.size
+                    return True
+                return False
+
+            deleted += self._delete(self._deletable_prefix(over_size), now_ms, "retention.bytes")
+        deleted += self._delete(self._deletable_prefix(lambda _, upper: upper <= self.log_start_offset),
+                                now_ms, "log start offset")
+        if self.producer_state.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS):
+            logger.debug("%s: expired idle producer ids", self.name)
+        return deleted
+
+    def _delete(self, doomed: list[LogSegment], now_ms: int, reason: str) -> int:
+        if not doomed:
+            return 0
+        for segment in doomed:
+            self.segments.remove(segment)
+            self._schedule_delete(segment, now_ms)
+        new_start = self.segments[0].base_offset
+        logger.info("%s: deleted %d segment(s) by %s; log start now %d", self.name, len(doomed), reason,
+                    max(self.log_start_offset, new_start))
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self.epoch_cache.truncate_from_start(new_start)
+        self.first_dirty_offset = max(self.first_dirty_offset, self.log_start_offset)
+        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
+        return len(doomed)
+
+    # -- lookups by time -----------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with timestamp >= ``timestamp``, or None.
+
+        Kafka's special values: -2 earliest, -1 latest (the LEO), -3 max timestamp.
+        """
+        from broker.log.timestamps import first_record_at_or_after
+
+        if timestamp == -2:
+            return -1, self.log_start_offset
+        if timestamp == -1:
+            return -1, self.log_end_offset
+        if timestamp == -3:
+            best = max(((s.max_timestamp, s.offset_of_max_timestamp) for s in self.segments), default=(-1, -1))
+            if best[0] < 0:
+                return -1, -1
+            return best
+        for segment in self.segments:
+            if segment.next_offset <= self.log_start_offset or segment.max_timestamp < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return first_record_at_or_after(segment, found[0], found[1], timestamp, self.log_start_offset)
+        return None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, snapshot producer state at the LEO, trim indexes and close every file."""
+        if self.closed:
+            return
+        self.flush()
+        self.producer_state.map_end_offset = self.log_end_offset
+        self.producer_state.take_snapshot()
+        for segment in self.segments:
+            segment.close()
+        self.delete_pending_files(0, force=True)
+        self.closed = True
+
+    def close_and_remove_files(self) -> None:
+        """Close every file and delete the whole directory's contents (topic deletion)."""
+        for segment in self.segments:
+            segment.close_and_delete()
+        self.delete_pending_files(0, force=True)
+        self.closed = True

@@ -1,0 +1,66 @@
+"""What appends and reads return."""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+
+
+class UpperBound(enum.Enum):
+    """How far a read may go: a consumer reads to the HW (or LSO), a follower to the LEO."""
+
+    HW = "high_watermark"
+    LEO = "log_end_offset"
+    LSO = "last_stable_offset"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Offsets and timestamps one append produced (or, for a duplicate, the original ones)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    records_count: int = 0
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileRange:
+    """Bytes ``[position, position + length)`` of an open segment file, ready for os.sendfile.
+
+    The fd stays open for at least file.delete.delay.ms after its segment is deleted.
+    """
+
+    fd: int
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        return os.pread(self.fd, self.length, self.position)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Record batches from ``first_offset`` on as file ranges, plus the partition's marks.
+
+    Like Kafka, the last batch may be cut short by ``max_bytes``; readers skip a partial tail.
+    """
+
+    first_offset: int
+    high_watermark: int
+    log_end_offset: int
+    log_start_offset: int
+    last_stable_offset: int
+    ranges: tuple[FileRange, ...] = field(default=())
+
+    @property
+    def size(self) -> int:
+        return sum(r.length for r in self.ranges)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(r.read() for r in self.ranges)

@@ -1,0 +1,112 @@
+import shutil
+from pathlib import Path
+
+from broker.log.cleaner import clean_log
+
+from tests.unit.log.helpers import NOW, batch, open_log, read_all
+
+HOUR = 3_600_000
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": "300", "delete.retention.ms": str(HOUR)}
+
+
+def _put(log, key: bytes, value: bytes | None, ts: int = NOW) -> int:  # type: ignore[no-untyped-def]
+    return log.append_as_leader(batch([value], keys=[key], timestamp=ts), 0, ts).first_offset
+
+
+def _latest(records: list) -> dict:  # type: ignore[type-arg]
+    latest = {}
+    for offset, key, value in records:
+        latest[key] = (offset, value)
+    return latest
+
+
+def test_compaction_keeps_last_value_per_key_and_offsets(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    for n in range(30):
+        _put(log, b"k%d" % (n % 4), b"v%d" % n + b"x" * 40)
+    log.update_high_watermark(log.log_end_offset)
+    before = read_all(log)
+    active_before = log.active_segment.base_offset
+    stats = clean_log(log, NOW)
+    assert stats is not None and stats.records_removed > 0
+    after = read_all(log)
+    cleaned_end = active_before
+    for offset, key, value in after:
+        if offset < cleaned_end:
+            assert _latest(before)[key][0] >= offset
+            assert _latest([r for r in before if r[0] < cleaned_end])[key] == (offset, value)
+    assert [r for r in after if r[0] >= cleaned_end] == [r for r in before if r[0] >= cleaned_end]
+    assert _latest(after) == _latest(before)
+    assert log.log_end_offset == 30
+    assert len(after) < len(before)
+    assert not list(log.directory.glob("*.cleaned")) and not list(log.directory.glob("*.swap"))
+    log.close()
+    reopened = open_log(tmp_path, COMPACT)
+    assert read_all(reopened) == after
+    reopened.close()
+
+
+def test_dirty_ratio_and_min_compaction_lag_gate_cleaning(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {**COMPACT, "min.cleanable.dirty.ratio": "0.99"})
+    for n in range(10):
+        _put(log, b"k%d" % n, b"x" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    assert clean_log(log, NOW) is not None  # all dirty: ratio 1.0
+    assert clean_log(log, NOW) is None  # nothing new
+    log.close()
+    lagged = open_log(tmp_path / "lag", {**COMPACT, "min.compaction.lag.ms": str(HOUR)})
+    for n in range(10):
+        _put(lagged, b"same", b"x" * 60)
+    lagged.update_high_watermark(lagged.log_end_offset)
+    assert clean_log(lagged, NOW + 10) is None
+    assert clean_log(lagged, NOW + 2 * HOUR) is not None
+    lagged.close()
+
+
+def test_tombstones_survive_delete_retention_then_go(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    _put(log, b"gone", b"x" * 60)
+    _put(log, b"gone", None)
+    for n in range(8):
+        _put(log, b"k%d" % n, b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    clean_log(log, NOW)
+    keys = [(k, v) for _, k, v in read_all(log)]
+    assert (b"gone", None) in keys and (b"gone", b"x" * 60) not in keys
+    clean_log(log, NOW + HOUR // 2, force=True)
+    assert (b"gone", None) in [(k, v) for _, k, v in read_all(log)]
+    clean_log(log, NOW + 2 * HOUR, force=True)
+    assert b"gone" not in [k for _, k, _ in read_all(log)]
+    log.close()
+
+
+def test_active_segment_is_never_cleaned(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {**COMPACT, "segment.bytes": "100000"})
+    for n in range(10):
+        _put(log, b"same", b"v%d" % n)
+    log.update_high_watermark(log.log_end_offset)
+    assert clean_log(log, NOW, force=True) is None
+    assert len(read_all(log)) == 10
+    log.close()
+
+
+def test_interrupted_swap_is_completed_on_open(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    for n in range(20):
+        _put(log, b"k%d" % (n % 2), b"v%d" % n + b"x" * 40)
+    log.update_high_watermark(log.log_end_offset)
+    directory = log.directory
+    first = directory / "00000000000000000000.log"
+    saved = tmp_path / "old-first.log"
+    shutil.copy(first, saved)
+    clean_log(log, NOW)
+    expected = read_all(log)
+    log.close()
+    # Crash after the cleaned file became .swap but before the old segment was replaced.
+    first.rename(directory / "00000000000000000000.log.swap")
+    shutil.copy(saved, first)
+    (directory / "00000000000000000000.log.cleaned").write_bytes(b"partial")
+    reopened = open_log(tmp_path, COMPACT, clean_shutdown=False)
+    assert read_all(reopened) == expected
+    assert not list(directory.glob("*.swap")) and not list(directory.glob("*.cleaned"))
+    reopened.close()

@@ -1,0 +1,41 @@
+from pathlib import Path
+
+from broker.log.epoch_cache import LeaderEpochCache
+
+
+def test_end_offset_for_follows_kafka(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path)
+    assert cache.end_offset_for(0, 10) == (-1, -1)
+    cache.assign(2, 0)
+    cache.assign(4, 10)
+    cache.assign(6, 20)
+    leo = 30
+    assert cache.end_offset_for(6, leo) == (6, 30)  # latest epoch: the LEO
+    assert cache.end_offset_for(4, leo) == (4, 20)
+    assert cache.end_offset_for(5, leo) == (4, 20)  # unknown epoch: the largest below it
+    assert cache.end_offset_for(1, leo) == (1, 0)  # older than everything: first start offset
+    assert cache.end_offset_for(7, leo) == (-1, -1)  # newer than everything
+    assert cache.end_offset_for(-1, leo) == (-1, -1)
+
+
+def test_assign_replaces_conflicting_entries_and_persists(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path)
+    cache.assign(1, 0)
+    cache.assign(2, 5)
+    assert not cache.assign(2, 7)
+    cache.assign(3, 4)  # start below epoch 2's start: epoch 2 goes
+    assert cache.entries == [(1, 0), (3, 4)]
+    text = (tmp_path / "leader-epoch-checkpoint").read_text()
+    assert text == "0\n2\n1 0\n3 4\n"
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (3, 4)]
+
+
+def test_truncation_from_both_ends(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path)
+    for epoch, start in [(1, 0), (2, 10), (3, 20)]:
+        cache.assign(epoch, start)
+    cache.truncate_from_end(15)
+    assert cache.entries == [(1, 0), (2, 10)]
+    cache.truncate_from_start(12)
+    assert cache.entries == [(2, 12)]
+    assert cache.epoch_for_offset(13) == 2
