@@ -48,4 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the package module, so `python -m` shares one CommandError class with the
+    # subcommands instead of a second copy of this module.
+    from broker.cli.main import main as _package_main
+
+    sys.exit(_package_main())

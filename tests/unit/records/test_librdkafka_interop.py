@@ -22,8 +22,8 @@ NODE_ID = 1
 API_PRODUCE, API_FETCH, API_METADATA, API_FIND_COORDINATOR, API_API_VERSIONS = 0, 1, 3, 10, 18
 # librdkafka's MsgVersion 2 needs Produce v3 and Fetch v4; its LZ4 feature needs FindCoordinator.
 SUPPORTED = [
-    (API_PRODUCE, 3, 3),
-    (API_FETCH, 4, 4),
+    (API_PRODUCE, 3, 7),  # v7+ lets librdkafka use zstd; v3-v8 requests share one layout
+    (API_FETCH, 4, 10),  # with Produce v7, Fetch v10 enables librdkafka's zstd feature
     (API_METADATA, 1, 1),
     (API_FIND_COORDINATOR, 0, 0),
     (API_API_VERSIONS, 0, 3),

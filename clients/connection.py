@@ -1,0 +1,21 @@
+"""One connection to one Kafka-protocol endpoint: trio and blocking flavours.
+
+``KafkaConnection`` (trio) and ``BlockingKafkaConnection`` share their framing, version
+negotiation and response parsing (``clients.net.session``); they differ only in I/O.
+"""
+
+from clients.net import (
+    BlockingKafkaConnection,
+    KafkaConnection,
+    KafkaConnectionError,
+    parse_bootstrap_servers,
+    parse_host_port,
+)
+
+__all__ = [
+    "BlockingKafkaConnection",
+    "KafkaConnection",
+    "KafkaConnectionError",
+    "parse_bootstrap_servers",
+    "parse_host_port",
+]

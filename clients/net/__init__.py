@@ -1,0 +1,18 @@
+"""Kafka-protocol client connections (trio and blocking) and address parsing."""
+
+from clients.net.addresses import parse_bootstrap_servers, parse_host_port
+from clients.net.blocking_connection import BlockingKafkaConnection
+from clients.net.errors import KafkaConnectionError
+from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
+from clients.net.trio_connection import KafkaConnection
+
+__all__ = [
+    "BlockingKafkaConnection",
+    "FrameBuffer",
+    "KafkaConnection",
+    "KafkaConnectionError",
+    "OutgoingRequest",
+    "ProtocolSession",
+    "parse_bootstrap_servers",
+    "parse_host_port",
+]

@@ -1,0 +1,129 @@
+"""`BlockingKafkaConnection`: the same request API over a plain blocking socket.
+
+For CLI tools and test code: no threads, no event loop, one request at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any, Mapping
+
+from clients.net.errors import KafkaConnectionError
+from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
+from clients.protocol import ProtocolError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+_RECEIVE_CHUNK = 1 << 16
+_RECEIVE_MAX = 1 << 20
+
+
+class BlockingKafkaConnection:
+    """A negotiated blocking connection; ``timeout`` bounds the connect and each request.
+
+    Raises KafkaConnectionError if the endpoint cannot be reached or does not answer
+    ApiVersions in time, ProtocolError for an undecodable answer, KafkaError for an
+    ApiVersions error.
+    """
+
+    def __init__(self, host: str, port: int, client_id: str | None = "raftka",
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._session = ProtocolSession(client_id)
+        self._frames = FrameBuffer()
+        self._closed_reason: str | None = None
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
+        try:
+            request = self._session.api_versions_request()
+            frame = self._exchange(request)
+            self._session.apply_api_versions(request, frame)
+        except BaseException:
+            self.close()
+            raise
+        logger.debug("connected to %s:%d", host, port)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    @property
+    def broker_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The peer's (min, max) version per API key, from ApiVersions."""
+        return self._session.broker_versions
+
+    def supports(self, api_key: int) -> bool:
+        """Whether this client and the peer share at least one version of ``api_key``."""
+        return self._session.supports(api_key)
+
+    def pick_version(self, api_key: int, version: int | None = None) -> int:
+        """The version ``request`` would use; KafkaError(UNSUPPORTED_VERSION) if none."""
+        return self._session.pick_version(api_key, version)
+
+    def request(self, api_key: int, body: dict[str, Any],
+                version: int | None = None) -> dict[str, Any]:
+        """Send one request and return the decoded response body (see KafkaConnection)."""
+        self._check_open()
+        outgoing = self._session.build_request(api_key, body, version)
+        frame = self._exchange(outgoing)
+        if frame is None:
+            return {}
+        try:
+            return self._session.parse_response(outgoing, frame)
+        except ProtocolError:
+            self._mark_closed("undecodable response")
+            raise
+
+    def close(self) -> None:
+        self._mark_closed("connection closed by the client")
+
+    def __enter__(self) -> BlockingKafkaConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed_reason is not None:
+            raise KafkaConnectionError(
+                f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
+
+    def _mark_closed(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self._closed_reason = reason
+            logger.debug("closing %s:%d: %s", self.host, self.port, reason)
+        self._sock.close()
+
+    def _exchange(self, outgoing: OutgoingRequest) -> bytes | None:
+        try:
+            self._sock.sendall(outgoing.data)
+            if not outgoing.expects_response:
+                return None
+            while (frame := self._frames.next_frame()) is None:
+                wanted = min(max(self._frames.bytes_wanted(), _RECEIVE_CHUNK), _RECEIVE_MAX)
+                data = self._sock.recv(wanted)
+                if not data:
+                    raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
+                self._frames.feed(data)
+            return frame
+        except TimeoutError:
+            reason = (f"{outgoing.api_key.name} request to {self.host}:{self.port} timed out "
+                      f"after {self.timeout:g} s")
+            self._mark_closed(reason)
+            raise KafkaConnectionError(reason) from None
+        except KafkaConnectionError as exc:
+            self._mark_closed(str(exc))
+            raise
+        except ProtocolError:
+            self._mark_closed("malformed response frame")
+            raise
+        except OSError as exc:
+            reason = f"connection to {self.host}:{self.port} failed: {exc}"
+            self._mark_closed(reason)
+            raise KafkaConnectionError(reason) from None

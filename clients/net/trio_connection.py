@@ -1,0 +1,231 @@
+"""`KafkaConnection`: one trio connection to one Kafka-protocol endpoint.
+
+Several tasks may share a connection. Requests are written under a send lock that also
+appends the caller's slot to a FIFO of pending responses, so the FIFO matches the order on
+the wire; Kafka answers in request order. Whichever waiting task holds the receive lock
+reads the next frame and completes the slot at the head of the FIFO, so no background task
+(and no nursery) is needed. Received bytes are buffered, so a reader cancelled mid-frame
+loses nothing. As in Kafka's client, a timed-out request closes the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any, Mapping
+
+import trio
+
+from clients.net.errors import KafkaConnectionError
+from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
+from clients.protocol import ProtocolError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+_RECEIVE_CHUNK = 1 << 16
+_RECEIVE_MAX = 1 << 20
+
+
+class _Pending:
+    """A sent request waiting for its response."""
+
+    __slots__ = ("request", "done", "result", "error")
+
+    def __init__(self, request: OutgoingRequest) -> None:
+        self.request = request
+        self.done = False
+        self.result: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+    def complete(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        if not self.done:
+            self.done, self.result, self.error = True, result, error
+
+
+class KafkaConnection:
+    """A negotiated connection; create it with ``await KafkaConnection.connect(...)``."""
+
+    def __init__(self, stream: trio.SocketStream, host: str, port: int,
+                 client_id: str | None) -> None:
+        self.host = host
+        self.port = port
+        self._stream = stream
+        self._session = ProtocolSession(client_id)
+        self._frames = FrameBuffer()
+        self._send_lock = trio.Lock()
+        self._receive_lock = trio.Lock()
+        self._pending: deque[_Pending] = deque()
+        self._closed_reason: str | None = None
+
+    @classmethod
+    async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
+                      timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> KafkaConnection:
+        """Open a TCP connection and negotiate API versions, all within ``timeout`` seconds.
+
+        Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
+        usable in time, ProtocolError for an undecodable answer, KafkaError for an
+        ApiVersions error.
+        """
+        try:
+            with trio.fail_after(timeout):
+                stream = await trio.open_tcp_stream(host, port)
+        except trio.TooSlowError:
+            raise KafkaConnectionError(
+                f"connecting to {host}:{port} timed out after {timeout:g} s") from None
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
+        conn = cls(stream, host, port, client_id)
+        try:
+            request = conn._session.api_versions_request()
+            frame = await conn._exchange(request, timeout)
+            conn._session.apply_api_versions(request, frame)
+        except BaseException:
+            await conn.aclose()
+            raise
+        logger.debug("connected to %s:%d", host, port)
+        return conn
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    @property
+    def broker_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The peer's (min, max) version per API key, from ApiVersions."""
+        return self._session.broker_versions
+
+    def supports(self, api_key: int) -> bool:
+        """Whether this client and the peer share at least one version of ``api_key``."""
+        return self._session.supports(api_key)
+
+    def pick_version(self, api_key: int, version: int | None = None) -> int:
+        """The version ``request`` would use; KafkaError(UNSUPPORTED_VERSION) if none."""
+        return self._session.pick_version(api_key, version)
+
+    async def request(self, api_key: int, body: dict[str, Any], version: int | None = None,
+                      timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> dict[str, Any]:
+        """Send one request and return the decoded response body.
+
+        Uses the highest version both sides support unless ``version`` is given. Produce
+        with acks=0 returns ``{}`` once written. Raises KafkaError(UNSUPPORTED_VERSION)
+        before sending if no version fits, KafkaConnectionError if the connection fails,
+        closes or the response takes longer than ``timeout`` seconds, and ProtocolError
+        if the response cannot be decoded (the connection is then closed).
+        """
+        self._check_open()
+        outgoing = self._session.build_request(api_key, body, version)
+        frame = await self._exchange(outgoing, timeout)
+        if frame is None:
+            return {}
+        try:
+            return self._session.parse_response(outgoing, frame)
+        except ProtocolError as exc:
+            await self._fail(f"undecodable response from {self.host}:{self.port}: {exc}")
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection; requests still waiting fail with KafkaConnectionError."""
+        await self._fail("connection closed by the client")
+
+    async def __aenter__(self) -> KafkaConnection:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed_reason is not None:
+            raise KafkaConnectionError(
+                f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
+
+    async def _exchange(self, outgoing: OutgoingRequest, timeout: float) -> Any:
+        """Write ``outgoing`` and wait for its frame (None when no response is expected)."""
+        try:
+            with trio.fail_after(timeout):
+                pending = await self._send(outgoing)
+                if pending is None:
+                    return None
+                while not pending.done:
+                    async with self._receive_lock:
+                        if not pending.done:
+                            await self._receive_one()
+        except trio.TooSlowError:
+            reason = (f"{outgoing.api_key.name} request to {self.host}:{self.port} timed out "
+                      f"after {timeout:g} s")
+            await self._fail(reason)
+            raise KafkaConnectionError(reason) from None
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    async def _send(self, outgoing: OutgoingRequest) -> _Pending | None:
+        async with self._send_lock:
+            self._check_open()
+            try:
+                await self._stream.send_all(outgoing.data)
+            except BaseException as exc:
+                # A partial write leaves the stream unusable, whatever interrupted it.
+                reason = f"sending to {self.host}:{self.port} failed: {exc!r}"
+                self._mark_closed(reason)
+                if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError,
+                                    OSError)):
+                    raise KafkaConnectionError(reason) from None
+                raise
+            if not outgoing.expects_response:
+                return None
+            pending = _Pending(outgoing)
+            self._pending.append(pending)
+            return pending
+
+    async def _receive_one(self) -> None:
+        """Read one frame and hand it to the oldest pending request."""
+        while True:
+            try:
+                frame = self._frames.next_frame()
+            except ProtocolError as exc:
+                await self._fail_with(exc)
+                return
+            if frame is not None:
+                break
+            self._check_open()
+            wanted = min(max(self._frames.bytes_wanted(), _RECEIVE_CHUNK), _RECEIVE_MAX)
+            try:
+                data = await self._stream.receive_some(wanted)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                await self._fail(f"receiving from {self.host}:{self.port} failed: {exc!r}")
+                return
+            if not data:
+                await self._fail(f"{self.host}:{self.port} closed the connection")
+                return
+            self._frames.feed(data)
+        if not self._pending:
+            await self._fail_with(ProtocolError(
+                f"{self.host}:{self.port} sent a response to no request"))
+            return
+        pending = self._pending.popleft()
+        # A caller abandoned by an outer cancel scope leaves its slot; the frame is dropped.
+        pending.complete(frame, None)
+
+    async def _fail_with(self, error: ProtocolError) -> None:
+        """Close after a protocol violation: the head request gets ``error``."""
+        if self._pending:
+            self._pending.popleft().complete(None, error)
+        await self._fail(f"protocol error from {self.host}:{self.port}: {error}")
+
+    async def _fail(self, reason: str) -> None:
+        self._mark_closed(reason)
+        await trio.aclose_forcefully(self._stream)
+
+    def _mark_closed(self, reason: str) -> None:
+        """Mark closed and fail every pending request, without waiting on the stream."""
+        if self._closed_reason is None:
+            self._closed_reason = reason
+            logger.debug("closing %s:%d: %s", self.host, self.port, reason)
+        error = KafkaConnectionError(
+            f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
+        while self._pending:
+            self._pending.popleft().complete(None, error)
+        # Closing the socket directly needs no checkpoint, so it works even when cancelled.
+        self._stream.socket.close()

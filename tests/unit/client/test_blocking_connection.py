@@ -1,0 +1,110 @@
+"""BlockingKafkaConnection against a real trio server; the client runs in a worker thread."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Callable
+
+import pytest
+import trio
+
+from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, Request
+from clients.protocol import encode_response
+from tests.unit.client.stub_broker import CLOSE, StubBroker
+from tests.unit.client.test_trio_connection import metadata_body, metadata_echo
+
+
+async def in_thread(fn: Callable[[], Any]) -> Any:
+    return await trio.to_thread.run_sync(fn)
+
+
+async def test_blocking_request_negotiates_and_answers(nursery: trio.Nursery) -> None:
+    stub = await StubBroker(versions={18: (0, 3), 3: (0, 6)},
+                            handlers={ApiKey.METADATA: metadata_echo}).start(nursery)
+
+    def run() -> tuple[dict, dict]:
+        with BlockingKafkaConnection("127.0.0.1", stub.port, client_id="cli", timeout=5) as conn:
+            first = conn.request(ApiKey.METADATA, metadata_body("a", "b"))
+            second = conn.request(ApiKey.METADATA, {"topics": [{"name": "c"}]}, version=2)
+            assert conn.broker_versions == {18: (0, 3), 3: (0, 6)}
+        assert conn.closed
+        return first, second
+
+    first, second = await in_thread(run)
+    assert [t["name"] for t in first["topics"]] == ["a", "b"]
+    assert [t["name"] for t in second["topics"]] == ["c"]
+    assert [r.api_version for r in stub.requests(ApiKey.METADATA)] == [6, 2]
+    assert {r.client_id for r in stub.received} == {"cli"}
+
+
+async def test_blocking_uses_v0_versions_after_unsupported_api_versions(
+        nursery: trio.Nursery) -> None:
+    stub = await StubBroker(versions={18: (0, 1), 3: (0, 3)}, api_versions_max=1).start(nursery)
+
+    def run() -> dict:
+        with BlockingKafkaConnection("127.0.0.1", stub.port, timeout=5) as conn:
+            return dict(conn.broker_versions)
+
+    assert await in_thread(run) == {18: (0, 1), 3: (0, 3)}
+
+
+async def test_blocking_unsupported_version_raises_kafka_error(nursery: trio.Nursery) -> None:
+    stub = await StubBroker(versions={18: (0, 3)}).start(nursery)
+
+    def run() -> None:
+        with BlockingKafkaConnection("127.0.0.1", stub.port, timeout=5) as conn:
+            conn.request(ApiKey.METADATA, metadata_body("x"))
+
+    with pytest.raises(KafkaError) as info:
+        await in_thread(run)
+    assert info.value.code == ErrorCode.UNSUPPORTED_VERSION
+
+
+async def test_blocking_refused_connection() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(KafkaConnectionError, match=f"127.0.0.1:{port}"):
+        BlockingKafkaConnection("127.0.0.1", port, timeout=5)
+
+
+async def test_blocking_timeout_closes(nursery: trio.Nursery) -> None:
+    stub = await StubBroker(handlers={ApiKey.METADATA: lambda r: None}).start(nursery)
+
+    def run() -> BlockingKafkaConnection:
+        conn = BlockingKafkaConnection("127.0.0.1", stub.port, timeout=0.2)
+        with pytest.raises(KafkaConnectionError, match="timed out"):
+            conn.request(ApiKey.METADATA, metadata_body("x"))
+        return conn
+
+    assert (await in_thread(run)).closed
+
+
+async def test_blocking_server_close_raises_connection_error(nursery: trio.Nursery) -> None:
+    stub = await StubBroker(handlers={ApiKey.METADATA: lambda r: CLOSE}).start(nursery)
+
+    def run() -> None:
+        with BlockingKafkaConnection("127.0.0.1", stub.port, timeout=5) as conn:
+            with pytest.raises(KafkaConnectionError, match="closed"):
+                conn.request(ApiKey.METADATA, metadata_body("x"))
+            with pytest.raises(KafkaConnectionError):
+                conn.request(ApiKey.METADATA, metadata_body("x"))
+
+    await in_thread(run)
+
+
+async def test_blocking_mismatched_correlation_id(nursery: trio.Nursery) -> None:
+    def wrong_id(request: Request) -> bytes:
+        return encode_response(request.api_key, request.api_version,
+                               request.correlation_id + 1, {"topics": []})
+
+    stub = await StubBroker(handlers={ApiKey.METADATA: wrong_id}).start(nursery)
+
+    def run() -> bool:
+        conn = BlockingKafkaConnection("127.0.0.1", stub.port, timeout=5)
+        with pytest.raises(ProtocolError, match="correlation id"):
+            conn.request(ApiKey.METADATA, metadata_body("x"))
+        return conn.closed
+
+    assert await in_thread(run)
