@@ -16,10 +16,10 @@ import trio
 
 from clients.connection import KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+from metadata.topic_names import METADATA_TOPIC
 
 logger = logging.getLogger(__name__)
 
-METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
 
 # Kafka's controller.socket.timeout.ms, retry.backoff.ms and retry.backoff.max.ms.

@@ -30,3 +30,10 @@ def topic_name_error(name: str | None) -> str | None:
 def collision_key(name: str) -> str:
     """Names equal under this key collide in metric names ('.' and '_' are the same)."""
     return name.replace(".", "_")
+
+
+# The Raft log of the quorum, as Kafka names it: DescribeQuorum asks about its partition 0, and
+# its directory under metadata.log.dir is never a partition of the log manager's.
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = 0
+METADATA_DIR_NAME = f"{METADATA_TOPIC}-{METADATA_PARTITION}"

@@ -11,9 +11,8 @@ import argparse
 import json
 import sys
 from typing import Any, Mapping, Sequence
+from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_PARTITION = 0
 CLIENT_ID = "raftka-metadata-quorum"
 DEFAULT_TIMEOUT_MS = 30_000
 # Kafka pads the --status keys to this width.

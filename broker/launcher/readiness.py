@@ -10,12 +10,12 @@ import socket
 from typing import Callable
 
 from broker.launcher.layout import HOST, ClusterInfo, NodeInfo
+from metadata.topic_names import METADATA_TOPIC
 
 # ready(cluster, node) -> bool; polled until True or the deadline.
 ReadinessCheck = Callable[[ClusterInfo, NodeInfo], bool]
 
 API_VERSIONS, METADATA, DESCRIBE_QUORUM = 18, 3, 55
-METADATA_TOPIC = "__cluster_metadata"
 
 
 def _round_trip(port: int, api_key: int, api_version: int, body: dict,

@@ -20,6 +20,7 @@ from broker.log.config import LogConfig
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
 from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
+from metadata.topic_names import METADATA_DIR_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +29,13 @@ _DELETE_SUFFIX = "-delete"
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
-    """(topic, partition) from a ``<topic>-<partition>`` directory name, else None."""
+    """(topic, partition) from a ``<topic>-<partition>`` directory name, else None.
+
+    The quorum's own directory (``__cluster_metadata-0``) may sit in a log dir, as in Kafka, and
+    is never a partition of this manager's.
+    """
     topic, sep, partition = name.rpartition("-")
-    if not sep or not topic or not partition.isdigit() or name.startswith("."):
+    if not sep or not topic or not partition.isdigit() or name.startswith(".") or name == METADATA_DIR_NAME:
         return None
     return topic, int(partition)
 

@@ -108,3 +108,18 @@ def test_cleaner_runs_from_the_manager(tmp_path: Path) -> None:
     assert len(read_all(log)) < 12
     manager.close()
     assert read_offset_checkpoint(tmp_path.resolve() / "cleaner-offset-checkpoint")[("c", 0)] > 0
+
+
+def test_quorum_directory_in_a_log_dir_is_not_a_partition(tmp_path) -> None:
+    from broker.log import LogManager
+    from metadata.topic_names import METADATA_DIR_NAME
+
+    quorum_dir = tmp_path / METADATA_DIR_NAME
+    quorum_dir.mkdir()
+    (quorum_dir / "raft.snapshot.tmp").write_bytes(b"in progress")
+    manager = LogManager([tmp_path])
+    try:
+        assert manager.logs() == []
+    finally:
+        manager.close()
+    assert (quorum_dir / "raft.snapshot.tmp").read_bytes() == b"in progress"
