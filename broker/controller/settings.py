@@ -1,0 +1,71 @@
+"""ControllerSettings from the server configuration, and the dynamic broker-config validator."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
+from broker.config.log_defaults import log_default_keys
+from metadata.settings import ControllerSettings
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+# Keys that fix a node's identity, storage or quorum membership: Kafka only takes these from
+# the static file, so IncrementalAlterConfigs on a broker resource refuses them.
+STATIC_ONLY_KEYS = frozenset({
+    "process.roles",
+    "node.id",
+    "cluster.id",
+    "broker.rack",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "controller.quorum.password",
+    "raftka.raft.port.offset",
+    "listeners",
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+    "log.dirs",
+    "log.dir",
+    "metadata.log.dir",
+})
+
+
+def controller_settings_from_config(config: "ServerConfig", *,
+                                    cluster_id: str | None = None) -> ControllerSettings:
+    """The controller's settings from Kafka's keys; `cluster_id` defaults to `cluster.id`."""
+    return ControllerSettings(
+        cluster_id=cluster_id if cluster_id is not None else config.cluster_id,
+        num_partitions=int(config.get("num.partitions")),  # type: ignore[call-overload]
+        default_replication_factor=int(config.get("default.replication.factor")),  # type: ignore[call-overload]
+        unclean_leader_election_enable=bool(config.get("unclean.leader.election.enable")),
+        broker_session_timeout_ms=int(config.get("broker.session.timeout.ms")),  # type: ignore[call-overload]
+        delete_topic_enable=bool(config.get("delete.topic.enable")),
+        auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
+        leader_imbalance_check_interval_seconds=int(
+            config.get("leader.imbalance.check.interval.seconds")),  # type: ignore[call-overload]
+        validate_broker_config=broker_config_validator(),
+    )
+
+
+def broker_config_validator() -> Callable[[str, str], None]:
+    """A `ControllerSettings.validate_broker_config`: the name must be a known, dynamically
+    settable server key and the value must parse as that key's type and range.
+
+    Raises ValueError (ConfigError) with Kafka-style messages; the decision maps it to
+    INVALID_CONFIG.
+    """
+    definitions: dict[str, ConfigKey] = {name: entry.key for name, entry in log_default_keys().items()}
+    definitions.update((key.name, key) for key in SERVER_KEYS)
+
+    def validate(name: str, value: str) -> None:
+        definition = definitions.get(name)
+        if definition is None:
+            raise ValueError(f"Unknown broker config name: {name}")
+        if name in STATIC_ONLY_KEYS:
+            raise ValueError(f"Cannot update {name} dynamically; it is a static broker config")
+        parse_value(definition, value)
+
+    return validate
