@@ -1,0 +1,260 @@
+"""The broker's side of its lifecycle with the active controller (Kafka's
+BrokerLifecycleManager): registration, heartbeats, re-registration, controlled shutdown.
+
+A broker registers once per process start under a fresh incarnation id, then heartbeats every
+`broker.heartbeat.interval.ms` with the metadata offset it has applied. The controller
+unfences it once that offset reaches its registration record. While fenced, and while a
+controlled shutdown is pending, heartbeats go out faster so both steps take milliseconds
+rather than heartbeat intervals (Kafka schedules them almost immediately too).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import trio
+
+from broker.controller_channel import ControllerChannel, ControllerUnavailableError
+from clients.protocol import ApiKey, ErrorCode
+
+logger = logging.getLogger(__name__)
+
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+# metadata.version levels this broker accepts: 1 (3.0-IV1) up to 21 (3.9-IV0), the releases
+# whose BrokerRegistration/BrokerHeartbeat versions the codec speaks.
+METADATA_VERSION_FEATURE = "metadata.version"
+METADATA_VERSION_RANGE = (1, 21)
+# Heartbeat period while fenced or shutting down, when waiting a full interval only delays.
+FAST_HEARTBEAT_S = 0.05
+RETRY_BACKOFF_S = 0.1
+RETRY_BACKOFF_MAX_S = 2.0
+# Repeated "controller unavailable" warnings are logged at most this often.
+WARN_INTERVAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class BrokerIdentity:
+    """What a broker tells the controller about itself in BrokerRegistration."""
+
+    broker_id: int
+    cluster_id: str
+    # (name, host, port, security protocol name) of each advertised broker listener.
+    listeners: tuple[tuple[str, str, int, str], ...]
+    rack: str | None = None
+    log_dir_ids: tuple[uuid.UUID, ...] = ()
+    # The epoch this broker held when it last shut down cleanly (-1: unknown). Kafka 3.7+
+    # controllers let such a broker re-register at once instead of after its old session.
+    previous_broker_epoch: int = -1
+    incarnation_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    def registration_request(self) -> dict[str, Any]:
+        """The BrokerRegistration request body (latest version's field names)."""
+        low, high = METADATA_VERSION_RANGE
+        return {
+            "broker_id": self.broker_id,
+            "cluster_id": self.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [
+                {"name": name, "host": host, "port": port,
+                 "security_protocol": SECURITY_PROTOCOL_IDS[protocol]}
+                for name, host, port, protocol in self.listeners
+            ],
+            "features": [{"name": METADATA_VERSION_FEATURE, "min_supported_version": low,
+                          "max_supported_version": high}],
+            "rack": self.rack,
+            "is_migrating_zk_broker": False,
+            "log_dirs": list(self.log_dir_ids),
+            "previous_broker_epoch": self.previous_broker_epoch,
+        }
+
+
+@dataclass(frozen=True)
+class LifecycleSettings:
+    """Timings, from `broker.heartbeat.interval.ms`, `broker.session.timeout.ms` and
+    `controller.quorum.request.timeout.ms`."""
+
+    heartbeat_interval_s: float = 2.0
+    session_timeout_s: float = 9.0
+    request_timeout_s: float = 2.0
+
+
+class BrokerLifecycleManager:
+    """Registers the broker and keeps its session alive; run `run` in a nursery.
+
+    `metadata_offset()` returns the offset of the newest metadata this broker has applied."""
+
+    def __init__(self, identity: BrokerIdentity, channel: ControllerChannel,
+                 metadata_offset: Callable[[], int],
+                 settings: LifecycleSettings = LifecycleSettings()) -> None:
+        self.identity = identity
+        self._channel = channel
+        self._metadata_offset = metadata_offset
+        self._settings = settings
+        self._broker_epoch = -1
+        self._is_fenced = True
+        self._is_caught_up = False
+        self._want_shut_down = False
+        self._shut_down_granted = trio.Event()
+        self._changed = trio.Event()
+        self._wake = trio.Event()
+        self._last_warning = -WARN_INTERVAL_S
+        self._last_contact: float | None = None
+        self._ever_registered = False
+
+    @property
+    def broker_epoch(self) -> int:
+        """The epoch of the current registration; -1 while unregistered."""
+        return self._broker_epoch
+
+    @property
+    def is_registered(self) -> bool:
+        return self._broker_epoch >= 0
+
+    @property
+    def is_fenced(self) -> bool:
+        return self._is_fenced
+
+    @property
+    def is_caught_up(self) -> bool:
+        """The controller has seen this broker replay its own registration."""
+        return self._is_caught_up
+
+    async def wait_until(self, predicate: Callable[["BrokerLifecycleManager"], bool]) -> None:
+        """Wait until `predicate(self)` holds; use under a cancel scope for a deadline."""
+        while not predicate(self):
+            await self._changed.wait()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Register, then heartbeat until cancelled or the controller grants shutdown."""
+        task_status.started()
+        backoff = RETRY_BACKOFF_S
+        while not self._shut_down_granted.is_set():
+            if self.is_registered:
+                ok = await self._heartbeat()
+            else:
+                ok = await self._register()
+            if ok:
+                backoff = RETRY_BACKOFF_S
+                delay = self._next_heartbeat_delay()
+            else:
+                delay, backoff = backoff, min(backoff * 2, RETRY_BACKOFF_MAX_S)
+            with trio.move_on_after(delay):
+                await self._wake.wait()
+            self._wake = trio.Event()
+
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move this broker's duties away; True once it agreed.
+
+        Gives up after `timeout_s`, or when the controller has been unreachable for a whole
+        session timeout: by then it fences the broker and moves leadership itself."""
+        if not self.is_registered:
+            return False
+        logger.info("broker %d: starting controlled shutdown", self.identity.broker_id)
+        self._want_shut_down = True
+        self._last_contact = trio.current_time()
+        self._wake.set()
+        with trio.move_on_after(timeout_s):
+            while not self._shut_down_granted.is_set():
+                silent = trio.current_time() - (self._last_contact or 0.0)
+                if silent >= self._settings.session_timeout_s:
+                    logger.warning("broker %d: controller unreachable for %.0f s; shutting "
+                                   "down without its agreement", self.identity.broker_id, silent)
+                    return False
+                with trio.move_on_after(self._settings.session_timeout_s - silent):
+                    await self._shut_down_granted.wait()
+        if self._shut_down_granted.is_set():
+            logger.info("broker %d: controlled shutdown complete", self.identity.broker_id)
+            return True
+        logger.warning("broker %d: controlled shutdown did not finish within %.0f s",
+                       self.identity.broker_id, timeout_s)
+        return False
+
+    # -- one exchange each -----------------------------------------------------------------
+
+    async def _register(self) -> bool:
+        request = self.identity.registration_request()
+        response = await self._send(ApiKey.BROKER_REGISTRATION, request)
+        if response is None:
+            return False
+        code = response.get("error_code", ErrorCode.NONE)
+        if code != ErrorCode.NONE:
+            self._warn("broker %d: registration refused: %s", self.identity.broker_id,
+                       _error_name(code))
+            return False
+        self._broker_epoch = int(response["broker_epoch"])
+        self._ever_registered = True
+        self._is_fenced, self._is_caught_up = True, False
+        logger.info("broker %d registered with epoch %d (incarnation %s)",
+                    self.identity.broker_id, self._broker_epoch, self.identity.incarnation_id)
+        self._notify()
+        return True
+
+    async def _heartbeat(self) -> bool:
+        request = {
+            "broker_id": self.identity.broker_id,
+            "broker_epoch": self._broker_epoch,
+            "current_metadata_offset": max(self._metadata_offset(), 0),
+            "want_fence": False,
+            "want_shut_down": self._want_shut_down,
+        }
+        response = await self._send(ApiKey.BROKER_HEARTBEAT, request)
+        if response is None:
+            return False
+        code = response.get("error_code", ErrorCode.NONE)
+        if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
+            logger.warning("broker %d: heartbeat answered %s; registering again",
+                           self.identity.broker_id, _error_name(code))
+            self._broker_epoch, self._is_fenced, self._is_caught_up = -1, True, False
+            self._notify()
+            return True
+        if code != ErrorCode.NONE:
+            self._warn("broker %d: heartbeat failed: %s", self.identity.broker_id,
+                       _error_name(code))
+            return False
+        self._last_contact = trio.current_time()
+        fenced, caught_up = bool(response["is_fenced"]), bool(response["is_caught_up"])
+        if fenced != self._is_fenced:
+            logger.info("broker %d is now %s", self.identity.broker_id,
+                        "fenced" if fenced else "unfenced")
+        self._is_fenced, self._is_caught_up = fenced, caught_up
+        if self._want_shut_down and response.get("should_shut_down"):
+            self._shut_down_granted.set()
+        self._notify()
+        return True
+
+    async def _send(self, api_key: int, body: dict[str, Any]) -> dict[str, Any] | None:
+        timeout_ms = int(max(self._settings.request_timeout_s,
+                             self._settings.heartbeat_interval_s) * 1000)
+        try:
+            return await self._channel.send(api_key, body, timeout_ms)
+        except ControllerUnavailableError as exc:
+            self._warn("broker %d: %s", self.identity.broker_id, exc)
+            return None
+
+    def _next_heartbeat_delay(self) -> float:
+        if self._want_shut_down or self._is_fenced or not self.is_registered:
+            return min(FAST_HEARTBEAT_S, self._settings.heartbeat_interval_s)
+        return self._settings.heartbeat_interval_s
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, trio.Event()
+        changed.set()
+
+    def _warn(self, message: str, *args: object) -> None:
+        now = trio.current_time()
+        if now - self._last_warning >= WARN_INTERVAL_S:
+            self._last_warning = now
+            # At start-up the quorum is usually still electing: expected, not a warning.
+            level = logging.WARNING if self._ever_registered else logging.INFO
+            logger.log(level, message, *args)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
