@@ -137,24 +137,30 @@ def run_start(args: argparse.Namespace) -> int:
                 ",".join(sorted(config.process_roles)), cluster_id)
     import trio
 
+    from broker.node import NodeStartupError
+    from kraft.errors import QuorumConfigError
+
+    startup_errors = (OSError, NodeStartupError, QuorumConfigError)
     try:
         trio.run(run_until_signalled, node_main, config)
-    except (OSError, BaseExceptionGroup) as exc:
-        # A listener that cannot bind (port in use) is a user-facing start-up error.
-        os_error = _first_os_error(exc)
-        if os_error is None:
+    except (*startup_errors, BaseExceptionGroup) as exc:
+        # A listener that cannot bind (port in use), a quorum that refuses its config or a
+        # registration that never completes is the user's to read, without a traceback.
+        found = _first_error(exc, startup_errors)
+        if found is None:
             raise
-        raise CommandError(str(os_error)) from None
+        raise CommandError(str(found)) from None
     logger.info("node %d stopped", config.node_id)
     return 0
 
 
-def _first_os_error(exc: BaseException) -> OSError | None:
-    if isinstance(exc, OSError):
+def _first_error(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first exception of `kinds` in `exc`, looking inside exception groups."""
+    if isinstance(exc, kinds):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _first_os_error(inner)
+            found = _first_error(inner, kinds)
             if found is not None:
                 return found
     return None

@@ -21,6 +21,7 @@ from broker.launcher.processes import (
     read_pid,
     start_process,
     stop_process,
+    stop_processes,
 )
 from broker.launcher.readiness import ReadinessCheck, kraft_ready
 
@@ -95,8 +96,13 @@ def stop_quorum(dir: str | Path, node_id: int | None = None, kill: bool = False,
     """SIGTERM (SIGKILL with `kill`) every node or one, wait for each to exit, remove pid
     files. Returns the ids of nodes that were running."""
     cluster = load_cluster(dir)
-    targets = cluster.nodes if node_id is None else [_node(cluster, node_id)]
-    return [node.node_id for node in targets if stop_process(node, kill=kill, timeout=timeout)]
+    if node_id is not None:
+        return stop_processes([_node(cluster, node_id)], kill=kill, timeout=timeout)
+    # Brokers go first, as in Kafka: their controlled shutdown needs a live controller quorum.
+    brokers_only = [node for node in cluster.nodes if "controller" not in node.roles]
+    with_controller = [node for node in cluster.nodes if "controller" in node.roles]
+    stopped = stop_processes(brokers_only, kill=kill, timeout=timeout)
+    return sorted(stopped + stop_processes(with_controller, kill=kill, timeout=timeout))
 
 
 def load_cluster(dir: str | Path) -> ClusterInfo:

@@ -89,24 +89,37 @@ def exit_code(pid: int) -> int | None:
 def stop_process(node: NodeInfo, kill: bool = False, timeout: float = 30.0) -> bool:
     """Signal the node (SIGTERM, or SIGKILL with `kill`), wait for it to exit, remove the pid
     file. Escalates to SIGKILL after `timeout`. Returns False if no process was running."""
-    pid = read_pid(node)
-    if pid is None or not is_running(pid, node):
-        node.pid_path.unlink(missing_ok=True)
-        return False
-    _signal(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    return bool(stop_processes([node], kill=kill, timeout=timeout))
+
+
+def stop_processes(nodes: list[NodeInfo], kill: bool = False, timeout: float = 30.0) -> list[int]:
+    """Signal every node first, then wait for all of them, so their shutdowns overlap.
+
+    Returns the ids of the nodes that were running. A node still alive `timeout` seconds after
+    its signal gets SIGKILL.
+    """
+    running: list[tuple[NodeInfo, int]] = []
+    for node in nodes:
+        pid = read_pid(node)
+        if pid is None or not is_running(pid, node):
+            node.pid_path.unlink(missing_ok=True)
+            continue
+        _signal(pid, signal.SIGKILL if kill else signal.SIGTERM)
+        running.append((node, pid))
     deadline = time.monotonic() + timeout
-    while is_running(pid):
-        if time.monotonic() > deadline:
-            logger.warning("node %d (pid %d) ignored SIGTERM for %.0f s; killing it",
-                           node.node_id, pid, timeout)
-            _signal(pid, signal.SIGKILL)
-            deadline = time.monotonic() + timeout
-        time.sleep(0.05)
-    child = _children.pop(pid, None)
-    if child is not None:
-        child.wait()
-    node.pid_path.unlink(missing_ok=True)
-    return True
+    for node, pid in running:
+        while is_running(pid):
+            if time.monotonic() > deadline:
+                logger.warning("node %d (pid %d) ignored SIGTERM for %.0f s; killing it",
+                               node.node_id, pid, timeout)
+                _signal(pid, signal.SIGKILL)
+                deadline = time.monotonic() + timeout
+            time.sleep(0.05)
+        child = _children.pop(pid, None)
+        if child is not None:
+            child.wait()
+        node.pid_path.unlink(missing_ok=True)
+    return [node.node_id for node, _ in running]
 
 
 def _signal(pid: int, signum: int) -> None:

@@ -131,16 +131,20 @@ def test_bootstrap_fails_fast_when_a_port_is_taken(tmp_path: Path) -> None:
 
 
 def test_script_exits_nonzero_with_log_tail_when_never_ready(tmp_path: Path) -> None:
-    """The minimal node never lists brokers in Metadata, so the real check times out."""
+    """A voter list naming a second voter that never starts leaves no majority: no leader."""
+    base_port = random_base_port()
+    controller_port = base_port + 100
+    absent_voter = f"2@127.0.0.1:{base_port + 101}"
     started = time.monotonic()
     result = subprocess.run(
         [str(REPO_ROOT / "scripts" / "bootstrap-quorum"), "--dir", str(tmp_path), "--nodes",
-         "1", "--base-port", str(random_base_port()), "--timeout", "3"],
+         "1", "--base-port", str(base_port), "--timeout", "3",
+         "--set", f"controller.quorum.voters=1@127.0.0.1:{controller_port},{absent_voter}"],
         capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert time.monotonic() - started < 60
     assert "was not ready" in result.stderr
-    assert "minimal node 1 serving ApiVersions" in result.stderr  # the log tail
+    assert "starting node 1" in result.stderr  # the tail of the node's own log
     node = load_cluster(tmp_path).node(1)
     assert not node.pid_path.exists()
     assert os.listdir(tmp_path / "node-1" / "data")
