@@ -15,6 +15,10 @@ COMMAND_MODULES = (
     "broker.cli.server",
     "broker.cli.dump_log",
     "broker.cli.quorum",
+    "broker.cli.topics",
+    "broker.cli.console_producer",
+    "broker.cli.console_consumer",
+    "broker.cli.api_versions",
 )
 
 

@@ -1,0 +1,165 @@
+"""`raftka console-consumer`: print a topic's records, like kafka-console-consumer.sh.
+
+Without `--partition` every partition of the topic is assigned; consumption starts at the
+end unless `--from-beginning` (or `--offset` with `--partition`). Output follows Kafka's
+DefaultMessageFormatter: [CreateTime:ts][Partition:p][Offset:o][key] value, fields joined by
+`key.separator` (TAB). `--group` needs the group coordinator, which does not exist yet: it
+is refused with exit 1. At the end `Processed a total of N messages` goes to stderr;
+`--timeout-ms` ends the run when no record arrives for that long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, BinaryIO
+
+CLIENT_ID = "console-consumer"
+GROUP_UNSUPPORTED = ("--group is not supported yet: consumer groups need the group "
+                     "coordinator; consume with --partition or all partitions by assignment")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "console-consumer", help="print records of a topic (like kafka-console-consumer.sh)")
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--from-beginning", action="store_true")
+    parser.add_argument("--partition", type=int)
+    parser.add_argument("--offset", default=None,
+                        help="an offset, earliest or latest (needs --partition)")
+    parser.add_argument("--max-messages", type=int)
+    parser.add_argument("--timeout-ms", type=int)
+    parser.add_argument("--group")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="formatter properties: print.key, print.value, print.partition, "
+                             "print.offset, print.timestamp, key.separator, line.separator")
+    parser.add_argument("--consumer-property", action="append", default=[],
+                        metavar="KEY=VALUE", help="a consumer setting (repeatable)")
+    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE")
+    parser.set_defaults(func=run)
+
+
+class MessageFormatter:
+    """Kafka's DefaultMessageFormatter, for the properties it documents most."""
+
+    def __init__(self, properties: dict[str, str]) -> None:
+        def flag(name: str, default: bool = False) -> bool:
+            return properties.get(name, str(default)).lower() == "true"
+
+        self.print_timestamp = flag("print.timestamp")
+        self.print_partition = flag("print.partition")
+        self.print_offset = flag("print.offset")
+        self.print_key = flag("print.key")
+        self.print_value = flag("print.value", True)
+        self.key_separator = _unescape(properties.get("key.separator", "\t")).encode()
+        self.line_separator = _unescape(properties.get("line.separator", "\n")).encode()
+
+    def format(self, record: Any) -> bytes:
+        parts: list[bytes] = []
+        if self.print_timestamp:
+            if record.timestamp >= 0:
+                parts.append(f"{record.timestamp_type_name}:{record.timestamp}".encode())
+            else:
+                parts.append(b"NO_TIMESTAMP")
+        if self.print_partition:
+            parts.append(f"Partition:{record.partition}".encode())
+        if self.print_offset:
+            parts.append(f"Offset:{record.offset}".encode())
+        if self.print_key:
+            parts.append(b"null" if record.key is None else record.key)
+        if self.print_value:
+            parts.append(b"null" if record.value is None else record.value)
+        return self.key_separator.join(parts) + self.line_separator
+
+
+def _unescape(text: str) -> str:
+    return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
+def parse_pairs(entries: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep:
+            raise ValueError(f"{option} expects KEY=VALUE, got {entry!r}")
+        out[key.strip()] = value
+    return out
+
+
+async def _consume(args: argparse.Namespace, config: dict[str, Any],
+                   formatter: MessageFormatter, out: BinaryIO) -> int:
+    import trio
+
+    from clients.consumer import Consumer
+
+    processed = 0
+    async with Consumer(config) as consumer:
+        if args.partition is not None:
+            partitions = [args.partition]
+        else:
+            partitions = await consumer.partitions_for(args.topic)
+        tps = [(args.topic, p) for p in partitions]
+        consumer.assign(tps)
+        offset = args.offset
+        if offset is None:
+            offset = "earliest" if args.from_beginning else "latest"
+        if offset == "earliest":
+            consumer.seek_to_beginning(tps)
+        elif offset == "latest":
+            consumer.seek_to_end(tps)
+        else:
+            consumer.seek(tps[0], int(offset))
+        idle_deadline = None if args.timeout_ms is None else \
+            trio.current_time() + args.timeout_ms / 1000
+        try:
+            while args.max_messages is None or processed < args.max_messages:
+                wait_ms = 1000.0
+                if idle_deadline is not None:
+                    wait_ms = max((idle_deadline - trio.current_time()) * 1000, 0)
+                limit = None if args.max_messages is None else args.max_messages - processed
+                records = await consumer.poll(wait_ms, max_records=limit)
+                if records:
+                    out.write(b"".join(formatter.format(r) for r in records))
+                    out.flush()
+                    processed += len(records)
+                    if args.timeout_ms is not None:
+                        idle_deadline = trio.current_time() + args.timeout_ms / 1000
+                elif idle_deadline is not None and trio.current_time() >= idle_deadline:
+                    break
+        finally:
+            print(f"Processed a total of {processed} messages", file=sys.stderr)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from clients.consumer import ConfigError
+    from clients.protocol import KafkaError
+
+    if args.group is not None:
+        print(f"ERROR {GROUP_UNSUPPORTED}", file=sys.stderr)
+        return 1
+    if args.offset is not None and args.partition is None:
+        print("ERROR The partition is required when offset is specified.", file=sys.stderr)
+        return 1
+    if args.offset not in (None, "earliest", "latest"):
+        if not args.offset.isdigit():
+            print(f"ERROR The offset must be a non-negative number, earliest or latest, got "
+                  f"{args.offset!r}", file=sys.stderr)
+            return 1
+    try:
+        config: dict[str, Any] = {"client.id": CLIENT_ID}
+        if args.consumer_config:
+            from broker.config import load_properties
+            config.update(load_properties(args.consumer_config))
+        config.update(parse_pairs(args.consumer_property, "--consumer-property"))
+        config["bootstrap.servers"] = args.bootstrap_server
+        formatter = MessageFormatter(parse_pairs(args.property, "--property"))
+        return trio.run(_consume, args, config, formatter, sys.stdout.buffer)
+    except (ConfigError, KafkaError, ValueError, OSError) as exc:
+        print(f"ERROR {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,128 @@
+"""`raftka console-producer`: send stdin lines as records, like kafka-console-producer.sh.
+
+Each line is one record (value only, or `key<key.separator>value` with
+`--property parse.key=true`). Like Kafka's tool the producer lingers up to 1000 ms
+(`linger.ms` can be overridden with `--producer-property`). At end of input it waits for
+every acknowledgement and exits 0, or 1 if any record failed (failures go to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+CLIENT_ID = "console-producer"
+DEFAULT_LINGER_MS = 1000
+_READ_CHUNK = 1 << 16
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "console-producer", help="send lines from stdin to a topic (like "
+                                 "kafka-console-producer.sh)")
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="reader properties: parse.key, key.separator, ignore.error")
+    parser.add_argument("--producer-property", action="append", default=[],
+                        metavar="KEY=VALUE", help="a producer setting (repeatable)")
+    parser.add_argument("--producer.config", dest="producer_config", metavar="FILE",
+                        help="a properties file of producer settings")
+    parser.set_defaults(func=run)
+
+
+def parse_pairs(entries: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep:
+            raise ValueError(f"{option} expects KEY=VALUE, got {entry!r}")
+        out[key.strip()] = value
+    return out
+
+
+class LineReader:
+    """Turns stdin lines into (key, value) pairs per Kafka's LineMessageReader properties."""
+
+    def __init__(self, properties: dict[str, str]) -> None:
+        self.parse_key = properties.get("parse.key", "false").lower() == "true"
+        self.key_separator = properties.get("key.separator", "\t").encode()
+        self.ignore_error = properties.get("ignore.error", "false").lower() == "true"
+        self.line_number = 0
+
+    def record(self, line: bytes) -> tuple[bytes | None, bytes]:
+        self.line_number += 1
+        if not self.parse_key:
+            return None, line
+        key, sep, value = line.partition(self.key_separator)
+        if not sep:
+            if self.ignore_error:
+                return None, line
+            raise ValueError(f"No key separator found on line number {self.line_number}: "
+                             f"'{line.decode(errors='replace')}'")
+        return key, value
+
+
+def _split_lines(buffer: bytearray) -> list[bytes]:
+    *lines, rest = bytes(buffer).split(b"\n")
+    buffer[:] = rest
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+
+async def _produce(args: argparse.Namespace, config: dict[str, Any],
+                   reader: LineReader) -> int:
+    import trio
+
+    from clients.producer import open_producer
+
+    failures = 0
+
+    def on_done(future: Any) -> None:
+        nonlocal failures
+        error = future.exception()
+        if error is not None:
+            failures += 1
+            print(f"Error when sending message to topic {args.topic}: {error}",
+                  file=sys.stderr)
+
+    stdin = trio.wrap_file(sys.stdin.buffer)
+    buffer = bytearray()
+    async with open_producer(config) as producer:
+        while True:
+            chunk = await stdin.read1(_READ_CHUNK)
+            if chunk:
+                buffer += chunk
+                lines = _split_lines(buffer)
+            else:
+                lines = [bytes(buffer)] if buffer else []
+            for line in lines:
+                key, value = reader.record(line)
+                future = await producer.send(args.topic, value, key=key)
+                future.add_callback(on_done)
+            if not chunk:
+                break
+        await producer.flush()
+    return 1 if failures else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from clients.producer import ConfigError
+    from clients.protocol import KafkaError
+
+    try:
+        config: dict[str, Any] = {"linger.ms": DEFAULT_LINGER_MS, "client.id": CLIENT_ID}
+        if args.producer_config:
+            from broker.config import load_properties
+            config.update(load_properties(args.producer_config))
+        config.update(parse_pairs(args.producer_property, "--producer-property"))
+        config["bootstrap.servers"] = args.bootstrap_server
+        reader = LineReader(parse_pairs(args.property, "--property"))
+        return trio.run(_produce, args, config, reader)
+    except (ConfigError, KafkaError, ValueError, OSError) as exc:
+        print(f"ERROR {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,218 @@
+"""The admin client: ``Admin`` (trio) and ``BlockingAdmin``, running ``operations``.
+
+Requests that change the cluster go to the controller Metadata names (a broker forwards
+them to the active controller otherwise); reads go to any broker. A connection failure
+refreshes metadata and tries once more on another broker.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from clients.admin import operations as ops
+from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
+from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
+from clients.admin.settings import resolve_config
+from clients.net import KafkaConnectionError, parse_bootstrap_servers
+from clients.protocol import ApiKey
+
+ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
+    ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
+)
+
+
+@dataclass(frozen=True)
+class AdminConfig:
+    bootstrap_servers: list[tuple[str, int]]
+    client_id: str
+    request_timeout_ms: int
+    connect_timeout_ms: int
+    default_api_timeout_ms: int
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any] | None = None,
+                     **overrides: Any) -> AdminConfig:
+        values = resolve_config(ADMIN_KEYS, given, overrides, "admin")
+        try:
+            servers = parse_bootstrap_servers(values["bootstrap.servers"])
+        except ValueError as exc:
+            raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
+        return cls(servers, values["client.id"], values["request.timeout.ms"],
+                   values["socket.connection.setup.timeout.ms"],
+                   values["default.api.timeout.ms"])
+
+
+def _pick_target(cluster: ClusterMetadata, to_controller: bool) -> BrokerNode:
+    if not cluster.brokers:
+        raise KafkaConnectionError("the cluster's Metadata lists no brokers")
+    if to_controller and cluster.controller_id in cluster.brokers:
+        return cluster.brokers[cluster.controller_id]
+    return cluster.brokers[min(cluster.brokers)]
+
+
+class Admin:
+    """Trio admin client: ``async with Admin({"bootstrap.servers": ...}) as admin``."""
+
+    def __init__(self, config: AdminConfig | Mapping[str, Any] | None = None,
+                 **overrides: Any) -> None:
+        if not isinstance(config, AdminConfig):
+            config = AdminConfig.from_mapping(config, **overrides)
+        self.config = config
+        self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
+                                        config.connect_timeout_ms / 1000,
+                                        config.request_timeout_ms / 1000)
+        self._cluster: ClusterMetadata | None = None
+
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._pool.aclose()
+
+    async def create_topics(self, topics: Iterable[ops.NewTopic], validate_only: bool = False
+                            ) -> dict[str, uuid.UUID]:
+        return await self._run(ops.create_topics(topics, validate_only))
+
+    async def delete_topics(self, names: Iterable[str]) -> None:
+        await self._run(ops.delete_topics(names))
+
+    async def list_topics(self, include_internal: bool = False) -> list[str]:
+        return await self._run(ops.list_topics(include_internal))
+
+    async def describe_topics(self, names: Iterable[str] | None = None
+                              ) -> list[ops.TopicDescription]:
+        return await self._run(ops.describe_topics(names))
+
+    async def create_partitions(self, new_totals: Mapping[str, int],
+                                validate_only: bool = False) -> None:
+        await self._run(ops.create_partitions(new_totals, validate_only))
+
+    async def describe_configs(self, topic: str, keys: Iterable[str] | None = None
+                               ) -> dict[str, ops.ConfigEntry]:
+        return await self._run(ops.describe_configs(topic, ops.TOPIC_RESOURCE, keys))
+
+    async def incremental_alter_configs(self, topic: str, changes: Mapping[str, str | None],
+                                        validate_only: bool = False) -> None:
+        await self._run(ops.incremental_alter_configs(topic, changes, ops.TOPIC_RESOURCE,
+                                                      validate_only))
+
+    async def describe_cluster(self) -> ops.ClusterDescription:
+        return await self._run(ops.describe_cluster())
+
+    async def _run(self, operation: ops.Operation) -> Any:
+        call = next(operation)
+        while True:
+            response = await self._call(call)
+            try:
+                call = operation.send(response)
+            except StopIteration as stop:
+                return stop.value
+
+    async def _call(self, call: ops.Call) -> dict[str, Any]:
+        for attempt in (1, 2):
+            if self._cluster is None or not self._cluster.brokers:
+                response = await self._pool.request_any(ApiKey.METADATA, metadata_request([]))
+                self._cluster = ClusterMetadata.from_response(response)
+            node = _pick_target(self._cluster, call.to_controller)
+            try:
+                conn = await self._pool.connection(node)
+                version = conn.pick_version(call.api_key)
+                return await self._pool.request(node, call.api_key, call.build(version),
+                                                version)
+            except KafkaConnectionError:
+                self._cluster = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+class BlockingAdmin:
+    """The blocking admin client, with the same methods as ``Admin``."""
+
+    def __init__(self, config: AdminConfig | Mapping[str, Any] | None = None,
+                 **overrides: Any) -> None:
+        if not isinstance(config, AdminConfig):
+            config = AdminConfig.from_mapping(config, **overrides)
+        self.config = config
+        self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
+                                            config.request_timeout_ms / 1000)
+        self._cluster: ClusterMetadata | None = None
+
+    def __enter__(self) -> BlockingAdmin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def create_topics(self, topics: Iterable[ops.NewTopic], validate_only: bool = False
+                      ) -> dict[str, uuid.UUID]:
+        return self._run(ops.create_topics(topics, validate_only))
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        self._run(ops.delete_topics(names))
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return self._run(ops.list_topics(include_internal))
+
+    def describe_topics(self, names: Iterable[str] | None = None
+                        ) -> list[ops.TopicDescription]:
+        return self._run(ops.describe_topics(names))
+
+    def create_partitions(self, new_totals: Mapping[str, int],
+                          validate_only: bool = False) -> None:
+        self._run(ops.create_partitions(new_totals, validate_only))
+
+    def describe_configs(self, topic: str, keys: Iterable[str] | None = None
+                         ) -> dict[str, ops.ConfigEntry]:
+        return self._run(ops.describe_configs(topic, ops.TOPIC_RESOURCE, keys))
+
+    def incremental_alter_configs(self, topic: str, changes: Mapping[str, str | None],
+                                  validate_only: bool = False) -> None:
+        self._run(ops.incremental_alter_configs(topic, changes, ops.TOPIC_RESOURCE,
+                                                validate_only))
+
+    def describe_cluster(self) -> ops.ClusterDescription:
+        return self._run(ops.describe_cluster())
+
+    def broker_versions(self) -> dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]]:
+        """Each broker's (node, {api key: (min, max)}) from its ApiVersions answer."""
+        cluster: ClusterMetadata = self._run(ops.metadata([]))
+        out: dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]] = {}
+        for node_id in sorted(cluster.brokers):
+            node = cluster.brokers[node_id]
+            out[node_id] = (node, dict(self._pool.connection(node).broker_versions))
+        return out
+
+    def _run(self, operation: ops.Operation) -> Any:
+        call = next(operation)
+        while True:
+            response = self._call(call)
+            try:
+                call = operation.send(response)
+            except StopIteration as stop:
+                return stop.value
+
+    def _call(self, call: ops.Call) -> dict[str, Any]:
+        for attempt in (1, 2):
+            if self._cluster is None or not self._cluster.brokers:
+                response = self._pool.request_any(ApiKey.METADATA, metadata_request([]))
+                self._cluster = ClusterMetadata.from_response(response)
+            node = _pick_target(self._cluster, call.to_controller)
+            try:
+                conn = self._pool.connection(node)
+                version = conn.pick_version(call.api_key)
+                return self._pool.request(node, call.api_key, call.build(version), version)
+            except KafkaConnectionError:
+                self._cluster = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")

@@ -1,0 +1,156 @@
+"""Connections to a cluster's brokers, one per broker, for the trio and blocking clients.
+
+A pool opens connections on demand, keyed by broker id, and forgets one that fails so the
+next request reconnects. ``request_any`` goes to any reachable broker: an open connection
+first, then the known brokers, then the bootstrap addresses.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+import trio
+
+from clients.admin.cluster import BrokerNode
+from clients.net import BlockingKafkaConnection, KafkaConnection, KafkaConnectionError
+
+logger = logging.getLogger(__name__)
+
+
+def _candidates(bootstrap: list[tuple[str, int]], brokers: Iterable[BrokerNode]
+                ) -> list[tuple[int | None, str, int]]:
+    seen: set[tuple[str, int]] = set()
+    out: list[tuple[int | None, str, int]] = []
+    for node in brokers:
+        if (node.host, node.port) not in seen:
+            seen.add((node.host, node.port))
+            out.append((node.node_id, node.host, node.port))
+    for host, port in bootstrap:
+        if (host, port) not in seen:
+            seen.add((host, port))
+            out.append((None, host, port))
+    return out
+
+
+class TrioConnectionPool:
+    """Trio connections by broker id; bootstrap-only connections have negative keys."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
+                 connect_timeout_s: float, request_timeout_s: float) -> None:
+        self.bootstrap = bootstrap
+        self.client_id = client_id
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self._connections: dict[int, KafkaConnection] = {}
+        self._locks: dict[int, trio.Lock] = {}
+        self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
+
+    async def _connect(self, key: int, host: str, port: int) -> KafkaConnection:
+        lock = self._locks.setdefault(key, trio.Lock())
+        async with lock:
+            conn = self._connections.get(key)
+            if conn is not None and not conn.closed:
+                return conn
+            conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
+                                                 timeout=self.connect_timeout_s)
+            self._connections[key] = conn
+            return conn
+
+    async def connection(self, node: BrokerNode) -> KafkaConnection:
+        return await self._connect(node.node_id, node.host, node.port)
+
+    async def request(self, node: BrokerNode, api_key: int, body: dict[str, Any],
+                      version: int | None = None) -> dict[str, Any]:
+        """One request to ``node``; KafkaConnectionError drops the connection and re-raises."""
+        conn = await self.connection(node)
+        try:
+            return await conn.request(api_key, body, version, timeout=self.request_timeout_s)
+        except KafkaConnectionError:
+            self._connections.pop(node.node_id, None)
+            raise
+
+    async def request_any(self, api_key: int, body: dict[str, Any],
+                          brokers: Iterable[BrokerNode] = (),
+                          version: int | None = None) -> dict[str, Any]:
+        """Send to the first reachable broker; KafkaConnectionError if none answers."""
+        failures: list[str] = []
+        open_first = [k for k, c in self._connections.items() if not c.closed]
+        for key in open_first:
+            try:
+                return await self._connections[key].request(
+                    api_key, body, version, timeout=self.request_timeout_s)
+            except KafkaConnectionError as exc:
+                self._connections.pop(key, None)
+                failures.append(str(exc))
+        for node_id, host, port in _candidates(self.bootstrap, brokers):
+            key = node_id if node_id is not None else self._bootstrap_keys[(host, port)]
+            try:
+                conn = await self._connect(key, host, port)
+                return await conn.request(api_key, body, version,
+                                          timeout=self.request_timeout_s)
+            except KafkaConnectionError as exc:
+                self._connections.pop(key, None)
+                failures.append(str(exc))
+        raise KafkaConnectionError("no broker is reachable: " + "; ".join(failures))
+
+    async def aclose(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        for conn in connections:
+            await conn.aclose()
+
+
+class BlockingConnectionPool:
+    """The blocking counterpart of TrioConnectionPool, one request at a time."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
+                 request_timeout_s: float) -> None:
+        self.bootstrap = bootstrap
+        self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
+        self._connections: dict[int, BlockingKafkaConnection] = {}
+        self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
+
+    def _connect(self, key: int, host: str, port: int) -> BlockingKafkaConnection:
+        conn = self._connections.get(key)
+        if conn is None or conn.closed:
+            conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
+                                           timeout=self.request_timeout_s)
+            self._connections[key] = conn
+        return conn
+
+    def connection(self, node: BrokerNode) -> BlockingKafkaConnection:
+        return self._connect(node.node_id, node.host, node.port)
+
+    def request(self, node: BrokerNode, api_key: int, body: dict[str, Any],
+                version: int | None = None) -> dict[str, Any]:
+        conn = self.connection(node)
+        try:
+            return conn.request(api_key, body, version)
+        except KafkaConnectionError:
+            self._connections.pop(node.node_id, None)
+            raise
+
+    def request_any(self, api_key: int, body: dict[str, Any],
+                    brokers: Iterable[BrokerNode] = (),
+                    version: int | None = None) -> dict[str, Any]:
+        failures: list[str] = []
+        for key in [k for k, c in self._connections.items() if not c.closed]:
+            try:
+                return self._connections[key].request(api_key, body, version)
+            except KafkaConnectionError as exc:
+                self._connections.pop(key, None)
+                failures.append(str(exc))
+        for node_id, host, port in _candidates(self.bootstrap, brokers):
+            key = node_id if node_id is not None else self._bootstrap_keys[(host, port)]
+            try:
+                return self._connect(key, host, port).request(api_key, body, version)
+            except KafkaConnectionError as exc:
+                self._connections.pop(key, None)
+                failures.append(str(exc))
+        raise KafkaConnectionError("no broker is reachable: " + "; ".join(failures))
+
+    def close(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        for conn in connections:
+            conn.close()

@@ -1,0 +1,226 @@
+"""Admin operations as I/O-free generators, run by the trio and the blocking admin client.
+
+Each operation yields ``Call``s (which API, to which broker, the body for the negotiated
+version) and receives the decoded response; its return value is the operation's result.
+Broker-reported errors raise ``KafkaError`` with Kafka's code and message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Iterable, Mapping
+
+from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, metadata_request
+from clients.protocol import ApiKey, ErrorCode, KafkaError
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+SET_OPERATION = 0
+DELETE_OPERATION = 1
+DEFAULT_TIMEOUT_MS = 60000
+
+CONFIG_SOURCES = {
+    -1: "UNKNOWN", 0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG",
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: ``build(version)`` gives the body for the version the connection picks.
+    ``to_controller`` sends it to the controller Metadata names (else to any broker)."""
+
+    api_key: ApiKey
+    build: Callable[[int], dict[str, Any]]
+    to_controller: bool = False
+
+
+Operation = Generator[Call, dict[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create; -1 takes the broker's num.partitions / default.replication.factor."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+    replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[PartitionInfo]
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    is_sensitive: bool
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "DEFAULT_CONFIG"
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str
+    controller_id: int
+    brokers: list[BrokerNode]
+
+
+def _raise_for(code: int, message: str | None, subject: str) -> None:
+    if code != ErrorCode.NONE:
+        error = ErrorCode.from_code(code)
+        raise KafkaError(error, message or f"{subject}: {error.message}")
+
+
+def _fixed(body: dict[str, Any]) -> Callable[[int], dict[str, Any]]:
+    return lambda version: body
+
+
+def metadata(topics: Iterable[str] | None) -> Operation:
+    """A Metadata snapshot for ``topics`` (None: all; empty: brokers only)."""
+    body = metadata_request(None if topics is None else list(topics))
+    response = yield Call(ApiKey.METADATA, _fixed(body))
+    return ClusterMetadata.from_response(response)
+
+
+def create_topics(topics: Iterable[NewTopic], validate_only: bool = False,
+                  timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Operation:
+    """Create topics; returns {name: topic id} (the zero uuid for validate_only)."""
+    wanted = list(topics)
+    body = {
+        "topics": [{
+            "name": t.name, "num_partitions": t.num_partitions,
+            "replication_factor": t.replication_factor,
+            "assignments": [{"partition_index": p, "broker_ids": list(ids)}
+                            for p, ids in sorted(t.replica_assignments.items())],
+            "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+        } for t in wanted],
+        "timeout_ms": timeout_ms,
+        "validate_only": validate_only,
+    }
+    response = yield Call(ApiKey.CREATE_TOPICS, _fixed(body), to_controller=True)
+    results: dict[str, uuid.UUID] = {}
+    for result in response["topics"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"topic {result['name']!r}")
+        results[result["name"]] = result.get("topic_id") or uuid.UUID(int=0)
+    return results
+
+
+def delete_topics(names: Iterable[str], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Operation:
+    wanted = list(names)
+
+    def build(version: int) -> dict[str, Any]:
+        if version >= 6:
+            return {"topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in wanted],
+                    "timeout_ms": timeout_ms}
+        return {"topic_names": wanted, "timeout_ms": timeout_ms}
+
+    response = yield Call(ApiKey.DELETE_TOPICS, build, to_controller=True)
+    for result in response["responses"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"topic {result.get('name')!r}")
+    return None
+
+
+def list_topics(include_internal: bool = False) -> Operation:
+    cluster = yield from metadata(None)
+    return sorted(name for name, info in cluster.topics.items()
+                  if info.error_code == ErrorCode.NONE
+                  and (include_internal or not info.is_internal))
+
+
+def describe_topics(names: Iterable[str] | None = None,
+                    include_internal: bool = True) -> Operation:
+    """Descriptions of ``names`` (every topic when None), in the order asked (else by name).
+    An unknown topic raises KafkaError(UNKNOWN_TOPIC_OR_PARTITION)."""
+    wanted = None if names is None else list(names)
+    cluster = yield from metadata(wanted)
+    order = wanted if wanted is not None else sorted(cluster.topics)
+    out: list[TopicDescription] = []
+    for name in order:
+        info = cluster.topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"Topic '{name}' does not exist")
+        if info.error_code != ErrorCode.NONE:
+            code = ErrorCode.from_code(info.error_code)
+            message = (f"Topic '{name}' does not exist"
+                       if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                       else f"topic {name!r}: {code.message}")
+            raise KafkaError(code, message)
+        if info.is_internal and not include_internal and wanted is None:
+            continue
+        partitions = [info.partitions[p] for p in sorted(info.partitions)]
+        out.append(TopicDescription(name, info.topic_id, info.is_internal, partitions))
+    return out
+
+
+def create_partitions(new_totals: Mapping[str, int], validate_only: bool = False,
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Operation:
+    body = {"topics": [{"name": t, "count": n, "assignments": None}
+                       for t, n in new_totals.items()],
+            "timeout_ms": timeout_ms, "validate_only": validate_only}
+    response = yield Call(ApiKey.CREATE_PARTITIONS, _fixed(body), to_controller=True)
+    for result in response["results"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"topic {result['name']!r}")
+    return None
+
+
+def describe_configs(resource_name: str, resource_type: int = TOPIC_RESOURCE,
+                     keys: Iterable[str] | None = None) -> Operation:
+    """{name: ConfigEntry} of a topic (or, with BROKER_RESOURCE, a broker id)."""
+    body = {"resources": [{"resource_type": resource_type, "resource_name": resource_name,
+                           "configuration_keys": None if keys is None else list(keys)}],
+            "include_synonyms": False, "include_documentation": False}
+    response = yield Call(ApiKey.DESCRIBE_CONFIGS, _fixed(body))
+    entries: dict[str, ConfigEntry] = {}
+    for result in response["results"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"resource {resource_name!r}")
+        for c in result["configs"]:
+            entries[c["name"]] = ConfigEntry(
+                c["name"], c["value"], CONFIG_SOURCES.get(c.get("config_source", -1), "UNKNOWN"),
+                c["read_only"], c["is_sensitive"])
+    return entries
+
+
+def incremental_alter_configs(resource_name: str, changes: Mapping[str, str | None],
+                              resource_type: int = TOPIC_RESOURCE,
+                              validate_only: bool = False) -> Operation:
+    """Set each key to its value, or delete it (back to the default) for None."""
+    body = {"resources": [{
+        "resource_type": resource_type, "resource_name": resource_name,
+        "configs": [{"name": k, "value": v,
+                     "config_operation": DELETE_OPERATION if v is None else SET_OPERATION}
+                    for k, v in changes.items()],
+    }], "validate_only": validate_only}
+    response = yield Call(ApiKey.INCREMENTAL_ALTER_CONFIGS, _fixed(body), to_controller=True)
+    for result in response["responses"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"resource {resource_name!r}")
+    return None
+
+
+def describe_cluster() -> Operation:
+    body = {"include_cluster_authorized_operations": False}
+    response = yield Call(ApiKey.DESCRIBE_CLUSTER, _fixed(body))
+    _raise_for(response["error_code"], response.get("error_message"), "DescribeCluster")
+    brokers = [BrokerNode(b["broker_id"], b["host"], b["port"], b.get("rack"))
+               for b in response["brokers"]]
+    return ClusterDescription(response["cluster_id"], response["controller_id"],
+                              sorted(brokers, key=lambda b: b.node_id))

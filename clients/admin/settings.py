@@ -1,0 +1,121 @@
+"""Client configuration by Kafka's names: definitions, parsing and validation.
+
+Shared by the producer, consumer and admin client. A config is given as a mapping with
+Kafka's dotted names (``{"bootstrap.servers": "h:9092", "acks": "all"}``) and/or Python
+keyword arguments with underscores (``bootstrap_servers=...``). Values may be strings, as in
+a ``.properties`` file, or Python values. Unknown keys are logged and ignored, as Kafka
+does; a bad value raises ``ConfigError`` naming the key.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A client configuration value is missing or invalid; the message names the key."""
+
+
+Parser = Callable[[Any], Any]
+
+
+def parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer")
+    if isinstance(value, int):
+        return value
+    return int(str(value).strip())
+
+
+def parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError("expected true or false")
+
+
+def parse_str(value: Any) -> str:
+    return str(value).strip()
+
+
+def parse_list(value: Any) -> str:
+    """A comma-separated list, kept as the joined string (as ``bootstrap.servers`` is)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v).strip() for v in value)
+    return str(value).strip()
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key; ``default`` None with ``required`` means it must be given."""
+
+    name: str
+    parse: Parser
+    default: Any = None
+    required: bool = False
+    check: Callable[[Any], str | None] | None = None
+
+
+def at_least(minimum: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value >= minimum else f"must be at least {minimum}"
+    return check
+
+
+def one_of(*choices: Any) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(map(str, choices))}"
+    return check
+
+
+COMMON_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("bootstrap.servers", parse_list, required=True),
+    ConfigKey("client.id", parse_str, ""),
+    ConfigKey("request.timeout.ms", parse_int, 30000, check=at_least(0)),
+    ConfigKey("socket.connection.setup.timeout.ms", parse_int, 10000, check=at_least(0)),
+    ConfigKey("retry.backoff.ms", parse_int, 100, check=at_least(0)),
+    ConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
+    ConfigKey("security.protocol", parse_str, "PLAINTEXT", check=one_of("PLAINTEXT")),
+)
+
+
+def resolve_config(keys: tuple[ConfigKey, ...], given: Mapping[str, Any] | None,
+                   overrides: Mapping[str, Any], client: str) -> dict[str, Any]:
+    """Merge ``given`` and keyword ``overrides`` (underscores for dots) and validate.
+
+    Returns every key of ``keys`` with its parsed value or default.
+    """
+    merged: dict[str, Any] = dict(given or {})
+    for name, value in overrides.items():
+        merged[name.replace("_", ".")] = value
+    by_name = {key.name: key for key in keys}
+    unknown = sorted(set(merged) - set(by_name))
+    if unknown:
+        logger.warning("%s configuration keys not used: %s", client, ", ".join(unknown))
+    resolved: dict[str, Any] = {}
+    for key in keys:
+        raw = merged.get(key.name)
+        if raw is None:
+            if key.required:
+                raise ConfigError(f"missing required configuration {key.name!r}")
+            resolved[key.name] = key.default
+            continue
+        try:
+            value = key.parse(raw)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key.name!r}: "
+                              f"{exc}") from None
+        problem = key.check(value) if key.check else None
+        if problem:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key.name!r}: "
+                              f"{problem}")
+        resolved[key.name] = value
+    if not resolved.get("client.id") and "client.id" in by_name:
+        resolved["client.id"] = f"raftka-{client}"
+    return resolved

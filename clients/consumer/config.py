@@ -1,0 +1,87 @@
+"""The consumer's configuration: Kafka's names and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from clients.admin.settings import (
+    COMMON_KEYS,
+    ConfigError,
+    ConfigKey,
+    at_least,
+    one_of,
+    parse_bool,
+    parse_int,
+    parse_str,
+    resolve_config,
+)
+from clients.net import parse_bootstrap_servers
+
+CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
+    ConfigKey("group.id", parse_str, None),
+    ConfigKey("auto.offset.reset", parse_str, "latest",
+              check=one_of("earliest", "latest", "none")),
+    ConfigKey("fetch.min.bytes", parse_int, 1, check=at_least(0)),
+    ConfigKey("fetch.max.wait.ms", parse_int, 500, check=at_least(0)),
+    ConfigKey("fetch.max.bytes", parse_int, 52428800, check=at_least(0)),
+    ConfigKey("max.partition.fetch.bytes", parse_int, 1048576, check=at_least(0)),
+    ConfigKey("max.poll.records", parse_int, 500, check=at_least(1)),
+    ConfigKey("check.crcs", parse_bool, True),
+    ConfigKey("isolation.level", parse_str, "read_uncommitted",
+              check=one_of("read_uncommitted", "read_committed")),
+    # Accepted for compatibility; offsets are never committed until groups exist.
+    ConfigKey("enable.auto.commit", parse_bool, True),
+)
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """Validated consumer settings; build with ``ConsumerConfig.from_mapping``."""
+
+    bootstrap_servers: list[tuple[str, int]]
+    client_id: str
+    group_id: str | None
+    auto_offset_reset: str
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    max_poll_records: int
+    check_crcs: bool
+    isolation_level: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    connect_timeout_ms: int
+    metadata_max_age_ms: int
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any] | None = None,
+                     **overrides: Any) -> ConsumerConfig:
+        values = resolve_config(CONSUMER_KEYS, given, overrides, "consumer")
+        if values["isolation.level"] == "read_committed":
+            raise ConfigError("isolation.level=read_committed is not supported by this "
+                              "consumer yet")
+        if values["request.timeout.ms"] <= values["fetch.max.wait.ms"]:
+            raise ConfigError("request.timeout.ms should be greater than fetch.max.wait.ms")
+        try:
+            servers = parse_bootstrap_servers(values["bootstrap.servers"])
+        except ValueError as exc:
+            raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
+        return cls(
+            bootstrap_servers=servers,
+            client_id=values["client.id"],
+            group_id=values["group.id"] or None,
+            auto_offset_reset=values["auto.offset.reset"],
+            fetch_min_bytes=values["fetch.min.bytes"],
+            fetch_max_wait_ms=values["fetch.max.wait.ms"],
+            fetch_max_bytes=values["fetch.max.bytes"],
+            max_partition_fetch_bytes=values["max.partition.fetch.bytes"],
+            max_poll_records=values["max.poll.records"],
+            check_crcs=values["check.crcs"],
+            isolation_level=0,
+            request_timeout_ms=values["request.timeout.ms"],
+            retry_backoff_ms=values["retry.backoff.ms"],
+            connect_timeout_ms=values["socket.connection.setup.timeout.ms"],
+            metadata_max_age_ms=values["metadata.max.age.ms"],
+        )

@@ -1,0 +1,277 @@
+"""The consumer's I/O-free logic, shared by the trio and the blocking consumer.
+
+It keeps the assignment, each partition's position, pending offset resets and the records
+fetched but not yet returned; it builds Fetch and ListOffsets requests per leader and
+applies their answers. The drivers move bytes and keep time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from clients.admin.cluster import ClusterMetadata
+from clients.consumer.config import ConsumerConfig
+from clients.consumer.records import ConsumerRecord, parse_fetched_records
+from clients.protocol import ErrorCode, KafkaError
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+_RESET_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
+
+_METADATA_ERRORS = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.OFFSET_NOT_AVAILABLE,
+})
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no position and ``auto.offset.reset`` is ``none``."""
+
+
+@dataclass
+class _Fetched:
+    """Records fetched for one partition, returned by ``drain`` from ``records[0]`` on."""
+
+    records: deque[ConsumerRecord]
+    next_offset: int
+
+
+class ConsumerCore:
+    """Assignment, positions, resets and fetched-record buffers."""
+
+    def __init__(self, config: ConsumerConfig) -> None:
+        self.config = config
+        self.cluster = ClusterMetadata()
+        self.needs_metadata = False
+        self.metadata_fetched_ms: float | None = None
+        self._assignment: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int | None] = {}
+        self._resets: dict[TopicPartition, int] = {}
+        self._fetched: dict[TopicPartition, _Fetched] = {}
+        self._errors: list[KafkaError] = []
+
+    # ---- assignment and positions ----
+
+    @property
+    def assignment(self) -> list[TopicPartition]:
+        return list(self._assignment)
+
+    @property
+    def topics(self) -> set[str]:
+        return {t for t, _ in self._assignment}
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        wanted = list(dict.fromkeys((str(t), int(p)) for t, p in partitions))
+        kept = set(wanted)
+        for tp in list(self._positions):
+            if tp not in kept:
+                self._positions.pop(tp, None)
+                self._resets.pop(tp, None)
+                self._fetched.pop(tp, None)
+        for tp in wanted:
+            if tp not in self._positions:
+                self._positions[tp] = None
+                self._reset_by_policy(tp)
+        self._assignment = wanted
+        if wanted:
+            self.needs_metadata = True
+
+    def _check_assigned(self, tp: TopicPartition) -> None:
+        if tp not in self._positions:
+            raise ValueError(f"partition {tp[0]}-{tp[1]} is not assigned to this consumer")
+
+    def _reset_by_policy(self, tp: TopicPartition) -> None:
+        timestamp = _RESET_TIMESTAMPS.get(self.config.auto_offset_reset)
+        if timestamp is None:
+            self._resets.pop(tp, None)
+        else:
+            self._resets[tp] = timestamp
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._check_assigned(tp)
+        if offset < 0:
+            raise ValueError(f"seek offset must not be negative, got {offset}")
+        self._positions[tp] = offset
+        self._resets.pop(tp, None)
+        self._fetched.pop(tp, None)
+
+    def request_reset(self, partitions: Iterable[TopicPartition] | None,
+                      timestamp: int) -> None:
+        """Have ``partitions`` (all assigned when None) move to earliest/latest."""
+        for tp in self._assignment if partitions is None else partitions:
+            self._check_assigned(tp)
+            self._positions[tp] = None
+            self._resets[tp] = timestamp
+            self._fetched.pop(tp, None)
+
+    def position(self, tp: TopicPartition) -> int | None:
+        """The offset of the next record ``drain`` returns; None while a reset is pending."""
+        self._check_assigned(tp)
+        fetched = self._fetched.get(tp)
+        if fetched is not None:
+            return fetched.records[0].offset if fetched.records else fetched.next_offset
+        return self._positions[tp]
+
+    def missing_positions(self) -> list[TopicPartition]:
+        """Partitions with no position; raises NoOffsetForPartitionError when no reset."""
+        missing = [tp for tp in self._assignment if self._positions.get(tp) is None]
+        stuck = [tp for tp in missing if tp not in self._resets]
+        if stuck:
+            names = ", ".join(f"{t}-{p}" for t, p in stuck)
+            raise NoOffsetForPartitionError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"no offset for partitions {names} and auto.offset.reset is none")
+        return missing
+
+    # ---- metadata ----
+
+    def apply_metadata(self, response: dict[str, Any], now: float) -> None:
+        self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
+        self.metadata_fetched_ms = now
+        self.needs_metadata = any(self.cluster.leader_for(*tp) is None
+                                  for tp in self._assignment)
+
+    def metadata_due(self, now: float) -> bool:
+        if not self._assignment:
+            return False
+        if self.needs_metadata or self.metadata_fetched_ms is None:
+            return True
+        return now - self.metadata_fetched_ms >= self.config.metadata_max_age_ms
+
+    # ---- ListOffsets ----
+
+    def list_offsets_requests(self) -> dict[int, dict[str, Any]]:
+        """ListOffsets bodies by leader for every partition with a pending reset."""
+        by_node: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for tp, timestamp in self._resets.items():
+            if self._positions.get(tp) is not None:
+                continue
+            leader = self.cluster.leader_for(*tp)
+            if leader is None:
+                self.needs_metadata = True
+                continue
+            by_node.setdefault(leader.node_id, {}).setdefault(tp[0], []).append(
+                {"partition_index": tp[1], "timestamp": timestamp})
+        return {node: {"replica_id": -1, "isolation_level": self.config.isolation_level,
+                       "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                for node, topics in by_node.items()}
+
+    def handle_list_offsets(self, response: dict[str, Any]) -> None:
+        for topic in response.get("topics", ()):
+            for p in topic["partitions"]:
+                tp = (topic["name"], p["partition_index"])
+                if tp not in self._resets or self._positions.get(tp) is not None:
+                    continue
+                code = ErrorCode.from_code(p["error_code"])
+                if code == ErrorCode.NONE and p["offset"] >= 0:
+                    self._positions[tp] = p["offset"]
+                    del self._resets[tp]
+                elif code in _METADATA_ERRORS or code.retriable:
+                    self.needs_metadata = True
+                else:
+                    self._errors.append(KafkaError(code, f"ListOffsets for {tp[0]}-{tp[1]}"))
+
+    # ---- Fetch ----
+
+    def fetch_requests(self, max_wait_ms: int) -> dict[int, dict[str, Any]]:
+        """Fetch bodies by leader for partitions with a position and no buffered records."""
+        by_node: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for tp in self._assignment:
+            position = self._positions.get(tp)
+            if position is None or tp in self._fetched:
+                continue
+            leader = self.cluster.leader_for(*tp)
+            if leader is None:
+                self.needs_metadata = True
+                continue
+            by_node.setdefault(leader.node_id, {}).setdefault(tp[0], []).append({
+                "partition": tp[1], "fetch_offset": position,
+                "partition_max_bytes": self.config.max_partition_fetch_bytes})
+        return {node: {
+            "replica_id": -1, "max_wait_ms": max_wait_ms,
+            "min_bytes": self.config.fetch_min_bytes, "max_bytes": self.config.fetch_max_bytes,
+            "isolation_level": self.config.isolation_level, "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        } for node, topics in by_node.items()}
+
+    def handle_fetch(self, request: dict[str, Any], response: dict[str, Any]) -> None:
+        """Buffer the records of a Fetch answer; answers for moved positions are dropped."""
+        sent = {(t["topic"], p["partition"]): p["fetch_offset"]
+                for t in request["topics"] for p in t["partitions"]}
+        top_error = ErrorCode.from_code(response.get("error_code", 0))
+        if top_error != ErrorCode.NONE:
+            self.needs_metadata = self.needs_metadata or top_error.retriable
+            if not top_error.retriable:
+                self._errors.append(KafkaError(top_error, "Fetch failed"))
+            return
+        for topic in response.get("responses", ()):
+            for p in topic["partitions"]:
+                tp = (topic["topic"], p["partition_index"])
+                fetch_offset = sent.get(tp)
+                if fetch_offset is None or self._positions.get(tp) != fetch_offset \
+                        or tp in self._fetched:
+                    continue
+                self._apply_partition(tp, fetch_offset, p)
+
+    def _apply_partition(self, tp: TopicPartition, fetch_offset: int,
+                         p: dict[str, Any]) -> None:
+        code = ErrorCode.from_code(p["error_code"])
+        if code == ErrorCode.NONE:
+            parsed = parse_fetched_records(tp[0], tp[1], p.get("records"), fetch_offset,
+                                           verify_crc=self.config.check_crcs)
+            if parsed.next_offset > fetch_offset:
+                self._fetched[tp] = _Fetched(deque(parsed.records), parsed.next_offset)
+            elif parsed.truncated:
+                logger.warning("fetch of %s-%d at %d returned only a partial batch; "
+                               "max.partition.fetch.bytes (%d) may be too small",
+                               tp[0], tp[1], fetch_offset,
+                               self.config.max_partition_fetch_bytes)
+        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            logger.info("offset %d out of range for %s-%d", fetch_offset, *tp)
+            self._positions[tp] = None
+            self._reset_by_policy(tp)
+            if tp not in self._resets:
+                self._errors.append(KafkaError(
+                    code, f"offset {fetch_offset} is out of range for {tp[0]}-{tp[1]} "
+                          "and auto.offset.reset is none"))
+        elif code in _METADATA_ERRORS or code.retriable:
+            self.needs_metadata = True
+        else:
+            self._errors.append(KafkaError(code, f"Fetch of {tp[0]}-{tp[1]}"))
+
+    # ---- returning records ----
+
+    def raise_errors(self) -> None:
+        if self._errors:
+            error = self._errors.pop(0)
+            raise error
+
+    def has_buffered(self) -> bool:
+        return bool(self._fetched)
+
+    def drain(self, max_records: int) -> list[ConsumerRecord]:
+        """Up to ``max_records`` buffered records, partition by partition, advancing
+        positions."""
+        out: list[ConsumerRecord] = []
+        for tp in list(self._fetched):
+            fetched = self._fetched[tp]
+            while fetched.records and len(out) < max_records:
+                out.append(fetched.records.popleft())
+            if fetched.records:
+                self._positions[tp] = fetched.records[0].offset
+                break
+            self._positions[tp] = fetched.next_offset
+            del self._fetched[tp]
+            if len(out) >= max_records:
+                break
+        return out

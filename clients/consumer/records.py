@@ -1,0 +1,88 @@
+"""Consumer records and the parsing of one partition's fetched bytes (pure)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from clients.records.batch import CREATE_TIME, LOG_APPEND_TIME, decode_batch
+from clients.records.errors import CorruptRecordError
+from clients.records.header import BATCH_HEADER_SIZE, peek_batch_size
+from clients.records.record import Header
+
+logger = logging.getLogger(__name__)
+
+TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One consumed record; ``timestamp_type`` is 0 (CreateTime) or 1 (LogAppendTime)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+    @property
+    def timestamp_type_name(self) -> str:
+        return TIMESTAMP_TYPE_NAMES.get(self.timestamp_type, "NoTimestampType")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFetch:
+    """The records of one partition's fetch at or after the fetch offset, and where the
+    next fetch starts. ``truncated`` tells that the data ended in a partial batch."""
+
+    records: list[ConsumerRecord]
+    next_offset: int
+    truncated: bool
+
+
+def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview | None,
+                          fetch_offset: int, *, verify_crc: bool = True) -> ParsedFetch:
+    """Decode the complete batches of ``data``.
+
+    A broker returns whole batches from the one holding the fetch offset, so records before
+    ``fetch_offset`` inside the first batch are skipped (Kafka's rule), and a size limit may
+    cut the last batch: that partial tail is ignored and fetched again next time. Control
+    batches advance the position but yield no records. Raises CorruptRecordError for a
+    bad batch (CRC mismatch when ``verify_crc``).
+    """
+    if not data:
+        return ParsedFetch([], fetch_offset, False)
+    view = memoryview(data)
+    end = len(view)
+    pos = 0
+    next_offset = fetch_offset
+    out: list[ConsumerRecord] = []
+    truncated = False
+    while pos < end:
+        size = peek_batch_size(view, pos)
+        if size is None or size < BATCH_HEADER_SIZE or pos + size > end:
+            truncated = True
+            break
+        batch = decode_batch(view, pos, verify_crc=verify_crc)
+        pos += size
+        header = batch.header
+        if header.next_offset <= next_offset:
+            continue
+        if not header.is_control:
+            timestamp_type = LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME
+            for record in batch.records:
+                offset = record.offset
+                assert offset is not None
+                if offset < next_offset:
+                    continue
+                out.append(ConsumerRecord(topic, partition, offset, record.timestamp,
+                                          timestamp_type, record.key, record.value,
+                                          tuple(record.headers)))
+        next_offset = header.next_offset
+    return ParsedFetch(out, next_offset, truncated)
+
+
+__all__ = ["ConsumerRecord", "CorruptRecordError", "ParsedFetch", "parse_fetched_records"]

@@ -1,0 +1,189 @@
+"""Per-partition record batches waiting to be sent (pure: the caller supplies the time).
+
+Records are appended to the newest batch of their partition until it reaches
+``batch.size``. A partition's oldest batch is ready to send once it is full, has lingered
+``linger.ms``, a flush is asked for, or (for a retried batch) its backoff has passed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from clients.admin.cluster import ClusterMetadata
+from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.records.builder import BatchBuilder
+from clients.records.header import LOG_OVERHEAD
+from clients.records.record import Header
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(eq=False)
+class ProducerBatch:
+    """One batch and the futures of its records."""
+
+    topic: str
+    partition: int
+    builder: BatchBuilder
+    created_ms: float
+    futures: list[tuple[DeliveryFuture, int, int]] = field(default_factory=list)
+    attempts: int = 0
+    retry_at_ms: float = 0.0
+    in_flight: bool = False
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.topic, self.partition
+
+    def succeed(self, base_offset: int, log_append_time_ms: int) -> None:
+        for future, delta, timestamp in self.futures:
+            offset = base_offset + delta if base_offset >= 0 else -1
+            stamp = log_append_time_ms if log_append_time_ms >= 0 else timestamp
+            future.set_result(RecordMetadata(self.topic, self.partition, offset, stamp))
+
+    def fail(self, error: BaseException) -> None:
+        for future, _, _ in self.futures:
+            future.set_exception(error)
+
+
+class RecordAccumulator:
+    """Batches per partition, oldest first."""
+
+    def __init__(self, batch_size: int, linger_ms: int, compression: int,
+                 guarantee_order: bool) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.compression = compression
+        # With max.in.flight=1, a partition with a batch in flight is muted so a retry
+        # cannot overtake it (Kafka's ordering guarantee for that setting).
+        self.guarantee_order = guarantee_order
+        self._batches: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._muted: set[TopicPartition] = set()
+
+    def append(self, topic: str, partition: int, timestamp: int, key: bytes | None,
+               value: bytes | None, headers: Sequence[Header], future: DeliveryFuture,
+               now_ms: float) -> tuple[ProducerBatch, bool]:
+        """Add a record; returns its batch and whether that batch was newly created."""
+        queue = self._batches.setdefault((topic, partition), deque())
+        if queue:
+            last = queue[-1]
+            if not last.in_flight and last.attempts == 0 and not last.builder.is_closed:
+                delta = last.builder.try_append(timestamp, key, value, headers)
+                if delta is not None:
+                    last.futures.append((future, delta, timestamp))
+                    return last, False
+        builder = BatchBuilder(max_bytes=max(self.batch_size, 1), compression=self.compression)
+        batch = ProducerBatch(topic, partition, builder, now_ms)
+        batch.futures.append((future, builder.append(timestamp, key, value, headers),
+                              timestamp))
+        queue.append(batch)
+        return batch, True
+
+    def _head(self, tp: TopicPartition) -> ProducerBatch | None:
+        queue = self._batches.get(tp)
+        if not queue or tp in self._muted:
+            return None
+        head = queue[0]
+        return None if head.in_flight else head
+
+    def _sendable_at(self, tp: TopicPartition, head: ProducerBatch, flushing: bool) -> float:
+        """When the head batch may be sent (ms on the caller's clock)."""
+        if head.attempts:
+            return head.retry_at_ms
+        queue = self._batches[tp]
+        if flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size:
+            return 0.0
+        return head.created_ms + self.linger_ms
+
+    def ready(self, cluster: ClusterMetadata, now_ms: float, flushing: bool
+              ) -> tuple[set[int], float | None, set[str]]:
+        """(leaders with a sendable batch, ms until the next batch may become sendable or
+        None, topics whose partition leader is unknown)."""
+        nodes: set[int] = set()
+        next_ms: float | None = None
+        unknown: set[str] = set()
+        for tp in self._batches:
+            head = self._head(tp)
+            if head is None:
+                continue
+            leader = cluster.leader_for(*tp)
+            if leader is None:
+                unknown.add(tp[0])
+                continue
+            at = self._sendable_at(tp, head, flushing)
+            if at <= now_ms:
+                nodes.add(leader.node_id)
+            else:
+                wait = at - now_ms
+                next_ms = wait if next_ms is None else min(next_ms, wait)
+        return nodes, next_ms, unknown
+
+    def drain(self, cluster: ClusterMetadata, node_id: int, max_request_size: int,
+              now_ms: float, flushing: bool) -> list[ProducerBatch]:
+        """Take at most one sendable batch per partition led by ``node_id``, up to
+        ``max_request_size`` bytes (the first batch is always taken)."""
+        taken: list[ProducerBatch] = []
+        size = 0
+        for tp in list(self._batches):
+            head = self._head(tp)
+            if head is None or self._sendable_at(tp, head, flushing) > now_ms:
+                continue
+            leader = cluster.leader_for(*tp)
+            if leader is None or leader.node_id != node_id:
+                continue
+            batch_bytes = len(head.builder.build()) + LOG_OVERHEAD
+            if taken and size + batch_bytes > max_request_size:
+                break
+            size += batch_bytes
+            head.in_flight = True
+            head.attempts += 1
+            if self.guarantee_order:
+                self._muted.add(tp)
+            taken.append(head)
+        return taken
+
+    def complete(self, batch: ProducerBatch) -> None:
+        """Forget a batch that succeeded or failed for good."""
+        queue = self._batches.get(batch.tp)
+        if queue is not None:
+            try:
+                queue.remove(batch)
+            except ValueError:
+                pass
+            if not queue:
+                del self._batches[batch.tp]
+        self._muted.discard(batch.tp)
+
+    def retry_later(self, batch: ProducerBatch, retry_at_ms: float) -> None:
+        """Put a failed in-flight batch back at its partition's head for another try."""
+        batch.in_flight = False
+        batch.retry_at_ms = retry_at_ms
+        self._muted.discard(batch.tp)
+
+    def expired(self, now_ms: float, delivery_timeout_ms: int) -> list[ProducerBatch]:
+        """Remove and return batches not in flight that are older than the timeout."""
+        out: list[ProducerBatch] = []
+        for tp in list(self._batches):
+            queue = self._batches[tp]
+            for batch in list(queue):
+                if not batch.in_flight and now_ms - batch.created_ms >= delivery_timeout_ms:
+                    queue.remove(batch)
+                    out.append(batch)
+            if not queue:
+                del self._batches[tp]
+        return out
+
+    def abort_all(self, error: BaseException, include_in_flight: bool = False) -> None:
+        for batch in list(self):
+            if include_in_flight or not batch.in_flight:
+                batch.fail(error)
+                self.complete(batch)
+
+    def __iter__(self) -> Iterator[ProducerBatch]:
+        for queue in list(self._batches.values()):
+            yield from list(queue)
+
+    def __bool__(self) -> bool:
+        return bool(self._batches)

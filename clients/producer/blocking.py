@@ -1,0 +1,152 @@
+"""The blocking producer: the same core driven synchronously, with no threads.
+
+There is no background sender: ``send`` sends whatever batches are ready (full, or older
+than ``linger.ms``) before returning, and ``flush``/``close``/``future.get()`` send the
+rest. Records can therefore sit in a batch until the next call; call ``flush`` when a
+record must go out now.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterable, Mapping
+
+from clients.admin.cluster import metadata_request
+from clients.admin.connections import BlockingConnectionPool
+from clients.net import KafkaConnectionError
+from clients.producer.config import ProducerConfig
+from clients.producer.core import ProducerCore, now_ms
+from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+
+logger = logging.getLogger(__name__)
+
+
+class BlockingDeliveryFuture(DeliveryFuture):
+    """A DeliveryFuture whose ``get`` sends buffered records and waits for the outcome."""
+
+    __slots__ = ("_producer",)
+
+    def __init__(self, producer: BlockingProducer) -> None:
+        super().__init__()
+        self._producer = producer
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """The RecordMetadata, flushing the producer first if needed; raises the failure."""
+        if not self.done():
+            self._producer.flush(timeout)
+        if not self.done():
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                             f"the record was not acknowledged within {timeout} s")
+        return self.result()
+
+
+class BlockingProducer:
+    """A synchronous producer; config keys are Kafka's (``bootstrap.servers``, ``acks``...)."""
+
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None,
+                 **overrides: Any) -> None:
+        if not isinstance(config, ProducerConfig):
+            config = ProducerConfig.from_mapping(config, **overrides)
+        self.config = config
+        self._core = ProducerCore(config)
+        self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
+                                            config.request_timeout_ms / 1000)
+        self._closed = False
+
+    def send(self, topic: str, value: Any, key: Any = None,
+             headers: Iterable[tuple[str, Any]] | None = None, partition: int | None = None,
+             timestamp: int | None = None) -> BlockingDeliveryFuture:
+        """Queue one record and send any batches that are ready; see the trio ``send``."""
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        self._wait_for_topic(topic)
+        future = BlockingDeliveryFuture(self)
+        self._core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
+        self._send_ready(flushing=False)
+        return future
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every buffered record and wait until each is settled (or ``timeout`` s)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._core.idle():
+            wait_ms = self._send_ready(flushing=True)
+            if self._core.idle():
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            # Only retried batches in backoff (or unknown leaders) remain: wait them out.
+            pause = self.config.retry_backoff_ms if wait_ms is None else wait_ms
+            if deadline is not None:
+                pause = min(pause, max(deadline - time.monotonic(), 0) * 1000)
+            time.sleep(pause / 1000)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        self._wait_for_topic(topic)
+        return sorted(self._core.cluster.topics[topic].partitions)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush (bounded by ``timeout`` s) and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush(timeout)
+        finally:
+            self._core.abort(RuntimeError("the producer was closed before sending"),
+                             include_in_flight=True)
+            self._pool.close()
+
+    def __enter__(self) -> BlockingProducer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _wait_for_topic(self, topic: str) -> None:
+        if self._core.topic_ready(topic):
+            return
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        while True:
+            self._refresh_metadata()
+            if self._core.topic_ready(topic):
+                return
+            failure = self._core.topic_failure(topic)
+            if failure is not None:
+                raise failure
+            if time.monotonic() >= deadline:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                 f"topic {topic!r} not present in metadata after "
+                                 f"{self.config.max_block_ms} ms")
+            time.sleep(min(self.config.retry_backoff_ms / 1000,
+                           max(deadline - time.monotonic(), 0)))
+
+    def _refresh_metadata(self) -> None:
+        body = metadata_request(sorted(self._core.topics), allow_auto_topic_creation=True)
+        try:
+            response = self._pool.request_any(ApiKey.METADATA, body,
+                                              self._core.cluster.brokers.values())
+        except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+            logger.warning("metadata refresh failed: %s", exc)
+            return
+        self._core.apply_metadata(response, now_ms())
+
+    def _send_ready(self, flushing: bool) -> float | None:
+        """Send each ready leader its batches, one request at a time; returns the ms until
+        more may become ready."""
+        if self._core.metadata_due(now_ms()):
+            self._refresh_metadata()
+        ready, wait_ms = self._core.sendable(now_ms(), flushing)
+        for node_id, batches in ready.items():
+            node = self._core.cluster.brokers.get(node_id)
+            body = self._core.produce_request(batches)
+            try:
+                if node is None:
+                    raise KafkaConnectionError(f"broker {node_id} left the metadata")
+                response = self._pool.request(node, ApiKey.PRODUCE, body)
+            except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+                self._core.handle_failure(node_id, batches, exc, now_ms())
+            else:
+                self._core.handle_response(node_id, batches, response, now_ms())
+        return 0.0 if ready else wait_ms

@@ -1,0 +1,103 @@
+"""The producer's configuration: Kafka's names and (Kafka 4.0) defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from clients.admin.settings import (
+    COMMON_KEYS,
+    ConfigError,
+    ConfigKey,
+    at_least,
+    one_of,
+    parse_bool,
+    parse_int,
+    parse_str,
+    resolve_config,
+)
+from clients.net import parse_bootstrap_servers
+from clients.records.compression import CODEC_IDS, is_available
+
+
+def _parse_acks(value: Any) -> int:
+    text = str(value).strip().lower()
+    if text == "all":
+        return -1
+    acks = int(text)
+    if acks not in (-1, 0, 1):
+        raise ValueError("must be all, -1, 0 or 1")
+    return acks
+
+
+PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
+    ConfigKey("acks", _parse_acks, -1),
+    ConfigKey("linger.ms", parse_int, 5, check=at_least(0)),
+    ConfigKey("batch.size", parse_int, 16384, check=at_least(0)),
+    ConfigKey("compression.type", parse_str, "none", check=one_of(*CODEC_IDS)),
+    ConfigKey("delivery.timeout.ms", parse_int, 120000, check=at_least(0)),
+    ConfigKey("retries", parse_int, 2147483647, check=at_least(0)),
+    ConfigKey("max.in.flight.requests.per.connection", parse_int, 5, check=at_least(1)),
+    ConfigKey("max.request.size", parse_int, 1048576, check=at_least(0)),
+    ConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
+    ConfigKey("enable.idempotence", parse_bool, False),
+)
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Validated producer settings; build with ``ProducerConfig.from_mapping``."""
+
+    bootstrap_servers: list[tuple[str, int]]
+    client_id: str
+    acks: int
+    linger_ms: int
+    batch_size: int
+    compression: int
+    request_timeout_ms: int
+    delivery_timeout_ms: int
+    retries: int
+    retry_backoff_ms: int
+    max_in_flight: int
+    max_request_size: int
+    max_block_ms: int
+    metadata_max_age_ms: int
+    connect_timeout_ms: int
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any] | None = None,
+                     **overrides: Any) -> ProducerConfig:
+        """Parse Kafka-named settings. ConfigError names the key of any bad value."""
+        values = resolve_config(PRODUCER_KEYS, given, overrides, "producer")
+        if values["enable.idempotence"]:
+            # Needs InitProducerId and per-partition sequence numbers; not in this client yet.
+            raise ConfigError("enable.idempotence=true is not supported by this producer yet; "
+                              "set enable.idempotence=false")
+        codec = CODEC_IDS[values["compression.type"]]
+        if not is_available(codec):
+            raise ConfigError(f"compression.type={values['compression.type']} needs a "
+                              "package that is not installed")
+        if values["delivery.timeout.ms"] < values["linger.ms"] + values["request.timeout.ms"]:
+            raise ConfigError("delivery.timeout.ms should be equal to or larger than "
+                              "linger.ms + request.timeout.ms")
+        try:
+            servers = parse_bootstrap_servers(values["bootstrap.servers"])
+        except ValueError as exc:
+            raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
+        return cls(
+            bootstrap_servers=servers,
+            client_id=values["client.id"],
+            acks=values["acks"],
+            linger_ms=values["linger.ms"],
+            batch_size=values["batch.size"],
+            compression=codec,
+            request_timeout_ms=values["request.timeout.ms"],
+            delivery_timeout_ms=values["delivery.timeout.ms"],
+            retries=values["retries"],
+            retry_backoff_ms=values["retry.backoff.ms"],
+            max_in_flight=values["max.in.flight.requests.per.connection"],
+            max_request_size=values["max.request.size"],
+            max_block_ms=values["max.block.ms"],
+            metadata_max_age_ms=values["metadata.max.age.ms"],
+            connect_timeout_ms=values["socket.connection.setup.timeout.ms"],
+        )

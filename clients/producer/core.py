@@ -1,0 +1,249 @@
+"""The producer's I/O-free logic, shared by the trio and the blocking producer.
+
+It owns the cluster view, the partitioner and the accumulator; it builds Produce requests
+from drained batches and settles batches from the answers. The drivers only move bytes,
+keep time and decide when to refresh metadata (``needs_metadata``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterable, Sequence
+
+from clients.admin.cluster import ClusterMetadata
+from clients.net import KafkaConnectionError
+from clients.partitioner import StickyPartitioner, partition_for_key
+from clients.producer.accumulator import ProducerBatch, RecordAccumulator
+from clients.producer.config import ProducerConfig
+from clients.producer.future import DeliveryFuture
+from clients.protocol import ErrorCode, KafkaError
+from clients.records.record import Header
+
+logger = logging.getLogger(__name__)
+
+# Errors after which the partition's leader may have moved: refresh metadata before retrying.
+_METADATA_ERRORS = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+})
+
+
+# Length, attributes, timestamp and offset deltas, key/value lengths and header count, at
+# their largest varint sizes.
+_RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+def now_ms() -> float:
+    """The producer's monotonic clock, in milliseconds."""
+    return time.monotonic() * 1000.0
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def as_bytes(value: bytes | bytearray | memoryview | str | None) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def normalise_headers(headers: Iterable[tuple[str, Any]] | None) -> tuple[Header, ...]:
+    return tuple((str(k), as_bytes(v)) for k, v in (headers or ()))
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None,
+                         headers: Sequence[Header]) -> int:
+    """An upper bound of the record's encoded size, without encoding it."""
+    size = _RECORD_OVERHEAD_BOUND + len(key or b"") + len(value or b"")
+    for name, data in headers:
+        size += 10 + len(name.encode()) + len(data or b"")
+    return size
+
+
+class ProducerCore:
+    """Partitioning, batching and Produce request/response handling."""
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.config = config
+        self.cluster = ClusterMetadata()
+        self.metadata_fetched_ms: float | None = None
+        self.topics: set[str] = set()
+        self.needs_metadata = False
+        self.partitioner = StickyPartitioner(config.batch_size)
+        self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
+                                             config.compression, config.max_in_flight == 1)
+        self.in_flight: dict[int, int] = {}
+
+    # ---- metadata ----
+
+    def metadata_due(self, now: float) -> bool:
+        """Whether a Metadata request should go out now."""
+        if self.needs_metadata or self.metadata_fetched_ms is None:
+            return bool(self.topics)
+        return now - self.metadata_fetched_ms >= self.config.metadata_max_age_ms
+
+    def apply_metadata(self, response: dict[str, Any], now: float) -> None:
+        self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
+        self.metadata_fetched_ms = now
+        self.needs_metadata = any(
+            self.cluster.partition_count(t) is None for t in self.topics)
+
+    def topic_ready(self, topic: str) -> bool:
+        """Whether ``topic``'s partitions are known (else the driver must fetch metadata)."""
+        self.topics.add(topic)
+        if self.cluster.partition_count(topic) is None:
+            self.needs_metadata = True
+            return False
+        return True
+
+    def topic_failure(self, topic: str) -> KafkaError | None:
+        """A non-retriable metadata error for ``topic`` (such as an invalid name), if any."""
+        error = self.cluster.topic_error(topic)
+        if error is not None and topic in self.cluster.topics and not error.retriable:
+            return KafkaError(error, f"topic {topic!r}: {error.message}")
+        return None
+
+    # ---- appending ----
+
+    def choose_partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
+        count = self.cluster.partition_count(topic)
+        assert count is not None, "topic_ready must be checked first"
+        if partition is not None:
+            if not 0 <= partition < count:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"partition {partition} is not in topic {topic!r} "
+                                 f"({count} partitions)")
+            return partition
+        if key is not None:
+            return partition_for_key(key, count)
+        return self.partitioner.partition(topic, count, self.cluster.available_partitions(topic))
+
+    def append(self, topic: str, value: Any, key: Any, headers: Iterable[tuple[str, Any]] | None,
+               partition: int | None, timestamp: int | None, future: DeliveryFuture,
+               now: float) -> ProducerBatch:
+        """Partition and batch one record (the topic's metadata must be known)."""
+        key_b, value_b = as_bytes(key), as_bytes(value)
+        header_t = normalise_headers(headers)
+        size = estimate_record_size(key_b, value_b, header_t)
+        if size > self.config.max_request_size:
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                             f"the record is {size} bytes, larger than max.request.size "
+                             f"({self.config.max_request_size})")
+        chosen = self.choose_partition(topic, key_b, partition)
+        stamp = wall_clock_ms() if timestamp is None else int(timestamp)
+        batch, _ = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
+                                           future, now)
+        if key_b is None and partition is None:
+            count = self.cluster.partition_count(topic) or 1
+            self.partitioner.record_produced(topic, chosen, size, count,
+                                             self.cluster.available_partitions(topic))
+        return batch
+
+    # ---- sending ----
+
+    def sendable(self, now: float, flushing: bool) -> tuple[dict[int, list[ProducerBatch]],
+                                                             float | None]:
+        """Drain batches for every ready leader with a free in-flight slot.
+
+        Returns (batches by leader id, ms until something may become ready or None).
+        """
+        for batch in self.accumulator.expired(now, self.config.delivery_timeout_ms):
+            batch.fail(KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                  f"expiring {len(batch.futures)} record(s) for "
+                                  f"{batch.topic}-{batch.partition}: delivery.timeout.ms "
+                                  f"({self.config.delivery_timeout_ms}) has passed"))
+        nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing)
+        if unknown:
+            self.needs_metadata = True
+        out: dict[int, list[ProducerBatch]] = {}
+        for node_id in nodes:
+            if self.in_flight.get(node_id, 0) >= self.config.max_in_flight:
+                continue
+            batches = self.accumulator.drain(self.cluster, node_id,
+                                             self.config.max_request_size, now, flushing)
+            if batches:
+                self.in_flight[node_id] = self.in_flight.get(node_id, 0) + 1
+                out[node_id] = batches
+        return out, wait
+
+    def produce_request(self, batches: Sequence[ProducerBatch]) -> dict[str, Any]:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for batch in batches:
+            by_topic.setdefault(batch.topic, []).append(
+                {"index": batch.partition, "records": batch.builder.build()})
+        return {
+            "transactional_id": None,
+            "acks": self.config.acks,
+            "timeout_ms": self.config.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": p} for t, p in by_topic.items()],
+        }
+
+    def handle_response(self, node_id: int, batches: Sequence[ProducerBatch],
+                        response: dict[str, Any], now: float) -> None:
+        """Settle each batch from a Produce answer ({} for acks=0)."""
+        self._release(node_id)
+        if self.config.acks == 0:
+            for batch in batches:
+                self.accumulator.complete(batch)
+                batch.succeed(-1, -1)
+            return
+        results = {(t["name"], p["index"]): p
+                   for t in response.get("responses", ())
+                   for p in t["partition_responses"]}
+        for batch in batches:
+            result = results.get(batch.tp)
+            if result is None:
+                self._retry_or_fail(batch, KafkaError(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"the Produce answer had no result for {batch.topic}-{batch.partition}"),
+                    now)
+                continue
+            code = ErrorCode.from_code(result["error_code"])
+            if code == ErrorCode.NONE:
+                self.accumulator.complete(batch)
+                batch.succeed(result["base_offset"], result.get("log_append_time_ms", -1))
+                continue
+            message = result.get("error_message") or code.message
+            if code in _METADATA_ERRORS:
+                self.needs_metadata = True
+            self._retry_or_fail(batch, KafkaError(code, message), now)
+
+    def handle_failure(self, node_id: int, batches: Sequence[ProducerBatch],
+                       error: BaseException, now: float) -> None:
+        """Settle batches whose request failed without an answer."""
+        self._release(node_id)
+        self.needs_metadata = True
+        if isinstance(error, KafkaConnectionError):
+            error = KafkaError(ErrorCode.NETWORK_EXCEPTION, str(error))
+        for batch in batches:
+            self._retry_or_fail(batch, error, now)
+
+    def _release(self, node_id: int) -> None:
+        self.in_flight[node_id] = max(self.in_flight.get(node_id, 1) - 1, 0)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, now: float) -> None:
+        retriable = isinstance(error, KafkaError) and error.retriable
+        expired = now - batch.created_ms >= self.config.delivery_timeout_ms
+        if retriable and batch.attempts <= self.config.retries and not expired:
+            logger.debug("retrying %s-%d (attempt %d): %s", batch.topic, batch.partition,
+                         batch.attempts + 1, error)
+            self.accumulator.retry_later(batch, now + self.config.retry_backoff_ms)
+            return
+        self.accumulator.complete(batch)
+        batch.fail(error)
+
+    # ---- state ----
+
+    def idle(self) -> bool:
+        """Nothing buffered and nothing in flight."""
+        return not self.accumulator and not any(self.in_flight.values())
+
+    def abort(self, error: BaseException, include_in_flight: bool = False) -> None:
+        """Fail buffered batches (and in-flight ones too when the sender is gone)."""
+        self.accumulator.abort_all(error, include_in_flight)

@@ -1,0 +1,230 @@
+"""The trio producer: ``async with open_producer(config) as producer: ...``.
+
+A background sender task drains ready batches to their partition leaders, at most
+``max.in.flight.requests.per.connection`` requests per broker, and refreshes metadata when
+a leader is unknown or has moved. ``send`` waits only for the topic's metadata; the returned
+future completes when the broker acknowledges (or the record fails for good).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Generator, Iterable, Mapping
+
+import trio
+
+from clients.admin.cluster import metadata_request
+from clients.admin.connections import TrioConnectionPool
+from clients.net import KafkaConnectionError
+from clients.producer.accumulator import ProducerBatch
+from clients.producer.config import ProducerConfig
+from clients.producer.core import ProducerCore, now_ms
+from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+
+logger = logging.getLogger(__name__)
+
+
+class ProducerClosedError(RuntimeError):
+    """``send`` was called on a closed producer."""
+
+
+class TrioDeliveryFuture(DeliveryFuture):
+    """A DeliveryFuture that can be awaited: ``metadata = await future``."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._event = trio.Event()
+        self.add_callback(lambda _: self._event.set())
+
+    async def wait(self) -> RecordMetadata:
+        await self._event.wait()
+        return self.result()
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        return self.wait().__await__()
+
+
+class Producer:
+    """A trio producer; obtain one from ``open_producer``, which runs its sender task."""
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.config = config
+        self._core = ProducerCore(config)
+        self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
+                                        config.connect_timeout_ms / 1000,
+                                        config.request_timeout_ms / 1000)
+        self._wakeup = trio.Event()
+        self._changed = trio.Event()
+        self._flushing = 0
+        self._closed = False
+        self._metadata_lock = trio.Lock()
+
+    # ---- public API ----
+
+    async def send(self, topic: str, value: Any, key: Any = None,
+                   headers: Iterable[tuple[str, Any]] | None = None,
+                   partition: int | None = None,
+                   timestamp: int | None = None) -> TrioDeliveryFuture:
+        """Queue one record; ``await`` the returned future for its RecordMetadata.
+
+        Waits up to ``max.block.ms`` for the topic's metadata (KafkaError
+        REQUEST_TIMED_OUT after that); raises KafkaError at once for a non-retriable topic
+        error or a bad partition.
+        """
+        if self._closed:
+            raise ProducerClosedError("cannot send after the producer is closed")
+        await self._wait_for_topic(topic)
+        future = TrioDeliveryFuture()
+        self._core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
+        self._wake()
+        return future
+
+    async def send_and_wait(self, topic: str, value: Any, key: Any = None,
+                            headers: Iterable[tuple[str, Any]] | None = None,
+                            partition: int | None = None,
+                            timestamp: int | None = None) -> RecordMetadata:
+        """``send`` and wait for the acknowledgement."""
+        future = await self.send(topic, value, key, headers, partition, timestamp)
+        return await future
+
+    async def flush(self) -> None:
+        """Send everything buffered now and wait until every record is settled."""
+        self._flushing += 1
+        try:
+            self._wake()
+            while not self._core.idle():
+                changed = self._changed
+                await changed.wait()
+        finally:
+            self._flushing -= 1
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        await self._wait_for_topic(topic)
+        info = self._core.cluster.topics[topic]
+        return sorted(info.partitions)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ---- internals ----
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _wait_for_topic(self, topic: str) -> None:
+        if self._core.topic_ready(topic):
+            return
+        deadline = trio.current_time() + self.config.max_block_ms / 1000
+        while True:
+            with trio.move_on_at(deadline):
+                await self._refresh_metadata()
+            if self._core.topic_ready(topic):
+                return
+            failure = self._core.topic_failure(topic)
+            if failure is not None:
+                raise failure
+            if trio.current_time() >= deadline:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                 f"topic {topic!r} not present in metadata after "
+                                 f"{self.config.max_block_ms} ms")
+            await trio.sleep(min(self.config.retry_backoff_ms / 1000,
+                                 max(deadline - trio.current_time(), 0)))
+
+    async def _refresh_metadata(self) -> None:
+        """Fetch metadata for the producer's topics; failures are logged, not raised."""
+        async with self._metadata_lock:
+            body = metadata_request(sorted(self._core.topics), allow_auto_topic_creation=True)
+            try:
+                response = await self._pool.request_any(
+                    ApiKey.METADATA, body, self._core.cluster.brokers.values())
+            except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+                logger.warning("metadata refresh failed: %s", exc)
+                return
+            self._core.apply_metadata(response, now_ms())
+        self._wake()
+
+    async def _run_sender(self, task_status: trio.TaskStatus[None]) -> None:
+        async with trio.open_nursery() as requests:
+            task_status.started()
+            while True:
+                if self._core.metadata_due(now_ms()):
+                    await self._refresh_metadata()
+                ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
+                for node_id, batches in ready.items():
+                    requests.start_soon(self._send_batches, node_id, batches)
+                self._notify()
+                with trio.move_on_after(self._sleep_s(wait_ms)):
+                    await self._wakeup_wait()
+
+    def _sleep_s(self, wait_ms: float | None) -> float:
+        """How long the sender may sleep when nothing wakes it."""
+        waits = [] if wait_ms is None else [wait_ms]
+        if self._core.needs_metadata:
+            waits.append(self.config.retry_backoff_ms)
+        elif self._core.metadata_fetched_ms is not None:
+            age = now_ms() - self._core.metadata_fetched_ms
+            waits.append(max(self.config.metadata_max_age_ms - age, 0))
+        return min(waits) / 1000 if waits else 3600.0
+
+    async def _wakeup_wait(self) -> None:
+        await self._wakeup.wait()
+        self._wakeup = trio.Event()
+
+    async def _send_batches(self, node_id: int, batches: list[ProducerBatch]) -> None:
+        node = self._core.cluster.brokers.get(node_id)
+        body = self._core.produce_request(batches)
+        try:
+            if node is None:
+                raise KafkaConnectionError(f"broker {node_id} left the metadata")
+            response = await self._pool.request(node, ApiKey.PRODUCE, body)
+        except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+            logger.debug("produce to broker %d failed: %s", node_id, exc)
+            self._core.handle_failure(node_id, batches, exc, now_ms())
+        else:
+            self._core.handle_response(node_id, batches, response, now_ms())
+        self._notify()
+        self._wake()
+
+    async def _shutdown(self, flush: bool) -> None:
+        self._closed = True
+        if flush:
+            await self.flush()
+        self._core.abort(ProducerClosedError("the producer was closed before sending"))
+        self._notify()
+
+
+@asynccontextmanager
+async def open_producer(config: ProducerConfig | Mapping[str, Any] | None = None,
+                        **overrides: Any) -> AsyncIterator[Producer]:
+    """Run a producer for the block; on exit it flushes (unless the block raised) and
+    closes its connections. Config keys are Kafka's (``bootstrap.servers``, ``acks``, ...)."""
+    if not isinstance(config, ProducerConfig):
+        config = ProducerConfig.from_mapping(config, **overrides)
+    producer = Producer(config)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(producer._run_sender)
+            ok = False
+            try:
+                yield producer
+                ok = True
+            finally:
+                with trio.CancelScope(shield=not ok) as scope:
+                    if not ok:
+                        scope.deadline = trio.current_time() + 1
+                    await producer._shutdown(flush=ok)
+                nursery.cancel_scope.cancel()
+    finally:
+        producer._core.abort(ProducerClosedError("the producer was closed before an answer"),
+                             include_in_flight=True)
+        with trio.CancelScope(shield=True):
+            await producer._pool.aclose()

@@ -1,0 +1,154 @@
+"""The producer against stub brokers: batching, routing to leaders, retries, acks."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from clients.consumer import parse_fetched_records
+from clients.partitioner import partition_for_key
+from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
+from clients.protocol import ApiKey, ErrorCode, KafkaError
+from tests.unit.client.test_blocking_connection import in_thread
+from tests.unit.clients_api.stub_cluster import StubCluster
+
+
+def values(cluster: StubCluster, topic: str, partition: int) -> list[bytes | None]:
+    parsed = parse_fetched_records(topic, partition, cluster.log(topic, partition), 0)
+    return [r.value for r in parsed.records]
+
+
+async def test_keyed_records_go_to_the_murmur2_partition_on_its_leader(
+        nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 2)
+    cluster.add_topic("t", leaders=[1, 2, 1, 2])
+    async with open_producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0}) as p:
+        futures = [await p.send("t", f"v{i}", key=f"k{i}") for i in range(40)]
+        results = [await f for f in futures]
+    for i, md in enumerate(results):
+        assert md.partition == partition_for_key(f"k{i}".encode(), 4)
+        assert md.topic == "t"
+    for partition in range(4):
+        expected = [f"v{i}".encode() for i, md in enumerate(results) if md.partition == partition]
+        assert values(cluster, "t", partition) == expected
+        offsets = [md.offset for md in results if md.partition == partition]
+        assert offsets == list(range(len(offsets)))
+    for node_id, broker in cluster.brokers.items():
+        for request in broker.requests(ApiKey.PRODUCE):
+            for topic in request.body["topic_data"]:
+                for p in topic["partition_data"]:
+                    assert cluster.partitions[("t", p["index"])].leader == node_id
+
+
+async def test_records_are_batched_until_linger_or_flush(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000) as p:
+        futures = [await p.send("t", b"x" * 10, partition=0) for _ in range(100)]
+        assert not any(f.done() for f in futures)
+        await p.flush()
+        assert all(f.succeeded() for f in futures)
+    produce = cluster.brokers[1].requests(ApiKey.PRODUCE)
+    assert len(produce) == 1
+    assert [f.result().offset for f in futures] == list(range(100))
+
+
+async def test_a_full_batch_is_sent_without_waiting_for_linger(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000,
+                             batch_size=1000) as p:
+        first = [await p.send("t", b"y" * 100, partition=0) for _ in range(12)]
+        with trio.fail_after(5):
+            await first[0]
+        assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 1
+
+
+async def test_not_leader_refreshes_metadata_and_retries(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 2)
+    cluster.add_topic("t", leaders=[1])
+
+    def move_leader(node_id: int, request: object) -> None:
+        # The first produce reaches broker 1 just after leadership moved to broker 2.
+        cluster.partitions[("t", 0)].leader = 2
+
+    cluster.on_produce = move_leader
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0,
+                             retry_backoff_ms=10) as p:
+        md = await p.send_and_wait("t", b"hello", partition=0)
+    assert md.offset == 0
+    assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) == 1
+    assert len(cluster.brokers[2].requests(ApiKey.PRODUCE)) == 1
+    assert cluster.metadata_requests >= 2
+    assert values(cluster, "t", 0) == [b"hello"]
+
+
+async def test_non_retriable_error_fails_the_future(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    cluster.produce_errors = [ErrorCode.MESSAGE_TOO_LARGE]
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
+        future = await p.send("t", b"v", partition=0)
+        with pytest.raises(KafkaError) as info:
+            await future
+    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+async def test_retries_are_bounded(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    cluster.produce_errors = [ErrorCode.NOT_ENOUGH_REPLICAS] * 3
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0, retries=1,
+                             retry_backoff_ms=1) as p:
+        future = await p.send("t", b"v", partition=0)
+        with pytest.raises(KafkaError) as info:
+            await future
+    assert info.value.code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) == 2
+
+
+async def test_acks_zero_completes_without_an_answer(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    async with open_producer(bootstrap_servers=cluster.bootstrap, acks=0, linger_ms=0) as p:
+        md = await p.send_and_wait("t", b"v", partition=0)
+        assert md.offset == -1
+        request = cluster.brokers[1].requests(ApiKey.PRODUCE)[0]
+        assert request.body["acks"] == 0
+
+
+async def test_unknown_topic_times_out_after_max_block(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    async with open_producer(bootstrap_servers=cluster.bootstrap, max_block_ms=200) as p:
+        with pytest.raises(KafkaError) as info:
+            await p.send("missing", b"v")
+    assert "not present in metadata" in str(info.value)
+
+
+async def test_blocking_producer_sends_on_flush(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 2)
+    cluster.add_topic("t", leaders=[2, 1])
+
+    def run() -> list[int]:
+        with BlockingProducer({"bootstrap.servers": cluster.bootstrap,
+                               "linger.ms": "10000"}) as producer:
+            futures = [producer.send("t", f"{i}", partition=i % 2) for i in range(10)]
+            assert not any(f.done() for f in futures)
+            return [f.get(timeout=5).offset for f in futures]
+
+    offsets = await in_thread(run)
+    assert offsets == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert values(cluster, "t", 0) == [b"0", b"2", b"4", b"6", b"8"]
+
+
+def test_config_follows_kafka_names_and_defaults() -> None:
+    config = ProducerConfig.from_mapping({"bootstrap.servers": "h:1"})
+    assert (config.acks, config.linger_ms, config.batch_size) == (-1, 5, 16384)
+    assert config.delivery_timeout_ms == 120000
+    assert ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "1"}).acks == 1
+    with pytest.raises(ConfigError, match="acks"):
+        ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "2"})
+    with pytest.raises(ConfigError, match="enable.idempotence"):
+        ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "enable.idempotence": "true"})
+    with pytest.raises(ConfigError, match="bootstrap.servers"):
+        ProducerConfig.from_mapping({})
