@@ -58,6 +58,9 @@ def register_broker(
         existing is not None
         and existing.incarnation_id != incarnation_id
         and tracker.has_valid_session(broker_id, now_ms, settings.broker_session_timeout_ms)
+        # A broker restarted after a clean shutdown proves it is the same node by naming the
+        # epoch it had (Kafka 3.7+), so it need not wait for its old session to expire.
+        and request.get("previous_broker_epoch", -1) != existing.epoch
     ):
         return fail(errors.DUPLICATE_BROKER_REGISTRATION)
     features = tuple(

@@ -55,6 +55,20 @@ def test_duplicate_live_broker_id_is_rejected() -> None:
     assert response == {"throttle_time_ms": 0, "error_code": errors.DUPLICATE_BROKER_REGISTRATION, "broker_epoch": -1}
 
 
+def test_restart_naming_its_previous_epoch_registers_within_the_old_session() -> None:
+    c = Cluster()
+    c.add_brokers(1)
+    previous = c.image.broker(1).epoch
+    c.now_ms += 1
+    request = {"broker_id": 1, "cluster_id": None, "incarnation_id": uuid.uuid4(), "listeners": [],
+               "features": [], "previous_broker_epoch": previous}
+    records, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
+    assert response["error_code"] == 0 and response["broker_epoch"] > previous
+    wrong = dict(request, incarnation_id=uuid.uuid4(), previous_broker_epoch=previous - 1)
+    _, refused = register_broker(c.image, wrong, c.now_ms, c.tracker, c.settings)
+    assert refused["error_code"] == errors.DUPLICATE_BROKER_REGISTRATION
+
+
 def test_inconsistent_cluster_id_is_rejected() -> None:
     c = Cluster(settings=ControllerSettings(cluster_id="abc"))
     request = {"broker_id": 1, "cluster_id": "other", "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
