@@ -23,6 +23,7 @@ import trio
 from broker.config.endpoints import Listener
 from broker.controller_channel import ControllerChannel
 from broker.handlers import AutoCreateTopics, install_broker_handlers
+from broker.dataplane import data_plane_component
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
 from broker.metadata_bridge import MetadataBridge
 from broker.network import NetworkServer, RequestRouter, ServerSettings
@@ -83,7 +84,7 @@ ComponentFactory = Callable[[BrokerRuntime], BrokerComponent]
 # The broker's components (the data plane adds its own here), built in order, each seeing
 # the runtime its predecessors filled. Their modules should import BrokerRuntime and
 # BrokerComponent under TYPE_CHECKING only, so this module can import them without a cycle.
-COMPONENT_FACTORIES: tuple[ComponentFactory, ...] = ()
+COMPONENT_FACTORIES: tuple[ComponentFactory, ...] = (data_plane_component,)
 
 
 def quorum_config(config: "ServerConfig") -> QuorumConfig:
@@ -213,7 +214,8 @@ class _Node:
             LifecycleSettings(
                 heartbeat_interval_s=int(config.get("broker.heartbeat.interval.ms")) / 1000,  # type: ignore[call-overload]
                 session_timeout_s=int(config.get("broker.session.timeout.ms")) / 1000,  # type: ignore[call-overload]
-                request_timeout_s=int(config.get("controller.quorum.request.timeout.ms")) / 1000))  # type: ignore[call-overload]
+                request_timeout_s=int(config.get("controller.quorum.request.timeout.ms")) / 1000),  # type: ignore[call-overload]
+            clean_shutdown_dir=config.metadata_log_dir)
         runtime = BrokerRuntime(config, self.cluster_id, self.bridge, channel, lifecycle)
         for factory in COMPONENT_FACTORIES:
             runtime.components.append(factory(runtime))

@@ -1,0 +1,110 @@
+"""The data plane as one broker component: ReplicaManager plus the data API handlers.
+
+`node.py` builds it through `data_plane_component` (a `COMPONENT_FACTORIES` entry); tests
+and other hosts use `DataPlane` directly with their own LogManager and router.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import trio
+
+from broker.dataplane.auto_create import TopicAutoCreator
+from broker.dataplane.configs import DescribeConfigsHandler
+from broker.dataplane.fetch import FetchHandler
+from broker.dataplane.groups import install_coordinator_unavailable
+from broker.dataplane.maintenance import LogMaintenance
+from broker.dataplane.offsets import OffsetHandlers
+from broker.dataplane.produce import ProduceHandler
+from broker.dataplane.producer_ids import (
+    BlockSource,
+    InitProducerIdHandler,
+    ProducerIdManager,
+    controller_block_source,
+)
+from broker.log.manager import LogManager
+from broker.network.router import RequestRouter
+from broker.replica.manager import ReplicaManager
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+    from broker.node import BrokerRuntime
+
+logger = logging.getLogger(__name__)
+
+
+class DataPlane:
+    """Partitions, Produce/Fetch/offsets/configs handlers, InitProducerId, auto-creation
+    and the periodic log jobs of one broker.
+
+    `channel` is the broker's ControllerChannel (None: no auto-creation, and producer ids
+    only from `producer_id_source`); `broker_epoch` returns the current registration epoch.
+    """
+
+    def __init__(self, config: "ServerConfig", log_manager: LogManager, *,
+                 channel: Any = None, broker_epoch: Callable[[], int] = lambda: -1,
+                 image: Callable[[], MetadataImage] | None = None,
+                 producer_id_source: BlockSource | None = None,
+                 owns_log_manager: bool = False) -> None:
+        self.config = config
+        self.log_manager = log_manager
+        self.replica_manager = ReplicaManager(config.node_id, log_manager, config.log_defaults())
+        self._image = image if image is not None else (lambda: self.replica_manager.image)
+        if producer_id_source is None and channel is not None:
+            producer_id_source = controller_block_source(channel, config.node_id, broker_epoch)
+        self.producer_ids = (None if producer_id_source is None
+                             else ProducerIdManager(producer_id_source))
+        self.auto_creator = TopicAutoCreator(config, channel, self._image)
+        self.maintenance = LogMaintenance(log_manager, config)
+        self._owns_log_manager = owns_log_manager
+
+    def register(self, router: RequestRouter) -> None:
+        """Install the data API handlers (group APIs answer COORDINATOR_NOT_AVAILABLE until a
+        coordinator registers over them)."""
+        ProduceHandler(self.replica_manager).register(router)
+        FetchHandler(self.replica_manager).register(router)
+        OffsetHandlers(self.replica_manager).register(router)
+        DescribeConfigsHandler(self.config, self._image).register(router)
+        install_coordinator_unavailable(router)
+        if self.producer_ids is not None:
+            InitProducerIdHandler(self.producer_ids).register(router)
+
+    async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Trio-side metadata publisher: hand the update to the ReplicaManager."""
+        self.replica_manager.on_metadata_update(delta, image)
+
+    async def ensure_topics(self, names: Sequence[str]) -> Mapping[str, int]:
+        """The Metadata handler's auto-create hook (`broker.handlers.AutoCreateTopics`)."""
+        return await self.auto_creator.ensure_topics(names)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Background work (auto-creation, log jobs) until cancelled; then close the logs
+        if this component owns them."""
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.auto_creator.run)
+                await nursery.start(self.maintenance.run)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            if self._owns_log_manager:
+                with trio.CancelScope(shield=True):
+                    self.log_manager.close()
+                    logger.info("closed the partition logs")
+
+
+def data_plane_component(runtime: "BrokerRuntime") -> DataPlane:
+    """`broker.node.COMPONENT_FACTORIES` entry: the data plane over `log.dirs`, with
+    producer ids and auto-creation through the runtime's controller channel."""
+    config = runtime.config
+    log_manager = LogManager(config.log_dirs, config.log_defaults())
+    lifecycle = runtime.lifecycle
+    plane = DataPlane(config, log_manager, channel=runtime.channel,
+                      broker_epoch=lambda: lifecycle.broker_epoch,
+                      image=lambda: runtime.bridge.image, owns_log_manager=True)
+    runtime.auto_create_topics = plane.ensure_topics
+    return plane

@@ -1,0 +1,75 @@
+"""The periodic log jobs: retention, compaction, time-based flush and checkpoints.
+
+Each runs on its own period (Kafka's keys and defaults) after Kafka's initial delay, on the
+trio thread like every other log access, so jobs never race appends.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from broker.dataplane.common import now_ms
+from broker.log.manager import LogManager
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+# Kafka's LogManager.InitialTaskDelayMs.
+INITIAL_TASK_DELAY_MS = 30_000
+_NEVER_MS = 2**62
+
+
+def setting_ms(config: "ServerConfig", key: str, default: int) -> int:
+    """A millisecond setting: its typed value if the config defines the key, else the raw
+    text from the file, else Kafka's default."""
+    try:
+        return int(config.get(key))  # type: ignore[call-overload]
+    except KeyError:
+        raw = config.originals().get(key)
+        try:
+            return int(raw) if raw is not None else default
+        except ValueError:
+            logger.warning("ignoring non-numeric %s=%r", key, raw)
+            return default
+
+
+class LogMaintenance:
+    """Runs LogManager's periodic jobs until cancelled."""
+
+    def __init__(self, log_manager: LogManager, config: "ServerConfig") -> None:
+        self._logs = log_manager
+        self.retention_check_ms = setting_ms(config, "log.retention.check.interval.ms", 300_000)
+        self.cleaner_backoff_ms = setting_ms(config, "log.cleaner.backoff.ms", 15_000)
+        self.cleaner_enabled = bool(config.get("log.cleaner.enable"))
+        self.flush_check_ms = setting_ms(config, "log.flush.scheduler.interval.ms", 2**63 - 1)
+        self.checkpoint_ms = setting_ms(config, "log.flush.offset.checkpoint.interval.ms", 60_000)
+        self.initial_delay_ms = INITIAL_TASK_DELAY_MS
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._every, "retention", self.retention_check_ms,
+                               self._logs.run_retention)
+            if self.cleaner_enabled:
+                nursery.start_soon(self._every, "cleaner", self.cleaner_backoff_ms,
+                                   self._logs.run_cleaner)
+            nursery.start_soon(self._every, "flush", self.flush_check_ms, self._logs.flush_due)
+            nursery.start_soon(self._every, "checkpoint", self.checkpoint_ms,
+                               lambda _now: self._logs.checkpoint())
+            task_status.started()
+
+    async def _every(self, name: str, period_ms: int, job: Callable[[int], object]) -> None:
+        if period_ms >= _NEVER_MS:
+            return
+        first = min(self.initial_delay_ms, period_ms)
+        await trio.sleep(first / 1000)
+        while True:
+            try:
+                job(now_ms())
+            except Exception:
+                logger.exception("log %s job failed", name)
+            await trio.sleep(period_ms / 1000)

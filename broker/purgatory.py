@@ -1,0 +1,74 @@
+"""Wake-ups for requests that wait on partition state (Kafka's purgatory, minus its timers).
+
+A waiting request (a long-poll Fetch, an acks=all Produce) registers a `Waiter` under the
+keys it cares about, re-checks its condition, and sleeps until some key is notified or its
+deadline passes. Everything runs on the trio thread: registering before the first check
+means no notification can slip between the check and the sleep.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Generic, Hashable, Iterable, Iterator, TypeVar
+
+import trio
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Waiter:
+    """One waiting request; woken by a notification on any key it watches."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    async def wait(self, deadline: float = math.inf) -> bool:
+        """Sleep until woken or the trio-clock `deadline`; True when woken (then re-armed)."""
+        with trio.move_on_at(deadline):
+            await self._event.wait()
+        if not self._event.is_set():
+            return False
+        self._event = trio.Event()
+        return True
+
+
+class Purgatory(Generic[K]):
+    """Waiters by key; `notify(key)` wakes every waiter watching it."""
+
+    def __init__(self) -> None:
+        self._watchers: dict[K, set[Waiter]] = {}
+
+    @contextmanager
+    def watch(self, keys: Iterable[K]) -> Iterator[Waiter]:
+        """Register a new waiter under `keys` for the duration of the block."""
+        waiter = Waiter()
+        watched = list(dict.fromkeys(keys))
+        for key in watched:
+            self._watchers.setdefault(key, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            for key in watched:
+                waiters = self._watchers.get(key)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._watchers[key]
+
+    def notify(self, key: K) -> int:
+        """Wake the waiters of `key`; returns how many there were."""
+        waiters = self._watchers.get(key)
+        if not waiters:
+            return 0
+        for waiter in waiters:
+            waiter.wake()
+        return len(waiters)
+
+    def watched_keys(self) -> int:
+        return len(self._watchers)

@@ -1,0 +1,192 @@
+"""The ReplicaManager: this broker's partition replicas, driven by metadata images.
+
+It is a trio-side metadata publisher: each delta says which local replicas to lead, follow
+or delete (Kafka's KRaft replacement for LeaderAndIsr/StopReplica). Request handlers look
+partitions up here and wait on its purgatory, which is notified whenever a partition's data
+or leadership changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Callable, Mapping, Sequence
+
+from broker.log.manager import LogManager
+from broker.log.partition_log import PartitionLog
+from broker.purgatory import Purgatory
+from broker.replica.errors import NotLeaderOrFollower, UnknownTopicOrPartition
+from broker.replica.partition import Partition
+from metadata.delta import MetadataDelta, PartitionChange, apply_records
+from metadata.image import MetadataImage
+from metadata.records import TOPIC_RESOURCE
+from metadata.topic_configs import effective_topic_config
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+# Called after each metadata update with the partitions this broker now follows and the
+# keys it stopped following: the seam for the replica fetcher.
+FollowerListener = Callable[[Sequence[Partition], Sequence[TopicPartition]], None]
+
+
+class ReplicaManager:
+    """Local partitions by (topic, partition); `purgatory` wakes requests waiting on them."""
+
+    def __init__(self, broker_id: int, log_manager: LogManager,
+                 broker_log_defaults: Mapping[str, str] | None = None) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.broker_log_defaults = dict(broker_log_defaults or log_manager.broker_defaults)
+        self.purgatory: Purgatory[TopicPartition] = Purgatory()
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._image = MetadataImage.empty()
+        self._follower_listeners: list[FollowerListener] = []
+
+    @property
+    def image(self) -> MetadataImage:
+        """The latest image this manager acted on."""
+        return self._image
+
+    def add_follower_listener(self, listener: FollowerListener) -> None:
+        self._follower_listeners.append(listener)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def leader_partition(self, topic: str, partition: int,
+                         current_leader_epoch: int = -1) -> Partition:
+        """The local leader replica, or a ReplicaError carrying Kafka's error code."""
+        local = self._partitions.get((topic, partition))
+        if local is None:
+            topic_image = self._image.topic(topic)
+            if topic_image is not None and partition in topic_image.partitions:
+                raise NotLeaderOrFollower(
+                    f"broker {self.broker_id} hosts no replica of {topic}-{partition}")
+            raise UnknownTopicOrPartition(f"unknown partition {topic}-{partition}")
+        local.check_leader_epoch(current_leader_epoch)
+        local.require_leader()
+        return local
+
+    def notify(self, key: TopicPartition) -> None:
+        """Wake requests waiting on `key` (new data, a new HW, or a leadership change)."""
+        self.purgatory.notify(key)
+
+    # -- metadata ------------------------------------------------------------------------
+
+    async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Trio-side publisher entry point (`broker.metadata_bridge`)."""
+        self.on_metadata_update(delta, image)
+
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Act on `delta`, which leads from the previous image to `image`."""
+        if delta.image.offset != self._image.offset:
+            # Updates were missed (a publisher added late, or a snapshot load): diff the
+            # whole image instead, and drop local replicas it no longer assigns here.
+            logger.info("replica manager: reconciling with the full image at offset %d",
+                        image.offset)
+            delta = self._full_delta(image)
+            self._remove_unassigned(image)
+        self._image = image
+        changes = delta.local_changes(self.broker_id)
+        stopped_following: list[TopicPartition] = []
+        for removed in changes.deletes:
+            key = (removed.topic_name, removed.partition_id)
+            self._delete(key, removed.topic_id)
+            stopped_following.append(key)
+        for change in changes.leaders:
+            if self._become(change, image, leader=True) is not None:
+                stopped_following.append((change.topic_name, change.partition_id))
+        followed = [p for p in (self._become(c, image, leader=False) for c in changes.followers)
+                    if p is not None]
+        self._apply_config_changes(delta, image)
+        if followed or stopped_following:
+            for listener in self._follower_listeners:
+                listener(followed, stopped_following)
+
+    @staticmethod
+    def _full_delta(image: MetadataImage) -> MetadataDelta:
+        delta, _ = apply_records(MetadataImage.empty(), image.to_records(), 0)
+        return delta
+
+    def _remove_unassigned(self, image: MetadataImage) -> None:
+        for key, partition in list(self._partitions.items()):
+            registration = image.partition(partition.topic_id, partition.partition_id)
+            if registration is None or self.broker_id not in registration.replicas:
+                self._delete(key, partition.topic_id)
+
+    def _delete(self, key: TopicPartition, topic_id: uuid.UUID) -> None:
+        partition = self._partitions.get(key)
+        if partition is not None and partition.topic_id != topic_id:
+            return  # the name now belongs to a newer topic
+        self._partitions.pop(key, None)
+        log = self.log_manager.get_log(*key)
+        if log is not None and log.topic_id in (None, topic_id):
+            self.log_manager.delete_log(*key)
+        self.notify(key)
+
+    def _open_log(self, topic: str, partition: int, topic_id: uuid.UUID,
+                  overrides: Mapping[str, str]) -> PartitionLog:
+        existing = self.log_manager.get_log(topic, partition)
+        if existing is not None and existing.topic_id not in (None, topic_id):
+            # A log left by an older topic of the same name: metadata is the authority.
+            logger.warning("deleting stale log %s-%d of topic id %s (now %s)", topic, partition,
+                           existing.topic_id, topic_id)
+            self.log_manager.delete_log(topic, partition)
+        return self.log_manager.get_or_create_log(topic, partition, topic_id, overrides)
+
+    def _min_insync_replicas(self, overrides: Mapping[str, str]) -> int:
+        try:
+            value = effective_topic_config(overrides, self.broker_log_defaults)
+            return int(value["min.insync.replicas"])  # type: ignore[call-overload]
+        except ValueError:
+            return 1
+
+    def _become(self, change: PartitionChange, image: MetadataImage, *,
+                leader: bool) -> Partition | None:
+        key = (change.topic_name, change.partition_id)
+        overrides = image.topic_config(change.topic_name)
+        try:
+            partition = self._partitions.get(key)
+            if partition is not None and partition.topic_id != change.topic_id:
+                self._delete(key, partition.topic_id)
+                partition = None
+            if partition is None:
+                log = self._open_log(change.topic_name, change.partition_id, change.topic_id,
+                                     overrides)
+                partition = Partition(self.broker_id, change.topic_name, change.partition_id,
+                                      change.topic_id, log)
+                self._partitions[key] = partition
+            partition.min_insync_replicas = self._min_insync_replicas(overrides)
+            if leader:
+                partition.make_leader(change.current)
+            else:
+                partition.make_follower(change.current)
+        except Exception:
+            logger.exception("cannot make %s-%d a %s", change.topic_name, change.partition_id,
+                             "leader" if leader else "follower")
+            return None
+        finally:
+            self.notify(key)
+        return partition
+
+    def _apply_config_changes(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        for resource_type, name in delta.changed_config_resources():
+            if resource_type != TOPIC_RESOURCE or image.topic(name) is None:
+                continue
+            overrides = image.topic_config(name)
+            try:
+                self.log_manager.update_topic_config(name, overrides)
+            except ValueError:
+                logger.exception("invalid config for topic %s", name)
+                continue
+            min_isr = self._min_insync_replicas(overrides)
+            for partition in self._partitions.values():
+                if partition.topic == name:
+                    partition.min_insync_replicas = min_isr
+            logger.info("applied new config of topic %s", name)
