@@ -6,13 +6,21 @@ A broker registers once per process start under a fresh incarnation id, then hea
 unfences it once that offset reaches its registration record. While fenced, and while a
 controlled shutdown is pending, heartbeats go out faster so both steps take milliseconds
 rather than heartbeat intervals (Kafka schedules them almost immediately too).
+
+Clean restarts: at controlled shutdown the broker writes its epoch to `broker-epoch` in
+`metadata.log.dir` (Kafka keeps it in the log dirs' clean-shutdown marker); the next start
+reads and deletes that file and names the epoch as `previous_broker_epoch`, so the controller
+lets it register at once instead of after its old session expires. A crash leaves no file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import trio
@@ -33,6 +41,38 @@ RETRY_BACKOFF_S = 0.1
 RETRY_BACKOFF_MAX_S = 2.0
 # Repeated "controller unavailable" warnings are logged at most this often.
 WARN_INTERVAL_S = 5.0
+# Holds the broker epoch of the last clean shutdown, in metadata.log.dir.
+BROKER_EPOCH_FILE = "broker-epoch"
+
+
+def save_broker_epoch(directory: str | Path, epoch: int) -> None:
+    """Durably record `epoch` as this broker's epoch at a clean shutdown."""
+    path = Path(directory) / BROKER_EPOCH_FILE
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w") as out:
+        out.write(f"{epoch}\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
+
+
+def take_previous_broker_epoch(directory: str | Path) -> int:
+    """The epoch saved by the last clean shutdown, deleting the file; -1 when there is none.
+
+    Deleting it at start means a crash of this process leaves nothing behind for the next
+    start to claim."""
+    path = Path(directory) / BROKER_EPOCH_FILE
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return -1
+    path.unlink(missing_ok=True)
+    try:
+        epoch = int(text.strip())
+    except ValueError:
+        logger.warning("ignoring unreadable %s: %r", path, text[:40])
+        return -1
+    return epoch if epoch >= 0 else -1
 
 
 @dataclass(frozen=True)
@@ -84,11 +124,22 @@ class LifecycleSettings:
 class BrokerLifecycleManager:
     """Registers the broker and keeps its session alive; run `run` in a nursery.
 
-    `metadata_offset()` returns the offset of the newest metadata this broker has applied."""
+    `metadata_offset()` returns the offset of the newest metadata this broker has applied.
+    With `clean_shutdown_dir` (metadata.log.dir), the epoch of the last clean shutdown found
+    there becomes the identity's `previous_broker_epoch`, and a controlled shutdown saves the
+    current epoch there for the next start."""
 
     def __init__(self, identity: BrokerIdentity, channel: ControllerChannel,
                  metadata_offset: Callable[[], int],
-                 settings: LifecycleSettings = LifecycleSettings()) -> None:
+                 settings: LifecycleSettings = LifecycleSettings(), *,
+                 clean_shutdown_dir: str | Path | None = None) -> None:
+        self._clean_shutdown_dir = clean_shutdown_dir
+        if clean_shutdown_dir is not None:
+            previous = take_previous_broker_epoch(clean_shutdown_dir)
+            if previous >= 0 and identity.previous_broker_epoch < 0:
+                logger.info("broker %d shut down cleanly with epoch %d", identity.broker_id,
+                            previous)
+                identity = dataclasses.replace(identity, previous_broker_epoch=previous)
         self.identity = identity
         self._channel = channel
         self._metadata_offset = metadata_offset
@@ -157,6 +208,13 @@ class BrokerLifecycleManager:
         self._want_shut_down = True
         self._last_contact = trio.current_time()
         self._wake.set()
+        try:
+            return await self._await_shut_down_granted(timeout_s)
+        finally:
+            # Whether or not the controller agreed, this process is going away on purpose.
+            self._save_epoch()
+
+    async def _await_shut_down_granted(self, timeout_s: float) -> bool:
         with trio.move_on_after(timeout_s):
             while not self._shut_down_granted.is_set():
                 silent = trio.current_time() - (self._last_contact or 0.0)
@@ -172,6 +230,15 @@ class BrokerLifecycleManager:
         logger.warning("broker %d: controlled shutdown did not finish within %.0f s",
                        self.identity.broker_id, timeout_s)
         return False
+
+    def _save_epoch(self) -> None:
+        if self._clean_shutdown_dir is None or not self.is_registered:
+            return
+        try:
+            save_broker_epoch(self._clean_shutdown_dir, self._broker_epoch)
+        except OSError as exc:
+            logger.warning("broker %d: cannot save its epoch for a clean restart: %s",
+                           self.identity.broker_id, exc)
 
     # -- one exchange each -----------------------------------------------------------------
 

@@ -151,10 +151,14 @@ class RaftQuorum:
 
     # -- trio API ----------------------------------------------------------------------------
 
-    async def append(self, records: list[bytes], *, timeout_ms: int | None = None) -> int:
+    async def append(self, records: list[bytes], *, timeout_ms: int | None = None,
+                     epoch: int | None = None) -> int:
         """Commit `records` as one atomic command; return its offset once applied locally.
 
         Waits first until this new leader has applied everything committed before its term.
+        `epoch` is the controller epoch the records were decided in (Kafka's
+        `prepareAppend(epoch, ...)`): if this node now leads a different term, the append is
+        refused with NotLeaderError, since the decision may rest on a stale image.
         Raises NotLeaderError(leader_id) if this node is not (or stops being) the leader and
         QuorumTimeoutError on timeout (the command may still commit later).
         """
@@ -162,7 +166,12 @@ class RaftQuorum:
             raise ValueError("append needs at least one record")
         node = self._running_node()
         deadline = self._deadline(timeout_ms)
-        epoch = await self._wait_for(self._ready_epoch, deadline, "the leader to become ready")
+        ready_epoch = await self._wait_for(self._ready_epoch, deadline,
+                                           "the leader to become ready")
+        if epoch is not None and epoch != ready_epoch:
+            raise NotLeaderError(self._leader_id(), f"stale controller epoch {epoch}: this "
+                                 f"node leads epoch {ready_epoch}")
+        epoch = ready_epoch
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
         outcome: list[tuple[object, int]] = []

@@ -10,7 +10,9 @@ name-mangled members of SyncObj (checked at start-up by `check_pysyncobj_compati
 - `_SyncObj__transport` / `_SyncObj__thread` reach our transport and join the tick thread;
 - `_SyncObj__raftLog` is msync'ed before acknowledgements leave when fsync is on;
 - `_SyncObj__mainThread` is pointed at the main thread: pysyncobj stops ticking once the thread
-  that built it exits, which would kill the quorum if start() ran in a worker thread.
+  that built it exits, which would kill the quorum if start() ran in a worker thread;
+- `pysyncobj.journal.MetaStorer` is replaced (kraft.journal_meta) so the term/vote file is
+  msgpack, not pickle.
 
 Everything here runs on pysyncobj's tick thread unless a docstring says otherwise.
 """
@@ -29,6 +31,7 @@ from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.node import Node, TCPNode
 from pysyncobj.transport import TCPTransport
 
+from kraft import journal_meta
 from kraft.command import is_command
 from kraft.errors import QuorumError
 from kraft.snapshot import Snapshot, read_snapshot_file, write_snapshot_file
@@ -122,6 +125,7 @@ class RaftNode(SyncObj):
         self._journal_meta = conf.journalFile + ".meta" if conf.journalFile else None
         conf.serializer = self._write_dump
         conf.deserializer = self._read_dump
+        journal_meta.install()
         super().__init__(self_address, peer_addresses, conf=conf, transportClass=QuorumTransport)
         for name in _MANGLED_FIELDS:
             if not hasattr(self, name):

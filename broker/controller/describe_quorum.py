@@ -89,8 +89,10 @@ def describe_quorum_response(body: Mapping[str, Any], version: int, status: Quor
             "high_watermark": status.high_watermark,
             "current_voters": [_replica_state(r, status, now_ms, caught_up)
                                for r in status.voters if r.node_id is not None],
+            # By node id: the Raft layer knows observers by connection, in no useful order.
             "observers": [_replica_state(r, status, now_ms, caught_up)
-                          for r in status.observers if r.node_id is not None],
+                          for r in sorted(status.observers, key=lambda r: r.node_id or -1)
+                          if r.node_id is not None],
         }
     response: dict[str, Any] = {
         "error_code": ErrorCode.NONE, "error_message": None,

@@ -173,8 +173,11 @@ class QuorumController:
             with self._tracker_lock:
                 records, result = decide(self.state.image, self.now_ms())
             if records:
+                # Bound to the epoch the decision was made in: a re-election in between
+                # must not commit a decision taken against the old term's image.
                 offset = await self.quorum.append([encode_record(r) for r in records],
-                                                  timeout_ms=self.append_timeout_ms)
+                                                  timeout_ms=self.append_timeout_ms,
+                                                  epoch=status.epoch)
                 if self.state.was_rejected(offset):
                     raise CommandApplyError(f"metadata batch at offset {offset} did not replay")
             return result

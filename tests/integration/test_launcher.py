@@ -1,4 +1,5 @@
-"""The cluster launcher with real processes, against the minimal node (ApiVersions only)."""
+"""The cluster launcher with real node processes: the Python API with the ApiVersions
+readiness check, and the scripts themselves as a user runs them."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from broker.launcher import (
     stop_quorum,
 )
 from broker.launcher.processes import is_running, read_pid
+from broker.lifecycle import BROKER_EPOCH_FILE
 from tests.conftest import REPO_ROOT
 
 
@@ -90,6 +92,7 @@ def test_bootstrap_formats_starts_and_stops_combined_nodes(tmp_path: Path) -> No
         assert "node %d stopped" % node.node_id in node.log_path.read_text()
 
 
+@pytest.mark.slow
 def test_restart_and_kill_one_node(tmp_path: Path) -> None:
     cluster = bootstrap_listening(tmp_path, nodes=1, controllers=1)
     try:
@@ -148,3 +151,70 @@ def test_script_exits_nonzero_with_log_tail_when_never_ready(tmp_path: Path) -> 
     node = load_cluster(tmp_path).node(1)
     assert not node.pid_path.exists()
     assert os.listdir(tmp_path / "node-1" / "data")
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO_ROOT / "scripts" / name), *args], capture_output=True,
+                          text=True, timeout=90)
+
+
+def run_quorum_describe(port: int, mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "raftka"), "quorum", "describe",
+                           "--bootstrap-server", f"127.0.0.1:{port}", mode],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.slow
+def test_scripts_bootstrap_describe_restart_after_sigterm_kill_and_stop(tmp_path: Path) -> None:
+    """A broker restarted right after a clean stop names its previous epoch, so it registers at
+    once instead of waiting out its old session (60 s here)."""
+    for _ in range(5):
+        base_port = random.randrange(20000, 50000)
+        result = run_script("bootstrap-quorum", "--dir", str(tmp_path), "--nodes", "3",
+                            "--base-port", str(base_port),
+                            "--set", "broker.session.timeout.ms=60000",
+                            "--set", "num.partitions=2")
+        if result.returncode == 0 or "already in use" not in result.stderr:
+            break
+    assert result.returncode == 0, result.stderr
+    try:
+        servers = ",".join(f"127.0.0.1:{base_port + i}" for i in range(3))
+        assert result.stdout.strip() == servers
+        assert (tmp_path / "bootstrap.servers").read_text().strip() == servers
+
+        status = run_quorum_describe(base_port + 1, "--status")
+        assert status.returncode == 0, status.stderr
+        keys = [line.split(":", 1)[0] for line in status.stdout.splitlines()]
+        for key in ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "CurrentVoters",
+                    "CurrentObservers"):
+            assert key in keys, status.stdout
+        assert "CurrentVoters:          [1,2,3]" in status.stdout
+        replication = run_quorum_describe(base_port + 2, "--replication")
+        assert replication.returncode == 0, replication.stderr
+        rows = replication.stdout.splitlines()
+        assert rows[0].split()[:3] == ["NodeId", "LogEndOffset", "Lag"]
+        assert sorted(int(row.split()[0]) for row in rows[1:]) == [1, 2, 3]
+
+        node = load_cluster(tmp_path).node(3)
+        stopped = run_script("stop-quorum", "--dir", str(tmp_path), "--node", "3")
+        assert stopped.returncode == 0 and stopped.stdout.strip() == "stopped: node 3"
+        assert not node.pid_path.exists()
+        assert "node 3 stopped" in node.log_path.read_text()
+        assert (Path(node.properties["log.dirs"]) / BROKER_EPOCH_FILE).exists()
+        started = time.monotonic()
+        restarted = run_script("start-node", "--dir", str(tmp_path), "--node", "3",
+                               "--timeout", "30")
+        elapsed = time.monotonic() - started
+        assert restarted.returncode == 0, restarted.stderr
+        assert elapsed < 20, f"restart took {elapsed:.1f} s"
+        log = node.log_path.read_text()
+        assert "shut down cleanly with epoch" in log
+        assert "DUPLICATE_BROKER_REGISTRATION" not in log
+        assert not (Path(node.properties["log.dirs"]) / BROKER_EPOCH_FILE).exists()
+
+        killed = run_script("stop-quorum", "--dir", str(tmp_path), "--node", "2", "--kill")
+        assert killed.returncode == 0 and killed.stdout.strip() == "stopped: node 2"
+    finally:
+        final = run_script("stop-quorum", "--dir", str(tmp_path))
+    assert final.returncode == 0, final.stderr
+    assert final.stdout.strip() == "stopped: node 1, node 3"
+    assert not list(tmp_path.glob("node-*/pid"))

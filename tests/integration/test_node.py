@@ -83,7 +83,9 @@ def request(port: int, api_key: int, body: dict[str, Any], version: int | None =
 
 
 def metadata(port: int, topics: list[str] | None = None) -> dict[str, Any]:
-    body = {"topics": None if topics is None else [{"name": name} for name in topics]}
+    # No auto-creation (on by default in Kafka): asking about a missing topic must not make it.
+    body = {"topics": None if topics is None else [{"name": name} for name in topics],
+            "allow_auto_topic_creation": False}
     response = request(port, ApiKey.METADATA, body)
     assert response is not None, f"no Metadata answer from port {port}"
     return response

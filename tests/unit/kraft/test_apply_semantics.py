@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kraft import CommandApplyError, QuorumTimeoutError
+from kraft import CommandApplyError, NotLeaderError, QuorumTimeoutError
 from kraft.command import encode_command
 from tests.unit.kraft.support import ListStateMachine, wait_until
 from tests.unit.kraft.test_security import frame, inject
@@ -35,6 +35,21 @@ async def test_command_from_an_older_epoch_is_fenced_everywhere(cluster_factory)
     finally:
         sock.close()
     assert machine.records() == [b"current"]
+
+
+async def test_append_bound_to_another_controller_epoch_is_refused(cluster_factory) -> None:
+    # A controller that decided under epoch N must not commit once its node leads another term.
+    cluster = cluster_factory(1)
+    cluster.start_all()
+    quorum = await cluster.leader()
+    machine = next(iter(cluster.machines.values()))
+    epoch = quorum.status().epoch
+    for stale in (epoch - 1, epoch + 1):
+        with pytest.raises(NotLeaderError, match="stale controller epoch"):
+            await quorum.append([b"decided-in-%d" % stale], epoch=stale)
+    offset = await quorum.append([b"current"], epoch=epoch)
+    assert machine.records() == [b"current"]
+    assert machine.entries[-1][:2] == (offset, epoch)
 
 
 async def test_state_machine_failure_is_reported_and_skipped(cluster_factory) -> None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import msgpack
+import pytest
+
 from kraft.command import decode_command, is_command
+from kraft.errors import QuorumError
 from kraft.quorum import JOURNAL_FILE_NAME, METADATA_DIR_NAME, SNAPSHOT_FILE_NAME
 from kraft.snapshot import read_snapshot_file
 from tests.unit.kraft.support import wait_until
@@ -73,6 +77,23 @@ async def test_disk_holds_msgpack_snapshot_and_unpickled_commands(cluster_factor
         if is_command(command):
             assert decode_command(command).epoch == term
     assert [b"v%d" % i for i in range(10)] == machine.records()
+    meta = msgpack.unpackb((quorum.metadata_dir / (JOURNAL_FILE_NAME + ".meta")).read_bytes())
+    assert meta["currentTerm"] == quorum.status().epoch >= 1
+    for path in quorum.metadata_dir.iterdir():
+        assert path.read_bytes()[:1] != b"\x80", f"{path.name} is a pickle"
+
+
+async def test_damaged_term_and_vote_file_refuses_start(cluster_factory) -> None:
+    # Starting from an empty vote would let this voter vote twice in one term.
+    cluster = cluster_factory(1)
+    (node_id,) = cluster.voters
+    quorum = cluster.start(node_id)
+    await cluster.leader()
+    await quorum.append([b"x"])
+    cluster.stop(node_id)
+    (quorum.metadata_dir / (JOURNAL_FILE_NAME + ".meta")).write_bytes(b"\x80\x04garbage")
+    with pytest.raises(QuorumError, match="journal meta"):
+        cluster.start(node_id)
 
 
 async def test_snapshot_interval_bytes_forces_a_snapshot(cluster_factory) -> None:
