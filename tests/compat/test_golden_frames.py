@@ -7,7 +7,7 @@ with our codec to what the clients were asked to do, and re-encode to the same b
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 
@@ -28,14 +28,6 @@ def server() -> Iterator[GoldenServer]:
         srv.close()
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def assert_reencodes_identically(captured: Captured) -> None:
     request = captured.request
     again = encode_request(request.api_key, request.api_version, request.correlation_id,
@@ -43,14 +35,15 @@ def assert_reencodes_identically(captured: Captured) -> None:
     assert again == captured.frame
 
 
-def check_handshake(server: GoldenServer, client_id: str) -> None:
+def check_handshake(server: GoldenServer, client_id: str, software: tuple[str, str]) -> None:
+    """``software``: the client's expected ApiVersions v3 name and version prefix."""
     versions = server.requests(ApiKey.API_VERSIONS, client_id)
     assert versions, "no ApiVersions request"
     last = versions[-1].request
     assert 0 <= last.api_version <= 3
     if last.api_version >= 3:
-        assert last.body["client_software_name"]
-        assert last.body["client_software_version"]
+        assert last.body["client_software_name"] == software[0]
+        assert last.body["client_software_version"].startswith(software[1])
     assert_reencodes_identically(versions[-1])
     metadata = server.requests(ApiKey.METADATA, client_id)
     assert metadata, "no Metadata request"
@@ -103,7 +96,9 @@ def test_kafka_python_producer_frames(server: GoldenServer) -> None:
         producer.send(TOPIC, key=b"kp-key", value=b"kp-value", partition=0).get(timeout=DEADLINE_S)
     finally:
         producer.close(timeout=5)
-    check_handshake(server, "kp-producer")
+    import kafka
+
+    check_handshake(server, "kp-producer", ("kafka-python", kafka.__version__))
     check_produce(server, "kp-producer", b"kp-key", b"kp-value")
 
 
@@ -129,6 +124,7 @@ def test_kafka_python_consumer_frames(server: GoldenServer) -> None:
 
 
 def test_confluent_kafka_producer_frames(server: GoldenServer) -> None:
+    import confluent_kafka
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": f"127.0.0.1:{server.port}", "client.id": "ck-producer",
@@ -139,7 +135,7 @@ def test_confluent_kafka_producer_frames(server: GoldenServer) -> None:
     remaining = producer.flush(DEADLINE_S)
     assert remaining == 0 and len(delivered) == 1
     assert not isinstance(delivered[0], Exception) and delivered[0].error() is None  # type: ignore[attr-defined]
-    check_handshake(server, "ck-producer")
+    check_handshake(server, "ck-producer", ("confluent-kafka-python", confluent_kafka.version()[0]))
     check_produce(server, "ck-producer", b"ck-key", b"ck-value")
 
 

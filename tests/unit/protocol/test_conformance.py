@@ -136,5 +136,15 @@ def test_declared_versions_match_the_supported_list(api_name: str) -> None:
     assert SUPPORTED_VERSIONS[ApiKey(api.key)] == (low, high)
 
 
+@pytest.mark.parametrize("api_name", sorted(WANTED_VERSIONS))
+def test_every_wanted_version_is_declared_and_checked(api_name: str) -> None:
+    # The comparison above clamps to the reference's range; this one cannot shrink the list.
+    api = next(a for a in APIS.values() if a.name == api_name)
+    low, high = WANTED_VERSIONS[api_name]
+    assert api.versions[0] <= low and high <= api.versions[1]
+    checked = {p.values[:2] for p in _cases()}
+    assert all((api_name, v) in checked for v in range(low, high + 1))
+
+
 def test_every_declared_api_is_in_the_supported_list() -> None:
     assert {a.name for a in APIS.values()} == set(WANTED_VERSIONS) | set(ALL_REFERENCE_VERSIONS)
