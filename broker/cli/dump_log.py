@@ -49,6 +49,10 @@ def _format_bytes(data: bytes | None) -> str:
         return data.hex()
 
 
+def _timestamp_type(header: object) -> str:
+    return "LogAppendTime" if header.is_log_append_time else "CreateTime"  # type: ignore[attr-defined]
+
+
 def _dump_log(path: Path, print_data: bool) -> int:
     from clients.records.batch import decode_batch
     from clients.records.compression import CODEC_NAMES
@@ -76,7 +80,7 @@ def _dump_log(path: Path, print_data: bool) -> int:
             f"producerEpoch: {header.producer_epoch} partitionLeaderEpoch: {header.partition_leader_epoch} "
             f"isTransactional: {str(header.is_transactional).lower()} "
             f"isControl: {str(header.is_control).lower()} position: {position} "
-            f"CreateTime: {header.max_timestamp} size: {header.size} "
+            f"{_timestamp_type(header)}: {header.max_timestamp} size: {header.size} "
             f"magic: {header.magic} compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
             f"crc: {header.crc} isvalid: {str(valid).lower()}"
         )
@@ -89,7 +93,7 @@ def _dump_log(path: Path, print_data: bool) -> int:
                 for record in batch.records:
                     headers = ",".join(f"{k}:{_format_bytes(v)}" for k, v in record.headers)
                     print(
-                        f"| offset: {record.offset} CreateTime: {record.timestamp} "
+                        f"| offset: {record.offset} {_timestamp_type(header)}: {record.timestamp} "
                         f"keySize: {-1 if record.key is None else len(record.key)} "
                         f"valueSize: {-1 if record.value is None else len(record.value)} "
                         f"headerKeys: [{headers}] key: {_format_bytes(record.key)} "

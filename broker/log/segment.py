@@ -156,28 +156,54 @@ class LogSegment:
     # -- appending -----------------------------------------------------------------------
 
     def _index_batch(self, position: int, header: BatchHeader) -> None:
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
+        self._index_entry(position, header.last_offset, header.max_timestamp, header.size)
+
+    def _index_entry(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, last_offset
         if self._bytes_since_index_entry > self.settings.index_interval_bytes:
-            self.offset_index.append(header.last_offset, position)
+            self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += header.size
-        self.next_offset = header.next_offset
+        self._bytes_since_index_entry += size
+        self.next_offset = last_offset + 1
         if self.first_batch_timestamp is None:
-            self.first_batch_timestamp = header.max_timestamp
+            self.first_batch_timestamp = max_timestamp
+
+    def _write_all(self, data: bytes | bytearray | memoryview) -> None:
+        """One os.write of the caller's buffer (more only if the kernel writes it short)."""
+        start = self.size
+        try:
+            written = os.write(self.fd, data)
+            if written < len(data):
+                view = memoryview(data)
+                while written < len(view):
+                    written += os.write(self.fd, view[written:])
+        except OSError:
+            # Never leave a partial batch behind a failed write: cut the file back.
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                logger.exception("%s: cannot cut back a failed write", self.log_path)
+            raise
+        self.size = start + written
+        self.unflushed = True
 
     def append(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, BatchHeader]]) -> None:
         """Write ``data`` (whole batches with offsets assigned) and index it."""
-        view = memoryview(data)
         start = self.size
-        written = 0
-        while written < len(view):
-            written += os.write(self.fd, view[written:])
-        self.size += written
-        self.unflushed = True
+        self._write_all(data)
         for pos, header in headers:
-            self._index_batch(start + pos, header)
+            self._index_entry(start + pos, header.last_offset, header.max_timestamp, header.size)
+
+    def append_indexed(self, data: bytes | bytearray | memoryview,
+                       entries: list[tuple[int, int, int, int]]) -> None:
+        """Like :meth:`append`, with each batch given as (position in ``data``, last offset,
+        max timestamp, size): the leader's path, which knows these without re-reading headers."""
+        start = self.size
+        self._write_all(data)
+        for pos, last_offset, max_timestamp, size in entries:
+            self._index_entry(start + pos, last_offset, max_timestamp, size)
 
     def is_full_for(self, size: int) -> bool:
         return self.size > 0 and self.size + size > self.settings.segment_bytes
@@ -243,6 +269,7 @@ class LogSegment:
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self.size = position
+        self.unflushed = True  # the next flush makes the truncation (and the indexes') durable
         self.offset_index.make_writable()
         self.time_index.make_writable()
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset

@@ -110,3 +110,24 @@ def test_interrupted_swap_is_completed_on_open(tmp_path: Path) -> None:
     assert read_all(reopened) == expected
     assert not list(directory.glob("*.swap")) and not list(directory.glob("*.cleaned"))
     reopened.close()
+
+
+def test_a_dirty_ratio_below_the_minimum_waits(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {**COMPACT, "min.cleanable.dirty.ratio": "0.6"})
+    for n in range(20):
+        _put(log, b"k%d" % n, b"x" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    assert clean_log(log, NOW) is not None
+    clean_end = log.first_dirty_offset
+    for n in range(4):  # a little new data: dirty / (clean + dirty) stays under 0.6
+        _put(log, b"k%d" % n, b"z" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.active_segment.base_offset > clean_end
+    assert clean_log(log, NOW) is None
+    for n in range(4, 40):
+        _put(log, b"k%d" % (n % 20), b"z" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    stats = clean_log(log, NOW)
+    assert stats is not None and stats.first_dirty_offset == clean_end
+    assert {k: v for _, k, v in read_all(log)} == {b"k%d" % n: b"z" * 60 for n in range(20)}
+    log.close()

@@ -43,3 +43,49 @@ def test_verify_checks_index_entries(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_missing_file_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump-log", "--files", str(tmp_path / "nope.log")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_verify_of_a_log_file_reports_a_corrupt_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _make_log(tmp_path)
+    index = path.with_suffix(".index")
+    raw = bytearray(index.read_bytes())
+    raw[7] ^= 0x01  # the first entry's position no longer starts a batch
+    index.write_bytes(bytes(raw))
+    assert main(["dump-log", "--files", str(path)]) == 0  # without --verify indexes are not read
+    capsys.readouterr()
+    assert main(["dump-log", "--files", str(path), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert "Index offset mismatch" in out and "1 mismatch(es) in 00000000000000000000.index" in out
+
+
+def test_several_files_and_every_batch_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = open_log(tmp_path, {"segment.bytes": "300", "message.timestamp.type": "LogAppendTime"})
+    for n in range(6):
+        log.append_as_leader(batch([b"x" * 60, b"y"], producer_id=8, producer_epoch=3, base_sequence=2 * n), 4, NOW + 9)
+    log.close()
+    files = sorted(log.directory.glob("*.log"))
+    assert len(files) >= 2
+    assert main(["dump-log", "--files", ",".join(str(f) for f in files), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [f"Dumping {f}" for f in files]
+    lines = [line for line in out.splitlines() if line.startswith("baseOffset:")]
+    assert len(lines) == 6
+    fields = dict(zip(lines[1].split()[0::2], lines[1].split()[1::2]))
+    assert fields == {
+        "baseOffset:": "2", "lastOffset:": "3", "count:": "2", "baseSequence:": "2", "lastSequence:": "3",
+        "producerId:": "8", "producerEpoch:": "3", "partitionLeaderEpoch:": "4", "isTransactional:": "false",
+        "isControl:": "false", "position:": fields["position:"], "LogAppendTime:": str(NOW + 9),
+        "size:": fields["size:"], "magic:": "2", "compresscodec:": "none", "crc:": fields["crc:"],
+        "isvalid:": "true",
+    }
+    assert int(fields["size:"]) > 60 and int(fields["crc:"]) >= 0
+
+
+def test_a_flipped_byte_shows_as_invalid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _make_log(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0x01
+    path.write_bytes(bytes(data))
+    assert main(["dump-log", "--files", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("isvalid: false") == 1 and out.count("isvalid: true") == 9

@@ -39,3 +39,18 @@ def test_truncation_from_both_ends(tmp_path: Path) -> None:
     cache.truncate_from_start(12)
     assert cache.entries == [(2, 12)]
     assert cache.epoch_for_offset(13) == 2
+
+
+def test_the_log_keeps_leader_epoch_checkpoint_in_kafkas_format(tmp_path: Path) -> None:
+    from tests.unit.log.helpers import NOW, batch, open_log
+
+    log = open_log(tmp_path)
+    for epoch in (0, 0, 3, 5):
+        log.append_as_leader(batch([b"a", b"b"]), epoch, NOW)
+    checkpoint = log.directory / "leader-epoch-checkpoint"
+    # Kafka's LeaderEpochCheckpointFile: version, entry count, then "epoch startOffset" lines.
+    assert checkpoint.read_text() == "0\n3\n0 0\n3 4\n5 6\n"
+    assert log.epoch_cache.end_offset_for(3, log.log_end_offset) == (3, 6)
+    log.truncate_to(6)  # a batch boundary: epoch 5 goes from the log and the file
+    assert checkpoint.read_text() == "0\n2\n0 0\n3 4\n"
+    log.close()

@@ -83,3 +83,14 @@ def test_truncation_rewinds_producer_state(tmp_path: Path) -> None:
     log.truncate_to(2)
     assert log.append_as_leader(_idem(2), 0, NOW).first_offset == 2
     log.close()
+
+
+def test_each_roll_snapshots_producer_state_at_the_new_segment_base(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {"segment.bytes": "400"})
+    for seq in range(9):
+        log.append_as_leader(batch([b"x" * 120], producer_id=9, producer_epoch=1, base_sequence=seq), 0, NOW)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) >= 3
+    snapshots = sorted(int(p.name.split(".")[0]) for p in log.directory.glob("*.snapshot"))
+    assert snapshots == bases[1:]
+    log.close()

@@ -3,7 +3,10 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from broker.log.results import UpperBound
+from clients.records.header import iter_batches
 
 from tests.unit.log.helpers import NOW, batch, open_log, read_all
 
@@ -117,3 +120,56 @@ def test_producer_state_survives_a_crash(tmp_path: Path) -> None:
     assert retry.duplicate and retry.first_offset == 9
     assert log.append_as_leader(batch([b"p"], producer_id=7, producer_epoch=0, base_sequence=10), 0, NOW).first_offset == 10
     log.close()
+
+
+@pytest.mark.parametrize("keep", [1, 11, 40, 61, -1])
+def test_cut_anywhere_inside_the_last_batch_keeps_every_earlier_batch(tmp_path: Path, keep: int) -> None:
+    records = _write_log(tmp_path)
+    last = _last_log_file(tmp_path)
+    data = last.read_bytes()
+    positions = [pos for pos, _ in iter_batches(data)]
+    batch_start, batch_size = positions[-1], len(data) - positions[-1]
+    cut = batch_start + (keep if keep > 0 else batch_size + keep)
+    os.truncate(last, cut)
+    log = _reopen(tmp_path)
+    assert read_all(log) == records[:-1]
+    assert log.log_end_offset == 19 and log.active_segment.size == batch_start
+    assert last.stat().st_size == batch_start
+    log.close()
+
+
+def test_flipped_byte_reports_exactly_the_surviving_offsets(tmp_path: Path) -> None:
+    records = _write_log(tmp_path)
+    files = sorted((tmp_path / "topic-0").glob("*.log"))
+    last = files[-1]
+    data = bytearray(last.read_bytes())
+    positions = [pos for pos, _ in iter_batches(bytes(data))]
+    assert len(positions) >= 2
+    data[positions[-2] + 70] ^= 0x40  # a record byte of the second-to-last batch
+    last.write_bytes(bytes(data))
+    log = _reopen(tmp_path)
+    first_lost = int(last.name.split(".")[0]) + len(positions) - 2
+    assert log.log_end_offset == first_lost
+    assert read_all(log) == records[:first_lost]
+    log.close()
+
+
+def test_deleted_indexes_are_rebuilt_after_a_crash(tmp_path: Path) -> None:
+    log = open_log(tmp_path, OVERRIDES)
+    for n in range(40):
+        log.append_as_leader(batch([b"%03d" % n * 40], timestamp=NOW + n), 0, NOW)
+    records = read_all(log)
+    expected = {s.base_offset: (list(s.offset_index), list(s.time_index)) for s in log.segments}
+    directory = log.directory
+    # Crash: nothing is closed, then every index file disappears.
+    for path in list(directory.glob("*.index")) + list(directory.glob("*.timeindex")):
+        path.unlink()
+    reopened = _reopen(tmp_path, recovery_point=log.segments[-1].base_offset)
+    assert read_all(reopened) == records
+    for segment in reopened.segments:
+        offsets, times = expected[segment.base_offset]
+        assert list(segment.offset_index) == offsets
+        if segment is not reopened.active_segment:
+            assert list(segment.time_index) == times
+    assert reopened.offset_for_timestamp(NOW + 25) == (NOW + 25, 25)
+    reopened.close()

@@ -81,3 +81,36 @@ def test_compact_only_policy_ignores_time_retention(tmp_path: Path) -> None:
     log.update_high_watermark(log.log_end_offset)
     assert log.delete_old_segments(NOW + 100 * HOUR) == 0
     log.close()
+
+
+def test_retention_never_deletes_the_active_segment(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {"segment.bytes": "200", "retention.ms": "0", "retention.bytes": "0",
+                              "file.delete.delay.ms": "0"})
+    _fill(log, 4)
+    log.update_high_watermark(log.log_end_offset)
+    active = log.active_segment
+    assert log.delete_old_segments(NOW + 100 * HOUR) == 3
+    assert log.segments == [active] and log.log_start_offset == active.base_offset == 3
+    assert log.delete_old_segments(NOW + 200 * HOUR) == 0
+    assert [r[0] for r in read_all(log)] == [3]
+    log.close()
+
+
+def test_log_start_offset_from_retention_and_delete_records_is_checkpointed(tmp_path: Path) -> None:
+    from broker.log import LogManager
+    from broker.log.checkpoints import read_offset_checkpoint
+
+    manager = LogManager([tmp_path], now_ms=NOW)
+    log = manager.get_or_create_log("r", 0, config={"segment.bytes": "200", "retention.ms": str(3 * HOUR)}, now_ms=NOW)
+    _fill(log, 6)
+    log.update_high_watermark(log.log_end_offset)
+    assert manager.run_retention(NOW + 5 * HOUR + HOUR // 2) == 3
+    assert log.delete_records_before(4) == 4
+    manager.checkpoint()
+    assert read_offset_checkpoint(tmp_path.resolve() / "log-start-offset-checkpoint") == {("r", 0): 4}
+    manager.close()
+    reopened = LogManager([tmp_path], now_ms=NOW)
+    again = reopened.get_log("r", 0)
+    assert again is not None and again.log_start_offset == 4
+    assert [r[0] for r in read_all(again)] == [4, 5]
+    reopened.close()
