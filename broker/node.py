@@ -24,6 +24,7 @@ from broker.config.endpoints import Listener
 from broker.controller_channel import ControllerChannel
 from broker.handlers import AutoCreateTopics, install_broker_handlers
 from broker.dataplane import data_plane_component
+from broker.group.component import group_coordinator_component
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
 from broker.metadata_bridge import MetadataBridge
 from broker.network import NetworkServer, RequestRouter, ServerSettings
@@ -84,7 +85,10 @@ ComponentFactory = Callable[[BrokerRuntime], BrokerComponent]
 # The broker's components (the data plane adds its own here), built in order, each seeing
 # the runtime its predecessors filled. Their modules should import BrokerRuntime and
 # BrokerComponent under TYPE_CHECKING only, so this module can import them without a cycle.
-COMPONENT_FACTORIES: tuple[ComponentFactory, ...] = (data_plane_component,)
+# The group coordinator writes through the data plane's partitions and overrides its interim
+# group-API answers, so it comes after it.
+COMPONENT_FACTORIES: tuple[ComponentFactory, ...] = (data_plane_component,
+                                                     group_coordinator_component)
 
 
 def quorum_config(config: "ServerConfig") -> QuorumConfig:

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "broker.cli.console_producer",
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
+    "broker.cli.groups",
 )
 
 

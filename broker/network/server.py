@@ -138,5 +138,11 @@ class NetworkServer:
     async def _run_connection(self, connection: Connection) -> None:
         try:
             await connection.run()
+        except Exception:
+            # Whatever goes wrong inside one connection ends that connection only; the
+            # listener and every other client keep going.
+            peer = connection.ctx.peer
+            logger.exception("connection from %s:%s on %s failed; closing it", peer[0], peer[1],
+                             connection.ctx.listener_name)
         finally:
             self._connections.discard(connection)

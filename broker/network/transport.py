@@ -79,6 +79,10 @@ async def send_file_range(stream: trio.abc.SendStream, fd: int, position: int,
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
             continue
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # The peer went away mid-response (e.g. a follower was killed): that ends this
+            # connection only, as trio's own send_all reports it.
+            raise trio.BrokenResourceError(f"peer closed the connection: {exc}") from exc
         if sent == 0:
             # The promised length is already on the wire: the connection cannot continue.
             raise trio.BrokenResourceError(f"file ended {size} bytes short of the range")

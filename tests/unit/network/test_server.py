@@ -291,6 +291,30 @@ async def test_file_range_records_are_sent_from_the_file(tmp_path) -> None:
     assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
 
 
+async def test_failed_file_send_ends_only_that_connection(tmp_path, caplog) -> None:
+    """A segment closed under a response (its topic was just deleted) breaks one client only."""
+    path = tmp_path / "segment.log"
+    path.write_bytes(os.urandom(1000))
+    fd = os.open(path, os.O_RDONLY)
+    os.close(fd)  # the response below points at a file descriptor that is gone
+    router = api_versions_router()
+
+    async def fetch(request, ctx):
+        return {"responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "records": FileRange(fd, 0, 1000)}]}]}
+
+    router.register(FETCH, fetch)
+    async with running_server(router) as (_, address):
+        async with await connect(address) as stream:
+            request = codec.encode_request(FETCH, 12, 5, "test", {"topics": []})
+            await stream.send_all(framed(request))
+            with trio.fail_after(10):
+                while await read_frame(stream) is not None:
+                    pass  # whatever was sent before the failure; then the server closes
+        await assert_connection_works(address)
+    assert any("failed; closing it" in r.getMessage() for r in caplog.records)
+
+
 async def test_stop_finishes_in_flight_requests_and_refuses_new_connections() -> None:
     release = trio.Event()
     entered = trio.Event()

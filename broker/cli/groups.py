@@ -1,0 +1,154 @@
+"""`raftka groups`: list, describe, reset offsets of and delete consumer groups, like
+kafka-consumer-groups.sh (same options, columns and messages where they apply)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable
+
+from broker.cli.main import CommandError
+
+CLIENT_ID = "raftka-consumer-groups"
+DEFAULT_TIMEOUT_S = 30.0
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("groups", help="list, describe, reset or delete consumer groups")
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--list", action="store_true", help="list every group")
+    action.add_argument("--describe", action="store_true", help="describe --group")
+    action.add_argument("--reset-offsets", action="store_true",
+                        help="reset --group's committed offsets of --topic")
+    action.add_argument("--delete", action="store_true", help="delete --group")
+    parser.add_argument("--group", help="the consumer group")
+    parser.add_argument("--topic", help="the topic to reset (TOPIC or TOPIC:P1,P2)")
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true", help="with --describe: the members")
+    view.add_argument("--state", action="store_true", help="with --describe: the group state")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int, metavar="N")
+    target.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
+    target.add_argument("--shift-by", type=int, metavar="N")
+    run_mode = parser.add_mutually_exclusive_group()
+    run_mode.add_argument("--dry-run", action="store_true", help="show the new offsets only")
+    run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help=f"seconds per request (default {DEFAULT_TIMEOUT_S:.0f})")
+    parser.set_defaults(func=run_groups)
+
+
+def run_groups(args: argparse.Namespace) -> int:
+    from broker.group.cluster_client import GroupAdmin, GroupAdminError
+
+    if not args.list and not args.group:
+        raise CommandError("--group is required with --describe, --reset-offsets and --delete")
+    try:
+        with GroupAdmin(args.bootstrap_server, CLIENT_ID, args.timeout) as admin:
+            if args.list:
+                out = "\n".join(sorted(admin.list_groups()))
+            elif args.describe:
+                out = _describe(admin, args.group, members=args.members, state=args.state)
+            elif args.delete:
+                admin.delete_group(args.group)
+                out = f"Deletion of requested consumer groups ('{args.group}') was successful."
+            else:
+                out = _reset(admin, args)
+    except GroupAdminError as exc:
+        raise CommandError(str(exc)) from None
+    if out:
+        sys.stdout.write(out + "\n")
+    return 0
+
+
+def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
+    from broker.group.admin_view import (
+        DESCRIBE_MEMBERS_HEADER,
+        DESCRIBE_OFFSETS_HEADER,
+        DESCRIBE_STATE_HEADER,
+        format_table,
+        offset_rows,
+    )
+
+    described = admin.describe_group(group)
+    rows = described.members
+    if state:
+        return format_table(DESCRIBE_STATE_HEADER, [(
+            group, f"{described.coordinator_host}:{described.coordinator_port} "
+                   f"({described.coordinator_id})",
+            described.protocol or "", described.state, str(len(rows)))])
+    if members:
+        return format_table(DESCRIBE_MEMBERS_HEADER, [
+            (group, m.member_id, m.host, m.client_id, str(len(m.partitions))) for m in rows])
+    committed = admin.committed_offsets(group)
+    partitions = set(committed) | {tp for m in rows for tp in m.partitions}
+    log_end = admin.log_end_offsets(partitions)
+    notes = []
+    if described.state in ("Empty", "Dead") and not committed:
+        notes.append(f"Consumer group '{group}' has no active members.")
+    elif described.state in ("Empty", "Dead"):
+        notes.append(f"\nConsumer group '{group}' has no active members.\n")
+    table = format_table(DESCRIBE_OFFSETS_HEADER,
+                         offset_rows(group, committed, log_end, rows))
+    return "".join(notes) + ("\n" + table if partitions else "")
+
+
+def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
+        [tuple[str, int], int | None, int, int], int]:
+    from broker.group.admin_view import clamp, parse_datetime_ms, shifted
+
+    if args.to_earliest:
+        return lambda tp, current, earliest, latest: earliest
+    if args.to_latest:
+        return lambda tp, current, earliest, latest: latest
+    if args.to_offset is not None:
+        return lambda tp, current, earliest, latest: clamp(args.to_offset, earliest, latest)
+    if args.shift_by is not None:
+        return lambda tp, current, earliest, latest: shifted(current, args.shift_by, earliest,
+                                                             latest)
+    if args.to_datetime is not None:
+        try:
+            timestamp = parse_datetime_ms(args.to_datetime)
+        except ValueError:
+            raise CommandError(f"cannot parse --to-datetime {args.to_datetime!r}") from None
+
+        def by_time(tp: tuple[str, int], current: int | None, earliest: int, latest: int) -> int:
+            found = admin.offsets_for({tp: timestamp}).get(tp, -1)
+            return latest if found < 0 else clamp(found, earliest, latest)
+
+        return by_time
+    raise CommandError("--reset-offsets needs one of --to-earliest, --to-latest, --to-offset, "
+                       "--to-datetime or --shift-by")
+
+
+def _reset(admin: Any, args: argparse.Namespace) -> str:
+    from broker.group.admin_view import INACTIVE_STATES, RESET_HEADER, format_table
+
+    if not args.topic:
+        raise CommandError("--reset-offsets needs --topic")
+    if not (args.dry_run or args.execute):
+        raise CommandError("--reset-offsets needs --dry-run or --execute")
+    target = _target_function(args, admin)
+    group = args.group
+    described = admin.describe_group(group)
+    if described.state not in INACTIVE_STATES:
+        raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
+                           f"but the current state is {described.state}.")
+    topic, _, listed = args.topic.partition(":")
+    partitions = ([(topic, int(p)) for p in listed.split(",") if p.strip()] if listed
+                  else [(topic, p) for p in admin.partitions_of(topic)])
+    earliest = admin.offsets_for({tp: EARLIEST_TIMESTAMP for tp in partitions})
+    latest = admin.offsets_for({tp: LATEST_TIMESTAMP for tp in partitions})
+    committed = admin.committed_offsets(group)
+    new: dict[tuple[str, int], int] = {
+        tp: target(tp, committed.get(tp), earliest.get(tp, 0), latest.get(tp, 0))
+        for tp in partitions}
+    if args.execute:
+        admin.commit_offsets(group, new)
+    return format_table(RESET_HEADER, [(group, t, str(p), str(o))
+                                       for (t, p), o in sorted(new.items())])

@@ -1,0 +1,12 @@
+"""The consumer group coordinator: Kafka's classic group protocol, offsets in
+`__consumer_offsets`.
+
+Pure parts: `routing` (which partition owns a group), `records` (the topic's keys and
+values), `model`/`membership`/`offsets`/`engine` (group state and the protocol). Runtime:
+`coordinator` (loading, writes, parked requests, timers), `handlers` (the wire APIs),
+`offsets_log` (reads and writes through the ReplicaManager), `component` (node wiring).
+"""
+
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC, java_string_hashcode, partition_for_group
+
+__all__ = ["CONSUMER_OFFSETS_TOPIC", "java_string_hashcode", "partition_for_group"]

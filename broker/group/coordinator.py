@@ -1,0 +1,279 @@
+"""The group coordinator runtime: owns the `GroupEngine`, loads and unloads
+`__consumer_offsets` partitions as this broker gains and loses their leadership, performs
+the engine's writes, parks JoinGroup/SyncGroup until their answer exists, and fires the
+engine's deadlines from one timer task.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable
+
+import trio
+
+from broker.group.engine import GroupEngine
+from broker.group.membership import Outcome
+from broker.group.model import Effects, GroupSettings, GroupWrite
+from broker.group.offsets import CommitResult
+from broker.group.offsets_log import OffsetsLog, OffsetsLogError
+from broker.group.offsets_topic import OffsetsTopicCreator
+from broker.group.records import OffsetsRecordError, iter_entries
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC
+from broker.group.writer import PartitionWriter, PendingWrite, finish
+from clients.protocol import ErrorCode
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage
+
+logger = logging.getLogger(__name__)
+
+# Retrying a load whose partition the replica manager has not made leader yet.
+LOAD_RETRY_S = 0.1
+LOAD_ATTEMPTS = 100
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Slot:
+    """Where a parked request's answer lands."""
+
+    __slots__ = ("event", "body")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.body: dict[str, Any] | None = None
+
+
+class GroupCoordinator:
+    """Coordinator for the groups whose `__consumer_offsets` partition this broker leads."""
+
+    def __init__(self, broker_id: int, settings: GroupSettings, log: OffsetsLog, *,
+                 image: Callable[[], MetadataImage],
+                 topic_creator: OffsetsTopicCreator | None = None,
+                 clock: Callable[[], int] = wall_clock_ms,
+                 new_member_id: Callable[[str], str] | None = None) -> None:
+        self.broker_id = broker_id
+        self.settings = settings
+        self.engine = GroupEngine(settings, new_member_id)
+        self._log = log
+        self._image = image
+        self._topic_creator = topic_creator
+        self._clock = clock
+        self._loaded: dict[int, int] = {}  # partition -> leader epoch
+        self._loading: dict[int, int] = {}
+        self._writers: dict[int, PartitionWriter] = {}
+        self._slots: dict[tuple[str, str, str], list[_Slot]] = {}
+        self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Timers, loads and writers until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._timer)
+                self._reconcile(self._image())
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            for partition in list(self._loaded) + list(self._loading):
+                self._unload(partition)
+
+    async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Load partitions this broker now leads; unload those it no longer leads."""
+        self._reconcile(image)
+
+    def _reconcile(self, image: MetadataImage) -> None:
+        topic = image.topic(CONSUMER_OFFSETS_TOPIC)
+        led = {} if topic is None else {
+            p: reg.leader_epoch for p, reg in topic.partitions.items()
+            if reg.leader == self.broker_id}
+        for partition, epoch in [*self._loaded.items(), *self._loading.items()]:
+            if led.get(partition) != epoch:
+                self._unload(partition)
+        if self._nursery is None:
+            return
+        for partition, epoch in led.items():
+            if partition not in self._loaded and partition not in self._loading:
+                self._loading[partition] = epoch
+                self._nursery.start_soon(self._load, partition, epoch)
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        started = self._clock()
+        for _ in range(LOAD_ATTEMPTS):
+            if self._loading.get(partition) != epoch:
+                return
+            try:
+                entries = [entry for chunk in self._log.read_from(
+                    partition, self._log.log_start_offset(partition))
+                    for entry in iter_entries(chunk)]
+            except OffsetsLogError as exc:
+                logger.debug("__consumer_offsets-%d not readable yet: %s", partition, exc)
+                await trio.sleep(LOAD_RETRY_S)
+                continue
+            except OffsetsRecordError:
+                logger.exception("__consumer_offsets-%d holds an unreadable record", partition)
+                return
+            count = self.engine.load(partition, entries, self._clock())
+            del self._loading[partition]
+            self._loaded[partition] = epoch
+            writer = PartitionWriter(partition, self._log, self._apply)
+            self._writers[partition] = writer
+            assert self._nursery is not None
+            self._nursery.start_soon(writer.run)
+            self._changed.set()
+            logger.info("__consumer_offsets-%d loaded at epoch %d: %d group(s) from %d "
+                        "record(s) in %d ms", partition, epoch, count, len(entries),
+                        self._clock() - started)
+            return
+        logger.error("gave up loading __consumer_offsets-%d", partition)
+        self._loading.pop(partition, None)
+
+    def _unload(self, partition: int) -> None:
+        self._loading.pop(partition, None)
+        if self._loaded.pop(partition, None) is None:
+            return
+        writer = self._writers.pop(partition, None)
+        if writer is not None:
+            writer.close()
+        self._apply(self.engine.unload(partition))
+        logger.info("__consumer_offsets-%d unloaded", partition)
+
+    # -- ownership -----------------------------------------------------------------------
+
+    def coordinator_error(self, group_id: str) -> int:
+        """NONE when this broker serves `group_id`, else why not."""
+        partition = self.engine.partition_for(group_id)
+        if partition in self._loaded:
+            return ErrorCode.NONE
+        if partition in self._loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
+    @property
+    def is_loading(self) -> bool:
+        return bool(self._loading)
+
+    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
+        """Node id, host and port of `key`'s coordinator on `listener_name`, or an error."""
+        image = self._image()
+        topic = image.topic(CONSUMER_OFFSETS_TOPIC)
+        unavailable = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1,
+                       "host": "", "port": -1,
+                       "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
+        if topic is None:
+            if self._topic_creator is not None:
+                self._topic_creator.ensure(image, self._nursery)
+            return unavailable
+        registration = topic.partitions.get(self.engine.partition_for(key))
+        broker = None if registration is None else image.broker(registration.leader)
+        endpoint = None if broker is None or broker.fenced else broker.endpoint(listener_name)
+        if endpoint is None:
+            return unavailable
+        return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id,  # type: ignore[union-attr]
+                "host": endpoint.host, "port": endpoint.port, "error_message": None}
+
+    # -- effects -------------------------------------------------------------------------
+
+    def _apply(self, effects: Effects) -> None:
+        for reply in effects.replies:
+            for slot in self._slots.pop((reply.group_id, reply.member_id, reply.kind), ()):
+                slot.body = dict(reply.body)
+                slot.event.set()
+        for write in effects.writes:
+            self.submit(write)
+        self._changed.set()
+
+    def submit(self, write: GroupWrite) -> PendingWrite:
+        """Queue `write` on its partition (NOT_COORDINATOR at once if not loaded)."""
+        writer = self._writers.get(write.partition)
+        if writer is None:
+            item = PendingWrite(write)
+            finish(item, ErrorCode.NOT_COORDINATOR, self._apply)
+            return item
+        return writer.submit(write)
+
+    async def answer(self, group_id: str, kind: str, outcome: Outcome, effects: Effects
+                     ) -> dict[str, Any]:
+        """The body for an engine outcome, waiting for it when the request was parked."""
+        if outcome.parked is None:
+            self._apply(effects)
+            assert outcome.body is not None
+            return outcome.body
+        key = (group_id, outcome.parked, kind)
+        slot = _Slot()
+        self._slots.setdefault(key, []).append(slot)
+        try:
+            self._apply(effects)
+            await slot.event.wait()
+        finally:
+            waiting = self._slots.get(key)
+            if waiting is not None and slot in waiting:
+                waiting.remove(slot)
+                if not waiting:
+                    del self._slots[key]
+        assert slot.body is not None
+        return slot.body
+
+    # -- operations the handlers call ----------------------------------------------------
+
+    async def join_group(self, request: dict[str, Any], *, client_id: str, client_host: str,
+                         require_known_member_id: bool) -> dict[str, Any]:
+        outcome, effects = self.engine.join(request, client_id=client_id,
+                                            client_host=client_host,
+                                            require_known_member_id=require_known_member_id,
+                                            now_ms=self._clock())
+        return await self.answer(request.get("group_id") or "", "join", outcome, effects)
+
+    async def sync_group(self, request: dict[str, Any]) -> dict[str, Any]:
+        outcome, effects = self.engine.sync(request, self._clock())
+        return await self.answer(request.get("group_id") or "", "sync", outcome, effects)
+
+    def heartbeat(self, request: dict[str, Any]) -> int:
+        code = self.engine.heartbeat(request, self._clock())
+        self._changed.set()
+        return code
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
+                    ) -> tuple[int, list[int]]:
+        top, codes, effects = self.engine.leave(group_id, members, self._clock())
+        self._apply(effects)
+        return top, codes
+
+    async def commit_offsets(self, request: dict[str, Any],
+                             topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
+        result = self.engine.commit(request, self._clock(), topic_exists)
+        self._changed.set()
+        if result.write is not None:
+            await self.submit(result.write).done.wait()
+        return result
+
+    async def delete_group(self, group_id: str) -> int:
+        code, write = self.engine.delete(group_id, self._clock())
+        if write is not None:
+            await self.submit(write).done.wait()
+        return code
+
+    # -- timers --------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        interval = self.settings.offsets_retention_check_interval_ms
+        next_expiry = self._clock() + interval
+        while True:
+            now = self._clock()
+            self._changed = trio.Event()
+            effects = self.engine.tick(now)
+            if now >= next_expiry:
+                effects.extend(self.engine.expire_offsets(now))
+                next_expiry = now + interval
+            self._apply(effects)
+            self._changed = trio.Event()
+            deadline = min(self.engine.next_deadline() or math.inf, next_expiry)
+            with trio.move_on_after(max(deadline - self._clock(), 0) / 1000):
+                await self._changed.wait()

@@ -1,0 +1,175 @@
+"""The coordinator's whole in-memory state, I/O-free: every group of the `__consumer_offsets`
+partitions this broker leads, loading them from their records and answering the group APIs.
+The runtime (`broker.group.coordinator`) supplies time, performs the writes and delivers
+the replies it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from broker.group.membership import Membership, Outcome
+from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member, Reply
+from broker.group.membership import join_body, sync_body
+from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
+from broker.group.offsets import fetch_offsets
+from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
+from broker.group.routing import partition_for_group
+from clients.protocol import ErrorCode
+
+LoadedEntry = tuple[int, RecordKey, Any]
+
+
+class GroupEngine:
+    """Groups by id, across the partitions this coordinator has loaded."""
+
+    def __init__(self, settings: GroupSettings,
+                 new_member_id: Callable[[str], str] | None = None) -> None:
+        self.settings = settings
+        self.groups: dict[str, Group] = {}
+        self.membership = Membership(self.groups, settings, self.partition_for, new_member_id)
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, self.settings.num_partitions)
+
+    # -- membership ----------------------------------------------------------------------
+
+    def join(self, request: dict[str, Any], *, client_id: str, client_host: str,
+             require_known_member_id: bool, now_ms: int) -> tuple[Outcome, Effects]:
+        return self.membership.join(request, client_id=client_id, client_host=client_host,
+                                    require_known_member_id=require_known_member_id,
+                                    now_ms=now_ms)
+
+    def sync(self, request: dict[str, Any], now_ms: int) -> tuple[Outcome, Effects]:
+        return self.membership.sync(request, now_ms)
+
+    def heartbeat(self, request: dict[str, Any], now_ms: int) -> int:
+        return self.membership.heartbeat(request, now_ms)
+
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int
+              ) -> tuple[int, list[int], Effects]:
+        return self.membership.leave(group_id, leaving, now_ms)
+
+    # -- offsets -------------------------------------------------------------------------
+
+    def commit(self, request: dict[str, Any], now_ms: int,
+               topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
+        return commit_offsets(self.groups, request, now_ms, partition_for=self.partition_for,
+                              metadata_max_bytes=self.settings.offset_metadata_max_bytes,
+                              topic_exists=topic_exists, touch=self.membership.touch)
+
+    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        return fetch_offsets(self.groups.get(group_id), topics)
+
+    def expire_offsets(self, now_ms: int) -> Effects:
+        return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
+
+    def delete(self, group_id: str, now_ms: int) -> tuple[int, GroupWrite | None]:
+        return delete_group(self.groups, group_id, now_ms)
+
+    # -- deadlines -----------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest time `tick` has something to do (None: nothing scheduled)."""
+        deadlines = [d for g in self.groups.values()
+                     if (d := self.membership.next_deadline(g)) is not None]
+        return min(deadlines, default=None)
+
+    def tick(self, now_ms: int) -> Effects:
+        """Everything due by `now_ms`: session expiry, ends of join and sync phases."""
+        effects = Effects()
+        for group in list(self.groups.values()):
+            effects.extend(self.membership.expire(group, now_ms))
+        return effects
+
+    # -- views ---------------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> dict[str, Any]:
+        """One DescribeGroups entry (Kafka's summary: metadata and assignments only when
+        Stable; an unknown group is reported Dead)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"error_code": 0, "group_id": group_id, "group_state": GroupState.DEAD.value,
+                    "protocol_type": "", "protocol_data": "", "members": []}
+        stable = group.state is GroupState.STABLE
+        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol_name or "") if stable else "",
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                             "member_assignment": m.assignment if stable else b""}
+                            for m in group.members.values()]}
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """ListGroups entries, filtered by state names (case-insensitive) when given."""
+        wanted = {s.lower() for s in states}
+        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
+                 "group_state": g.state.value}
+                for g in self.groups.values()
+                if g.state is not GroupState.DEAD
+                and (not wanted or g.state.value.lower() in wanted)]
+
+    # -- loading and unloading -----------------------------------------------------------
+
+    def load(self, partition: int, entries: Iterable[LoadedEntry], now_ms: int) -> int:
+        """Replay one partition's records (in log order); returns how many groups it holds."""
+        metadata: dict[str, GroupValue | None] = {}
+        offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        for _, key, value in entries:
+            if isinstance(key, OffsetKey):
+                committed = offsets.setdefault(key.group, {})
+                if value is None:
+                    committed.pop((key.topic, key.partition), None)
+                else:
+                    committed[(key.topic, key.partition)] = value
+            elif isinstance(key, GroupKey):
+                metadata[key.group] = value
+        loaded = 0
+        for group_id in dict.fromkeys([*metadata, *offsets]):
+            value = metadata.get(group_id)
+            committed = offsets.get(group_id) or {}
+            if value is None and not committed:
+                continue
+            group = _group_from_value(group_id, partition, value, now_ms)
+            group.offsets = dict(committed)
+            self.groups[group_id] = group
+            loaded += 1
+        return loaded
+
+    def unload(self, partition: int) -> Effects:
+        """Forget the partition's groups; parked requests learn NOT_COORDINATOR."""
+        effects = Effects()
+        for group in [g for g in self.groups.values() if g.partition == partition]:
+            for member in group.members.values():
+                if member.awaiting_join:
+                    effects.replies.append(Reply(group.group_id, member.member_id, "join",
+                                                 join_body(ErrorCode.NOT_COORDINATOR,
+                                                           member.member_id)))
+                if member.awaiting_sync:
+                    effects.replies.append(Reply(group.group_id, member.member_id, "sync",
+                                                 sync_body(ErrorCode.NOT_COORDINATOR)))
+            del self.groups[group.group_id]
+        return effects
+
+    def partition_groups(self, partition: int) -> list[Group]:
+        return [g for g in self.groups.values() if g.partition == partition]
+
+
+def _group_from_value(group_id: str, partition: int, value: GroupValue | None,
+                      now_ms: int) -> Group:
+    group = Group(group_id, partition, state_timestamp=now_ms)
+    if value is None:
+        return group
+    group.protocol_type = value.protocol_type or None
+    group.generation = value.generation
+    group.protocol_name = value.protocol
+    group.state_timestamp = value.current_state_timestamp
+    for m in value.members:
+        group.add(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                         m.rebalance_timeout, m.session_timeout, group.protocol_type or "",
+                         [(value.protocol or "", m.subscription)], assignment=m.assignment,
+                         heartbeat_deadline=now_ms + m.session_timeout))
+    group.leader_id = value.leader if value.leader in group.members else group.leader_id
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    return group

@@ -1,0 +1,259 @@
+"""Committed offsets: OffsetCommit validation, OffsetFetch answers and retention (Kafka 2.1+:
+an Empty group's offsets expire `offsets.retention.minutes` after it became Empty). Pure.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from broker.group.membership import validate_member
+from broker.group.model import CONSUMER_PROTOCOL_TYPE, Effects, Group, GroupState, GroupWrite
+from broker.group.records import GroupKey, OffsetKey, OffsetValue
+from clients.protocol import ErrorCode
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def commit_error(code: int) -> int:
+    """The OffsetCommit error for a failed write (Kafka's commit callback mapping)."""
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR,
+                ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                ErrorCode.INVALID_FETCH_SIZE):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return code
+
+
+@dataclass
+class CommitResult:
+    """Per-partition codes of an OffsetCommit; once `write` (if any) has run its `then`,
+    the codes are final."""
+
+    codes: dict[TopicPartition, int] = field(default_factory=dict)
+    write: GroupWrite | None = None
+
+
+def requested_partitions(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(t["name"], p) for t in request.get("topics") or ()
+            for p in t.get("partitions") or ()]
+
+
+def validate_commit(group: Group, generation: int, member_id: str,
+                    instance_id: str | None) -> int:
+    """Kafka's validateOffsetCommit plus its state check."""
+    if group.state is GroupState.DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if generation >= 0 or member_id or instance_id is not None:
+        code = validate_member(group, member_id, instance_id)
+        if code:
+            return code
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+    elif group.state is not GroupState.EMPTY:
+        # Only members may commit for a group that has members.
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if group.state is GroupState.COMPLETING_REBALANCE:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.NONE
+
+
+def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: int, *,
+                   partition_for: Callable[[str], int], metadata_max_bytes: int,
+                   topic_exists: Callable[[str], bool] | None = None,
+                   touch: Callable[[Group, str, int], None] | None = None) -> CommitResult:
+    """Validate an OffsetCommit; the offsets become visible once the returned write commits."""
+    group_id = request.get("group_id") or ""
+    generation = int(request.get("generation_id_or_member_epoch", -1))
+    member_id = request.get("member_id") or ""
+    instance_id = request.get("group_instance_id")
+    retention = int(request.get("retention_time_ms", -1))
+    wanted = requested_partitions(request)
+    result = CommitResult()
+
+    def fail_all(code: int) -> CommitResult:
+        result.codes = {(topic, p["partition_index"]): code for topic, p in wanted}
+        return result
+
+    if not group_id:
+        return fail_all(ErrorCode.INVALID_GROUP_ID)
+    group = groups.get(group_id)
+    if group is None:
+        if generation >= 0:
+            return fail_all(ErrorCode.ILLEGAL_GENERATION)
+        # A group that does not use the coordinator for membership (assign() users).
+        group = Group(group_id, partition_for(group_id), state_timestamp=now_ms)
+        groups[group_id] = group
+    code = validate_commit(group, generation, member_id, instance_id)
+    if code:
+        return fail_all(code)
+    if touch is not None and member_id:
+        touch(group, member_id, now_ms)
+    entries: list[tuple[OffsetKey, OffsetValue]] = []
+    for topic, p in wanted:
+        tp = (topic, p["partition_index"])
+        metadata = p.get("committed_metadata") or ""
+        if topic_exists is not None and not topic_exists(topic):
+            result.codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif len(metadata) > metadata_max_bytes:
+            result.codes[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        else:
+            result.codes[tp] = ErrorCode.NONE
+            value = OffsetValue(int(p["committed_offset"]),
+                                int(p.get("committed_leader_epoch", -1)), metadata, now_ms,
+                                now_ms + retention if retention >= 0 else -1)
+            entries.append((OffsetKey(group_id, *tp), value))
+    if not entries:
+        return result
+    for key, _ in entries:
+        tp = (key.topic, key.partition)
+        group.pending_offset_commits[tp] = group.pending_offset_commits.get(tp, 0) + 1
+
+    def written(code: int) -> Effects:
+        for key, value in entries:
+            tp = (key.topic, key.partition)
+            left = group.pending_offset_commits.get(tp, 1) - 1
+            if left:
+                group.pending_offset_commits[tp] = left
+            else:
+                group.pending_offset_commits.pop(tp, None)
+            if code:
+                result.codes[tp] = commit_error(code)
+            elif group.state is not GroupState.DEAD:
+                group.offsets[tp] = value
+        return Effects()
+
+    result.write = GroupWrite(group.partition, list(entries), written)
+    return result
+
+
+def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None
+                  ) -> list[dict[str, Any]]:
+    """OffsetFetch topics for one group: the requested partitions (-1 when none committed),
+    or every committed offset when `topics` is None."""
+    offsets = {} if group is None or group.state is GroupState.DEAD else group.offsets
+
+    def entry(tp: TopicPartition) -> dict[str, Any]:
+        value = offsets.get(tp)
+        if value is None:
+            return {"partition_index": tp[1], "committed_offset": -1,
+                    "committed_leader_epoch": -1, "metadata": "", "error_code": 0}
+        return {"partition_index": tp[1], "committed_offset": value.offset,
+                "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata,
+                "error_code": 0}
+
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    if topics is None:
+        for tp in sorted(offsets):
+            by_topic.setdefault(tp[0], []).append(entry(tp))
+    else:
+        for topic in topics:
+            name = topic["name"]
+            by_topic.setdefault(name, []).extend(
+                entry((name, index)) for index in topic.get("partition_indexes") or ())
+    return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+def consumer_subscription(metadata: bytes) -> set[str] | None:
+    """Topics of a ConsumerProtocol subscription (version, topics, ...); None if unreadable."""
+    try:
+        pos = 2
+        (count,) = struct.unpack_from(">i", metadata, pos)
+        pos += 4
+        topics = set()
+        for _ in range(max(count, 0)):
+            (size,) = struct.unpack_from(">h", metadata, pos)
+            pos += 2
+            topics.add(bytes(metadata[pos:pos + size]).decode())
+            pos += size
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+def _subscribed_topics(group: Group) -> set[str] | None:
+    topics: set[str] = set()
+    for member in group.members.values():
+        subscribed = consumer_subscription(member.metadata_for(group.protocol_name))
+        if subscribed is None:
+            return None
+        topics |= subscribed
+    return topics
+
+
+def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+    """Kafka's removeExpiredOffsets choice of partitions (not yet removed)."""
+    subscribed: set[str] = set()
+    if group.protocol_type is None and not group.members:
+        def base(value: OffsetValue) -> int:
+            return value.commit_timestamp
+    elif group.state is GroupState.EMPTY:
+        def base(value: OffsetValue) -> int:
+            return group.state_timestamp if group.state_timestamp >= 0 else value.commit_timestamp
+    elif (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.state is GroupState.STABLE
+          and (topics := _subscribed_topics(group)) is not None):
+        subscribed = topics
+
+        def base(value: OffsetValue) -> int:
+            return value.commit_timestamp
+    else:
+        return []
+    expired = []
+    for tp, value in group.offsets.items():
+        if tp[0] in subscribed or tp in group.pending_offset_commits:
+            continue
+        if value.expire_timestamp >= 0:
+            if now_ms >= value.expire_timestamp:
+                expired.append(tp)
+        elif now_ms - base(value) >= retention_ms:
+            expired.append(tp)
+    return expired
+
+
+def expire_offsets(groups: dict[str, Group], now_ms: int, retention_ms: int) -> Effects:
+    """Remove expired offsets, and Empty groups left without offsets; tombstones for both."""
+    writes: dict[int, list[tuple[Any, Any]]] = {}
+    for group in list(groups.values()):
+        tombstones: list[tuple[Any, Any]] = []
+        for tp in expired_offsets(group, now_ms, retention_ms):
+            del group.offsets[tp]
+            tombstones.append((OffsetKey(group.group_id, *tp), None))
+        if (group.state is GroupState.EMPTY and not group.offsets
+                and not group.pending_offset_commits and not group.pending_members):
+            group.transition(GroupState.DEAD, now_ms)
+            del groups[group.group_id]
+            tombstones.append((GroupKey(group.group_id), None))
+        if tombstones:
+            logger.info("group %s: removed %d expired offset(s)%s", group.group_id,
+                        sum(isinstance(k, OffsetKey) for k, _ in tombstones),
+                        " and the empty group" if group.state is GroupState.DEAD else "")
+            writes.setdefault(group.partition, []).extend(tombstones)
+    return Effects(writes=[GroupWrite(partition, entries) for partition, entries in writes.items()])
+
+
+def delete_group(groups: dict[str, Group], group_id: str, now_ms: int
+                 ) -> tuple[int, GroupWrite | None]:
+    """DeleteGroups for one group: its code and the tombstones to write."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID, None
+    group = groups.get(group_id)
+    if group is None or group.state is GroupState.DEAD:
+        return ErrorCode.GROUP_ID_NOT_FOUND, None
+    if group.state is not GroupState.EMPTY:
+        return ErrorCode.NON_EMPTY_GROUP, None
+    group.transition(GroupState.DEAD, now_ms)
+    del groups[group_id]
+    tombstones: list[tuple[Any, Any]] = [(OffsetKey(group_id, *tp), None) for tp in group.offsets]
+    tombstones.append((GroupKey(group_id), None))
+    group.offsets.clear()
+    logger.info("group %s: deleted", group_id)
+    return ErrorCode.NONE, GroupWrite(group.partition, tombstones)

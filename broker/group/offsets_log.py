@@ -1,0 +1,112 @@
+"""How the coordinator reads and writes `__consumer_offsets`: the `OffsetsLog` interface,
+and its implementation over the broker's ReplicaManager.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterator, Protocol
+
+import trio
+
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC
+from broker.log.errors import LogError
+from broker.log.results import UpperBound
+from broker.replica.errors import ReplicaError
+from broker.replica.manager import ReplicaManager
+from clients.protocol import ErrorCode
+
+logger = logging.getLogger(__name__)
+
+# Bytes per read while loading a partition.
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+
+
+class OffsetsLogError(Exception):
+    """An append or read failed; `error_code` is Kafka's code for why."""
+
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(message or ErrorCode.from_code(error_code).name)
+        self.error_code = int(error_code)
+
+
+class OffsetsLog(Protocol):
+    """The `__consumer_offsets` partitions this broker leads."""
+
+    async def append(self, partition: int, batch: bytes) -> int:
+        """Append one record batch as leader and wait until it is committed (the high
+        watermark passed it); the base offset, or OffsetsLogError."""
+        ...
+
+    def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
+        """Whole record batches from `offset` to the log end, in chunks."""
+        ...
+
+    def log_start_offset(self, partition: int) -> int:
+        ...
+
+
+class ReplicaOffsetsLog:
+    """`OffsetsLog` over the local leader replicas (acks=all, like Kafka's
+    `offsets.commit.required.acks` = -1), waiting at most `commit_timeout_ms`."""
+
+    def __init__(self, replicas: ReplicaManager, commit_timeout_ms: int = 5000) -> None:
+        self._replicas = replicas
+        self._timeout_s = commit_timeout_ms / 1000
+
+    def _leader(self, partition: int):  # type: ignore[no-untyped-def]
+        try:
+            return self._replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, partition)
+        except ReplicaError as exc:
+            raise OffsetsLogError(exc.error_code, str(exc)) from None
+
+    async def append(self, partition: int, batch: bytes) -> int:
+        replica = self._leader(partition)
+        try:
+            result = replica.append_as_leader(bytearray(batch), -1, int(time.time() * 1000))
+        except (LogError, ReplicaError) as exc:
+            raise OffsetsLogError(exc.error_code, str(exc)) from None
+        self._replicas.notify(replica.key)
+        required, epoch = result.last_offset + 1, replica.leader_epoch
+        deadline = trio.current_time() + self._timeout_s
+        with self._replicas.purgatory.watch([replica.key]) as waiter:
+            while True:
+                current = self._replicas.get_partition(*replica.key)
+                if (current is not replica or not replica.is_leader
+                        or replica.leader_epoch != epoch):
+                    raise OffsetsLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                          "leadership moved during the write")
+                if replica.high_watermark >= required:
+                    return result.first_offset
+                if not await waiter.wait(deadline):
+                    raise OffsetsLogError(ErrorCode.REQUEST_TIMED_OUT,
+                                          f"offset {required - 1} not replicated in time")
+
+    def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
+        log = self._leader(partition).log
+        position = max(offset, log.log_start_offset)
+        while position < log.log_end_offset:
+            chunk = log.read(position, LOAD_BUFFER_BYTES, UpperBound.LEO).read_bytes()
+            whole, next_offset = _whole_batches(chunk)
+            if not whole:
+                break
+            yield whole
+            position = next_offset
+
+    def log_start_offset(self, partition: int) -> int:
+        return self._leader(partition).log.log_start_offset
+
+
+def _whole_batches(chunk: bytes) -> tuple[bytes, int]:
+    """The complete batches at the front of `chunk` and the offset after the last one."""
+    from clients.records.header import LOG_OVERHEAD, parse_header, peek_batch_size
+
+    pos, next_offset = 0, -1
+    while pos + LOG_OVERHEAD <= len(chunk):
+        size = peek_batch_size(chunk, pos)
+        if size is None or pos + size > len(chunk):
+            break
+        next_offset = parse_header(chunk, pos).next_offset
+        pos += size
+    return chunk[:pos], next_offset

@@ -1,0 +1,93 @@
+"""Creating `__consumer_offsets` on first use (FindCoordinator), through the controller."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC
+from clients.protocol import ApiKey, ErrorCode
+from metadata.image import MetadataImage
+
+logger = logging.getLogger(__name__)
+
+CREATE_TIMEOUT_MS = 30_000
+
+# Sends one CreateTopics topic entry to the controller; returns its error code.
+CreateTopic = Callable[[dict[str, Any]], Awaitable[int]]
+
+
+@dataclass(frozen=True)
+class OffsetsTopicSettings:
+    num_partitions: int = 50
+    replication_factor: int = 3
+    segment_bytes: int = 104_857_600
+
+    @classmethod
+    def from_config(cls, config: Any) -> "OffsetsTopicSettings":
+        return cls(int(config.get("offsets.topic.num.partitions")),
+                   int(config.get("offsets.topic.replication.factor")),
+                   int(config.get("offsets.topic.segment.bytes")))
+
+    def create_request(self) -> dict[str, Any]:
+        """The CreateTopics entry (Kafka's offsets topic configs)."""
+        return {"name": CONSUMER_OFFSETS_TOPIC, "num_partitions": self.num_partitions,
+                "replication_factor": self.replication_factor, "assignments": [],
+                "configs": [{"name": "cleanup.policy", "value": "compact"},
+                            {"name": "compression.type", "value": "producer"},
+                            {"name": "segment.bytes", "value": str(self.segment_bytes)}]}
+
+
+def channel_create_topic(channel: Any) -> CreateTopic:
+    """A `CreateTopic` over `broker.controller_channel.ControllerChannel`."""
+    async def create(topic: dict[str, Any]) -> int:
+        from broker.controller_channel import ControllerUnavailableError
+
+        body = {"topics": [topic], "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
+        try:
+            response = await channel.send(ApiKey.CREATE_TOPICS, body, CREATE_TIMEOUT_MS)
+        except ControllerUnavailableError as exc:
+            logger.warning("cannot create %s: %s", topic["name"], exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        results = response.get("topics") or [{}]
+        return int(results[0].get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+
+    return create
+
+
+class OffsetsTopicCreator:
+    """Creates the topic in the background, once at a time, when enough brokers live."""
+
+    def __init__(self, settings: OffsetsTopicSettings, create: CreateTopic | None) -> None:
+        self.settings = settings
+        self._create = create
+        self._in_flight = False
+
+    def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> None:
+        """Start creating the topic unless it exists or a creation is under way."""
+        if (self._create is None or self._in_flight or nursery is None
+                or image.topic(CONSUMER_OFFSETS_TOPIC) is not None):
+            return
+        live = sum(1 for broker in image.brokers.values() if broker.is_active)
+        wanted = self.settings.replication_factor
+        if live < wanted:
+            # Kafka refuses too rather than create an under-replicated offsets topic.
+            logger.error("cannot create %s yet: %d live broker(s), offsets.topic.replication."
+                         "factor is %d (expected while the cluster is starting)",
+                         CONSUMER_OFFSETS_TOPIC, live, wanted)
+            return
+        self._in_flight = True
+        nursery.start_soon(self._run)
+
+    async def _run(self) -> None:
+        try:
+            code = await self._create(self.settings.create_request())  # type: ignore[misc]
+        finally:
+            self._in_flight = False
+        if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            logger.info("created %s", CONSUMER_OFFSETS_TOPIC)
+        else:
+            logger.warning("creating %s failed with error %d", CONSUMER_OFFSETS_TOPIC, code)

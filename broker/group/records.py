@@ -1,0 +1,171 @@
+"""Keys and values of `__consumer_offsets` records, and the batches that carry them.
+
+Kafka's own schemas are replaced by msgpack (the topic is internal); what is kept is
+Kafka's shape: a versioned key saying what the record is about (an offset commit or a
+group's metadata) and a versioned value, with a null value (a tombstone) deleting the key
+once the log is compacted. Key type numbers follow Kafka's key versions (1 offset commit,
+2 group metadata), so one compacted key space never mixes the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence, Union
+
+import msgpack
+
+from clients.records.batch import Record, encode_batch, iter_record_batches
+
+OFFSET_COMMIT_KEY = 1
+GROUP_METADATA_KEY = 2
+OFFSET_VALUE_VERSION = 0
+GROUP_VALUE_VERSION = 0
+
+
+class OffsetsRecordError(ValueError):
+    """A `__consumer_offsets` record this code cannot read."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    """The committed offset of one partition for one group."""
+
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """The membership and generation of one group."""
+
+    group: str
+
+
+RecordKey = Union[OffsetKey, GroupKey]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetValue:
+    """A committed offset; `expire_timestamp` is -1 unless the committer asked for one
+    (OffsetCommit v2-4 `retention_time_ms`)."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = -1
+    expire_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MemberValue:
+    """One member as stored in its group's metadata record."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupValue:
+    """A group's generation: its protocol, leader and members (with their assignments)."""
+
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[MemberValue, ...] = ()
+
+
+RecordValue = Union[OffsetValue, GroupValue]
+
+
+def encode_key(key: RecordKey) -> bytes:
+    if isinstance(key, OffsetKey):
+        return msgpack.packb([OFFSET_COMMIT_KEY, key.group, key.topic, key.partition])
+    return msgpack.packb([GROUP_METADATA_KEY, key.group])
+
+
+def decode_key(data: bytes) -> RecordKey:
+    try:
+        fields = msgpack.unpackb(data)
+        kind = fields[0]
+        if kind == OFFSET_COMMIT_KEY:
+            return OffsetKey(str(fields[1]), str(fields[2]), int(fields[3]))
+        if kind == GROUP_METADATA_KEY:
+            return GroupKey(str(fields[1]))
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
+        raise OffsetsRecordError(f"unreadable __consumer_offsets key: {exc}") from None
+    raise OffsetsRecordError(f"unknown __consumer_offsets key type {kind!r}")
+
+
+def _member_fields(m: MemberValue) -> list[object]:
+    return [m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            m.rebalance_timeout, m.session_timeout, m.subscription, m.assignment]
+
+
+def encode_value(value: RecordValue | None) -> bytes | None:
+    """The record value; None (a tombstone) stays None."""
+    if value is None:
+        return None
+    if isinstance(value, OffsetValue):
+        return msgpack.packb([OFFSET_VALUE_VERSION, value.offset, value.leader_epoch,
+                              value.metadata, value.commit_timestamp, value.expire_timestamp])
+    return msgpack.packb([GROUP_VALUE_VERSION, value.protocol_type, value.generation,
+                          value.protocol, value.leader, value.current_state_timestamp,
+                          [_member_fields(m) for m in value.members]], use_bin_type=True)
+
+
+def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
+    """The value for `key`; None for a tombstone."""
+    if data is None:
+        return None
+    try:
+        fields = msgpack.unpackb(data)
+        if isinstance(key, OffsetKey):
+            if fields[0] != OFFSET_VALUE_VERSION:
+                raise OffsetsRecordError(f"unknown offset value version {fields[0]}")
+            return OffsetValue(int(fields[1]), int(fields[2]), str(fields[3]), int(fields[4]),
+                               int(fields[5]))
+        if fields[0] != GROUP_VALUE_VERSION:
+            raise OffsetsRecordError(f"unknown group value version {fields[0]}")
+        members = tuple(MemberValue(str(m[0]), m[1], str(m[2]), str(m[3]), int(m[4]), int(m[5]),
+                                    bytes(m[6]), bytes(m[7])) for m in fields[6])
+        return GroupValue(str(fields[1]), int(fields[2]), fields[3], fields[4], int(fields[5]),
+                          members)
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
+        if isinstance(exc, OffsetsRecordError):
+            raise
+        raise OffsetsRecordError(f"unreadable __consumer_offsets value: {exc}") from None
+
+
+Entry = tuple[RecordKey, Union[RecordValue, None]]
+
+
+def build_batch(entries: Sequence[Entry], now_ms: int) -> bytes:
+    """One uncompressed RecordBatch holding `entries` in order (offsets assigned by the log)."""
+    if not entries:
+        raise ValueError("a batch needs at least one entry")
+    records = [Record(None, now_ms, encode_key(key), encode_value(value))
+               for key, value in entries]
+    return encode_batch(records)
+
+
+def iter_entries(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, RecordKey,
+                                                                       RecordValue | None]]:
+    """(offset, key, value) of every record in `data` (whole batches; control batches and
+    keyless records are skipped, as Kafka's loader does)."""
+    for batch in iter_record_batches(data):
+        if batch.header.is_control:
+            continue
+        for record in batch.records:
+            if record.key is None:
+                continue
+            key = decode_key(record.key)
+            yield record.offset or 0, key, decode_value(key, record.value)

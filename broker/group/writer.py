@@ -1,0 +1,95 @@
+"""One `__consumer_offsets` partition's writes, in the order the coordinator decided them.
+
+Group writes must reach the log in decision order (a later generation must not be
+overwritten by an earlier one), so each loaded partition has a single writer task draining
+a FIFO queue. A write's `then` runs when its append is committed or has failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Callable
+
+import trio
+
+from broker.group.model import Effects, GroupWrite
+from broker.group.offsets_log import OffsetsLog, OffsetsLogError
+from broker.group.records import build_batch
+from clients.protocol import ErrorCode
+
+logger = logging.getLogger(__name__)
+
+
+class PendingWrite:
+    """A queued write; `done` is set once `code` is final (0 when committed)."""
+
+    __slots__ = ("write", "done", "code")
+
+    def __init__(self, write: GroupWrite) -> None:
+        self.write = write
+        self.done = trio.Event()
+        self.code = -1
+
+
+def finish(item: PendingWrite, code: int, apply: Callable[[Effects], None]) -> None:
+    """Settle `item` with `code`: run its continuation, then wake whoever waits on it."""
+    item.code = int(code)
+    try:
+        if item.write.then is not None:
+            apply(item.write.then(item.code))
+    finally:
+        item.done.set()
+
+
+class PartitionWriter:
+    """Appends queued group writes to one partition, one at a time."""
+
+    def __init__(self, partition: int, log: OffsetsLog, apply: Callable[[Effects], None]) -> None:
+        self.partition = partition
+        self._log = log
+        self._apply = apply
+        self._queue: deque[PendingWrite] = deque()
+        self._wake = trio.Event()
+        self._cancel = trio.CancelScope()
+        self.closed = False
+
+    def submit(self, write: GroupWrite) -> PendingWrite:
+        item = PendingWrite(write)
+        if self.closed:
+            finish(item, ErrorCode.NOT_COORDINATOR, self._apply)
+            return item
+        self._queue.append(item)
+        self._wake.set()
+        return item
+
+    async def run(self) -> None:
+        """Drain the queue until `close`."""
+        with self._cancel:
+            while True:
+                while not self._queue:
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                item = self._queue[0]
+                code = await self._append(item.write)
+                if self._queue and self._queue[0] is item:
+                    self._queue.popleft()
+                    finish(item, code, self._apply)
+
+    async def _append(self, write: GroupWrite) -> int:
+        try:
+            await self._log.append(self.partition,
+                                   build_batch(write.entries, int(time.time() * 1000)))
+            return ErrorCode.NONE
+        except OffsetsLogError as exc:
+            logger.warning("__consumer_offsets-%d: write of %d record(s) failed: %s",
+                           self.partition, len(write.entries), exc)
+            return exc.error_code
+
+    def close(self) -> None:
+        """Stop; queued (and in-flight) writes fail with NOT_COORDINATOR."""
+        self.closed = True
+        self._cancel.cancel()
+        while self._queue:
+            finish(self._queue.popleft(), ErrorCode.NOT_COORDINATOR, self._apply)

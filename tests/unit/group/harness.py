@@ -1,0 +1,138 @@
+"""One in-process broker on a real socket: the real data plane (ReplicaManager, partition
+logs), the Metadata handlers and the group coordinator, with metadata replayed from the
+records a controller would commit. `__consumer_offsets` is created, when a FindCoordinator
+asks for it, by publishing its records here instead of through a controller.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping
+
+import trio
+
+from broker.config import ServerConfig
+from broker.config.endpoints import Listener
+from broker.dataplane import DataPlane
+from broker.group.component import GroupCoordinatorComponent
+from broker.group.offsets_log import ReplicaOffsetsLog
+from broker.handlers.metadata import MetadataHandlers
+from broker.log.manager import LogManager
+from broker.network import NetworkServer, RequestRouter, install_api_versions
+from clients.connection import KafkaConnection
+from clients.protocol import ErrorCode
+from metadata.delta import apply_records
+from metadata.image import MetadataImage
+from metadata.records import (
+    TOPIC_RESOURCE,
+    BrokerEndpoint,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+
+BROKER_ID = 1
+FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
+               "offsets.topic.num.partitions": "4", "offsets.topic.replication.factor": "1"}
+
+
+@dataclass
+class GroupBroker:
+    """A running broker plus helpers to change its metadata."""
+
+    plane: DataPlane
+    component: GroupCoordinatorComponent
+    host: str
+    port: int
+    image: MetadataImage = field(default_factory=MetadataImage.empty)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    @property
+    def coordinator(self):  # type: ignore[no-untyped-def]
+        return self.component.coordinator
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def publish(self, records: list[Any]) -> None:
+        delta, self.image = apply_records(self.image, records)
+        await self.plane.on_metadata(delta, self.image)
+        await self.component.on_metadata(delta, self.image)
+
+    async def create_topic(self, name: str, partitions: int = 1,
+                           configs: Mapping[str, str] | None = None) -> None:
+        topic_id = uuid.uuid4()
+        self.topic_ids[name] = topic_id
+        records: list[Any] = [TopicRecord(name=name, topic_id=topic_id)]
+        records += [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=k,
+                                 value=v) for k, v in (configs or {}).items()]
+        records += [PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(BROKER_ID,),
+                                    isr=(BROKER_ID,), leader=BROKER_ID, leader_epoch=0,
+                                    partition_epoch=0) for p in range(partitions)]
+        await self.publish(records)
+
+    async def move_leader(self, name: str, partition: int, leader: int) -> None:
+        await self.publish([PartitionChangeRecord(partition_id=partition,
+                                                  topic_id=self.topic_ids[name], leader=leader)])
+
+    async def connect(self) -> KafkaConnection:
+        return await KafkaConnection.connect(self.host, self.port, client_id="group-test")
+
+    async def wait_loaded(self, timeout: float = 5.0) -> None:
+        """Until every `__consumer_offsets` partition this broker leads is loaded."""
+        with trio.fail_after(timeout):
+            while self.coordinator.is_loading or not self.coordinator._loaded:
+                await trio.sleep(0.01)
+
+
+@asynccontextmanager
+async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None = None,
+                               ) -> AsyncIterator[GroupBroker]:
+    """Serve on 127.0.0.1 (port 0) until the block ends."""
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir(exist_ok=True)
+    props = {"process.roles": "broker", "node.id": str(BROKER_ID),
+             "controller.quorum.voters": "9@127.0.0.1:1",
+             "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(log_dir), **FAST_GROUPS,
+             **(extra or {})}
+    config = ServerConfig(props)
+    log_manager = LogManager([log_dir], config.log_defaults())
+    plane = DataPlane(config, log_manager)
+    holder: list[GroupBroker] = []
+
+    async def create_offsets_topic(topic: dict[str, Any]) -> int:
+        broker = holder[0]
+        await broker.create_topic(topic["name"], topic["num_partitions"],
+                                  {c["name"]: c["value"] for c in topic["configs"]})
+        return ErrorCode.NONE
+
+    component = GroupCoordinatorComponent(
+        config, ReplicaOffsetsLog(plane.replica_manager, 5000), lambda: holder[0].image,
+        create_topic=create_offsets_topic)
+    router = RequestRouter()
+    install_api_versions(router)
+    MetadataHandlers(lambda: holder[0].image, "group-test-cluster").register(router)
+    plane.register(router)
+    component.register(router)
+    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router)
+    try:
+        async with trio.open_nursery() as nursery:
+            addresses = await nursery.start(server.serve)
+            host, port = addresses["PLAINTEXT"]
+            broker = GroupBroker(plane, component, host, port)
+            holder.append(broker)
+            await nursery.start(component.run)
+            await broker.publish([RegisterBrokerRecord(
+                broker_id=BROKER_ID, incarnation_id=uuid.uuid4(), broker_epoch=1,
+                end_points=(BrokerEndpoint("PLAINTEXT", host, port, 0),), fenced=False)])
+            yield broker
+            server.stop()
+            nursery.cancel_scope.cancel()
+    finally:
+        log_manager.close()

@@ -1,0 +1,82 @@
+"""Group routing (Java's String.hashCode) and the `__consumer_offsets` record formats."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from broker.group.records import (
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetsRecordError,
+    OffsetValue,
+    build_batch,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    iter_entries,
+)
+from broker.group.routing import java_string_hashcode, partition_for_group
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", 0),
+    ("a", 97),
+    ("hello", 99162322),
+    ("Aa", 2112),
+    ("BB", 2112),
+    # The classic string whose hash is Integer.MIN_VALUE.
+    ("polygenelubricants", -2147483648),
+    ("\U0001F600", 55357 * 31 + 56832),  # a surrogate pair counts as two UTF-16 units
+])
+def test_java_string_hashcode_matches_java(text, expected):
+    assert java_string_hashcode(text) == expected
+
+
+def test_partition_for_group_masks_the_sign_like_kafka_utils_abs():
+    assert partition_for_group("polygenelubricants", 50) == 0  # MIN_VALUE & 0x7fffffff == 0
+    assert partition_for_group("hello", 50) == 99162322 % 50
+    negative = java_string_hashcode("my-group")
+    assert negative < 0
+    assert partition_for_group("my-group", 50) == (negative & 0x7FFFFFFF) % 50
+    with pytest.raises(ValueError):
+        partition_for_group("g", 0)
+
+
+def test_keys_and_values_round_trip():
+    offset_key = OffsetKey("g", "topic", 3)
+    group_key = GroupKey("g")
+    assert decode_key(encode_key(offset_key)) == offset_key
+    assert decode_key(encode_key(group_key)) == group_key
+    assert encode_key(offset_key) != encode_key(group_key)
+    offset = OffsetValue(42, 7, "meta", 1000, -1)
+    assert decode_value(offset_key, encode_value(offset)) == offset
+    group = GroupValue("consumer", 5, "range", "m-1", 1234, (
+        MemberValue("m-1", None, "client", "/127.0.0.1", 30000, 10000, b"\x00sub", b"\x00as"),
+        MemberValue("m-2", "instance-2", "client", "/127.0.0.2", 30000, 10000, b"", b""),
+    ))
+    assert decode_value(group_key, encode_value(group)) == group
+    assert encode_value(None) is None and decode_value(group_key, None) is None
+
+
+def test_unreadable_records_raise_a_clear_error():
+    with pytest.raises(OffsetsRecordError):
+        decode_key(b"\xc1")
+    with pytest.raises(OffsetsRecordError, match="unknown"):
+        decode_key(msgpack.packb([9, "g"]))
+    with pytest.raises(OffsetsRecordError):
+        decode_value(OffsetKey("g", "t", 0), b"\x93\x09\x01\x02")
+
+
+def test_batches_carry_entries_and_tombstones_in_order():
+    entries = [(OffsetKey("g", "t", 0), OffsetValue(5)), (GroupKey("g"), None),
+               (OffsetKey("g", "t", 0), None)]
+    batch = build_batch(entries, 1000)
+    decoded = list(iter_entries(batch))
+    assert [(offset, key, value) for offset, key, value in decoded] == [
+        (0, entries[0][0], entries[0][1]), (1, entries[1][0], None), (2, entries[2][0], None)]
+    with pytest.raises(ValueError):
+        build_batch([], 0)
