@@ -21,6 +21,7 @@ MAX_TIMESTAMP = -3
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 _FIRST_VERSION_WITH_MAX_TIMESTAMP = 7
+_FIRST_VERSION_WITH_LEADER_EPOCH = 4
 
 
 def _list_offsets_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
@@ -94,7 +95,9 @@ class OffsetHandlers:
             entry["error_code"] = error_code_of(exc)
             return
         if found is not None:
-            entry["timestamp"], entry["offset"], entry["leader_epoch"] = found
+            entry["timestamp"], entry["offset"], leader_epoch = found
+            if version >= _FIRST_VERSION_WITH_LEADER_EPOCH:  # older responses lack the field
+                entry["leader_epoch"] = leader_epoch
 
     @staticmethod
     def _offset_for(partition: Partition, timestamp: int, replica_id: int,

@@ -1,14 +1,13 @@
-"""aiokafka against the broker data plane: idempotent acks=all produce of 10k keyed
-records with headers per codec, then assign+seek consumption checking every byte."""
+"""aiokafka against a launcher cluster: idempotent acks=all produce of 10k keyed records
+with headers per codec, then assign+seek consumption checking every byte and offset."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-import trio
 
-from tests.unit.dataplane.harness import counting_producer_ids, running_broker
+from tests.compat.cluster import Cluster
 
 aiokafka = pytest.importorskip("aiokafka")
 
@@ -21,7 +20,7 @@ def expected(codec: str | None, i: int) -> tuple[bytes, bytes, list[tuple[str, b
             [("i", str(i).encode()), ("c", str(codec).encode())])
 
 
-async def produce_and_consume(bootstrap: str, topic: str, codec: str | None) -> tuple[list[int], list]:
+async def produce_all(bootstrap: str, topic: str, codec: str | None) -> list[int]:
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
                                          enable_idempotence=True, compression_type=codec,
                                          linger_ms=5)
@@ -32,38 +31,43 @@ async def produce_and_consume(bootstrap: str, topic: str, codec: str | None) -> 
             key, value, headers = expected(codec, i)
             futures.append(await producer.send(topic, value=value, key=key, headers=headers,
                                                partition=0))
-        offsets = [(await f).offset for f in futures]
+        return [(await f).offset for f in futures]
     finally:
         await producer.stop()
+
+
+async def consume_all(bootstrap: str, topic: str, start: int = 0) -> list:
     consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                                          enable_auto_commit=False)
     await consumer.start()
     try:
         tp = aiokafka.TopicPartition(topic, 0)
         consumer.assign([tp])
-        consumer.seek(tp, 0)
+        consumer.seek(tp, start)
         messages: list = []
-        while len(messages) < RECORDS:
-            polled = await asyncio.wait_for(consumer.getmany(timeout_ms=500, max_records=5000), 30)
-            for batch in polled.values():
-                messages.extend(batch)
+
+        async def drain() -> None:
+            while len(messages) < RECORDS - start:
+                polled = await consumer.getmany(timeout_ms=500, max_records=5000)
+                for batch in polled.values():
+                    messages.extend(batch)
+
+        await asyncio.wait_for(drain(), 30)
     finally:
         await consumer.stop()
-    return offsets, messages
+    return messages
 
 
 @pytest.mark.parametrize("codec", CODECS)
-async def test_aiokafka_round_trip(tmp_path, codec):
-    async with running_broker(tmp_path, with_metadata=True,
-                              producer_id_source=counting_producer_ids()) as broker:
-        topic = f"aiokafka-{codec}"
-        broker.create_topic(topic)
-        bootstrap = f"{broker.host}:{broker.port}"
-        with trio.fail_after(90):
-            offsets, messages = await trio.to_thread.run_sync(
-                asyncio.run, produce_and_consume(bootstrap, topic, codec))
-        assert offsets == list(range(RECORDS))
-        assert [m.offset for m in messages] == list(range(RECORDS))
-        for i, msg in enumerate(messages):
-            key, value, headers = expected(codec, i)
-            assert (msg.key, msg.value, list(msg.headers)) == (key, value, headers)
+def test_aiokafka_round_trip(cluster: Cluster, codec: str | None) -> None:
+    topic = f"aiokafka-{codec}"
+    cluster.create_topic(topic)
+    offsets = asyncio.run(produce_all(cluster.bootstrap, topic, codec))
+    assert offsets == list(range(RECORDS))
+    messages = asyncio.run(consume_all(cluster.bootstrap, topic))
+    assert [m.offset for m in messages] == list(range(RECORDS))
+    for i, msg in enumerate(messages):
+        key, value, headers = expected(codec, i)
+        assert (msg.key, msg.value, list(msg.headers)) == (key, value, headers)
+    tail = asyncio.run(consume_all(cluster.bootstrap, topic, start=9_990))
+    assert [m.offset for m in tail] == list(range(9_990, RECORDS))

@@ -1,12 +1,14 @@
-"""kafka-python against the broker data plane: idempotent acks=all produce of 10k keyed
-records with headers per codec, then assign+seek consumption checking every byte."""
+"""kafka-python with its defaults (idempotent producer, acks=all) against a launcher
+cluster: 10k keyed records with headers per codec, then assign+seek consumption checking
+every byte and offset."""
 
 from __future__ import annotations
 
-import pytest
-import trio
+import time
 
-from tests.unit.dataplane.harness import counting_producer_ids, running_broker
+import pytest
+
+from tests.compat.cluster import Cluster
 
 kafka = pytest.importorskip("kafka")
 
@@ -20,48 +22,53 @@ def expected(codec: str | None, i: int) -> tuple[bytes, bytes, list[tuple[str, b
 
 
 def produce_all(bootstrap: str, topic: str, codec: str | None) -> list[int]:
-    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                   enable_idempotence=True, compression_type=codec,
-                                   linger_ms=5)
-    futures = []
-    for i in range(RECORDS):
-        key, value, headers = expected(codec, i)
-        futures.append(producer.send(topic, value=value, key=key, headers=headers, partition=0))
-    producer.flush(30)
-    offsets = [f.get(timeout=30).offset for f in futures]
-    producer.close()
-    return offsets
+    # Only the codec is set: idempotence and acks=all are kafka-python's own defaults.
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec)
+    try:
+        futures = []
+        for i in range(RECORDS):
+            key, value, headers = expected(codec, i)
+            futures.append(producer.send(topic, value=value, key=key, headers=headers,
+                                         partition=0))
+        producer.flush(30)
+        return [f.get(timeout=30).offset for f in futures]
+    finally:
+        producer.close()
 
 
-def consume_all(bootstrap: str, topic: str) -> list[object]:
+def consume_all(bootstrap: str, topic: str, start: int = 0) -> list[object]:
     consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                                    enable_auto_commit=False)
-    tp = kafka.TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
-    messages: list[object] = []
-    empty_polls = 0
-    while len(messages) < RECORDS and empty_polls < 60:
-        polled = consumer.poll(timeout_ms=500, max_records=5000)
-        empty_polls += 0 if polled else 1
-        for batch in polled.values():
-            messages.extend(batch)
-    consumer.close()
+    try:
+        tp = kafka.TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, start)
+        messages: list[object] = []
+        deadline = time.monotonic() + 30
+        while len(messages) < RECORDS - start and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500, max_records=5000).values():
+                messages.extend(batch)
+    finally:
+        consumer.close()
     return messages
 
 
+def test_producer_defaults_are_idempotent_acks_all() -> None:
+    defaults = kafka.KafkaProducer.DEFAULT_CONFIG
+    assert defaults["enable_idempotence"] is True
+    assert str(defaults["acks"]) in ("all", "-1")
+
+
 @pytest.mark.parametrize("codec", CODECS)
-async def test_kafka_python_round_trip(tmp_path, codec):
-    async with running_broker(tmp_path, with_metadata=True,
-                              producer_id_source=counting_producer_ids()) as broker:
-        topic = f"kafka-python-{codec}"
-        broker.create_topic(topic)
-        bootstrap = f"{broker.host}:{broker.port}"
-        with trio.fail_after(90):
-            offsets = await trio.to_thread.run_sync(produce_all, bootstrap, topic, codec)
-            assert offsets == list(range(RECORDS))
-            messages = await trio.to_thread.run_sync(consume_all, bootstrap, topic)
-        assert [m.offset for m in messages] == list(range(RECORDS))
-        for i, msg in enumerate(messages):
-            key, value, headers = expected(codec, i)
-            assert (msg.key, msg.value, list(msg.headers)) == (key, value, headers)
+def test_kafka_python_round_trip(cluster: Cluster, codec: str | None) -> None:
+    topic = f"kafka-python-{codec}"
+    cluster.create_topic(topic)
+    offsets = produce_all(cluster.bootstrap, topic, codec)
+    assert offsets == list(range(RECORDS))
+    messages = consume_all(cluster.bootstrap, topic)
+    assert [m.offset for m in messages] == list(range(RECORDS))
+    for i, msg in enumerate(messages):
+        key, value, headers = expected(codec, i)
+        assert (msg.key, msg.value, list(msg.headers)) == (key, value, headers)
+    tail = consume_all(cluster.bootstrap, topic, start=5_001)
+    assert [m.offset for m in tail] == list(range(5_001, RECORDS))
