@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import trio
 
 from clients.connection import KafkaConnection, KafkaConnectionError
-from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class ControllerChannel:
             backoff = min(backoff * 2, self._backoff_max_s)
         details = "; ".join(f"node {n}: {why}" for n, why in sorted(failures.items()))
         raise ControllerUnavailableError(
-            f"no active controller accepted {_api_name(api_key)} within {timeout_ms} ms"
+            f"no active controller accepted {api_name(api_key)} within {timeout_ms} ms"
             + (f" ({details})" if details else ""))
 
     async def aclose(self) -> None:
@@ -208,10 +208,3 @@ class ControllerChannel:
         conn = self._connections.pop(node_id, None)
         if conn is not None:
             await conn.aclose()
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return ApiKey(api_key).name
-    except ValueError:
-        return f"API {api_key}"

@@ -1,7 +1,8 @@
 """One connection to one Kafka-protocol endpoint: trio and blocking flavours.
 
 ``KafkaConnection`` (trio) and ``BlockingKafkaConnection`` share their framing, version
-negotiation and response parsing (``clients.net.session``); they differ only in I/O.
+negotiation and response parsing (``clients.net.session``) and their state (``clients.net.base``);
+they differ only in I/O.
 """
 
 from clients.net import (

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from metadata.addresses import parse_voter_list
 from kraft.errors import QuorumConfigError
 
 PASSWORD_KEY = "controller.quorum.password"
@@ -67,21 +68,10 @@ class QuorumConfig:
 
 def parse_voters(text: str) -> dict[int, tuple[str, int]]:
     """Parse Kafka's `controller.quorum.voters` form: `1@host:port,2@[::1]:port`."""
-    voters: dict[int, tuple[str, int]] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        try:
-            node_text, address = item.split("@", 1)
-            host, port_text = address.rsplit(":", 1)
-            node_id, port = int(node_text), int(port_text)
-        except ValueError:
-            raise QuorumConfigError(f"{VOTERS_KEY}: bad entry {item!r}, expected id@host:port") from None
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if node_id in voters:
-            raise QuorumConfigError(f"{VOTERS_KEY}: node id {node_id} listed twice")
-        voters[node_id] = (host, port)
-    return voters
+    try:
+        return parse_voter_list(text)
+    except ValueError as exc:
+        raise QuorumConfigError(f"{VOTERS_KEY}: {exc}") from None
 
 
 def validate(config: QuorumConfig) -> None:

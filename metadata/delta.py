@@ -52,6 +52,8 @@ class PartitionChange:
 
 @dataclass(frozen=True, slots=True)
 class RemovedPartition:
+    """A partition that a delta deletes (its topic was removed)."""
+
     topic_id: uuid.UUID
     topic_name: str
     partition_id: int

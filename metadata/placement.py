@@ -22,6 +22,8 @@ class PlacementError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class UsableBroker:
+    """A broker that may receive new replicas, with its rack (None: no rack)."""
+
     broker_id: int
     rack: str | None = None
 

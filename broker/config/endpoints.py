@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 
 from broker.config.errors import ConfigError
+from metadata import addresses
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-# Kafka's default listener.security.protocol.map: each protocol name maps to itself.
-DEFAULT_SECURITY_PROTOCOL_MAP = {name: name for name in SECURITY_PROTOCOLS}
 
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -35,22 +34,10 @@ def split_list(value: str) -> list[str]:
 
 def parse_host_port(text: str, key: str, *, allow_empty_host: bool) -> tuple[str, int]:
     """`host:port` or `[v6]:port`; the port must be 0..65535."""
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0 or text[end + 1 : end + 2] != ":":
-            raise ConfigError(key, f"malformed address {text!r}")
-        host, port_text = text[1:end], text[end + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep:
-            raise ConfigError(key, f"address {text!r} has no port")
-        if ":" in host:
-            raise ConfigError(key, f"IPv6 address {text!r} must be in brackets")
-    if not host and not allow_empty_host:
-        raise ConfigError(key, f"address {text!r} has no host")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(key, f"bad port in {text!r}")
-    return host, int(port_text)
+    try:
+        return addresses.parse_host_port(text, allow_empty_host=allow_empty_host)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc)) from None
 
 
 def parse_security_protocol_map(value: str, key: str) -> dict[str, str]:
@@ -95,16 +82,7 @@ def parse_listeners(value: str, key: str, protocol_map: dict[str, str],
 
 def parse_voters(value: str, key: str) -> dict[int, tuple[str, int]]:
     """`id@host:port,...` -> {id: (host, port)}; ids non-negative and unique, ports > 0."""
-    voters: dict[int, tuple[str, int]] = {}
-    for item in split_list(value):
-        id_text, sep, address = item.partition("@")
-        if not sep or not id_text.strip().isdigit():
-            raise ConfigError(key, f"malformed voter {item!r}: expected ID@host:port")
-        node_id = int(id_text)
-        host, port = parse_host_port(address.strip(), key, allow_empty_host=False)
-        if port == 0:
-            raise ConfigError(key, f"voter {node_id} needs a fixed port, not 0")
-        if node_id in voters:
-            raise ConfigError(key, f"voter id {node_id} appears twice")
-        voters[node_id] = (host, port)
-    return voters
+    try:
+        return addresses.parse_voter_list(value)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc)) from None

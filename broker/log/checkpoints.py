@@ -7,7 +7,6 @@ so a crash leaves either the old or the new content.
 from __future__ import annotations
 
 import base64
-import logging
 import os
 import time
 import uuid
@@ -15,8 +14,6 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from broker.log.errors import KafkaStorageError
-
-logger = logging.getLogger(__name__)
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"

@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class CleanerStats:
+    """What one cleaning pass did, for its log line and the tests."""
+
     segments: int
     bytes_before: int
     bytes_after: int

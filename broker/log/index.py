@@ -222,11 +222,8 @@ class TimeIndex(_MmapIndex):
 
     _entry = struct.Struct(">qi")
 
-    def max_entries_usable(self) -> int:
-        # One slot stays free for the final entry written when the segment becomes inactive.
-        return self.max_entries - 1
-
     def is_full(self) -> bool:
+        # One slot stays free for the final entry written when the segment becomes inactive.
         return self._entries >= self.max_entries - 1
 
     def last_entry(self) -> tuple[int, int]:

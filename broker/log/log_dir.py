@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 from pathlib import Path
 from typing import Mapping
@@ -20,8 +19,6 @@ from broker.log.checkpoints import (
     write_offset_checkpoint,
 )
 from broker.log.errors import LogDirLockedError
-
-logger = logging.getLogger(__name__)
 
 Offsets = dict[tuple[str, int], int]
 

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
 
-from broker.log import errors
+from broker.log import errors, retention
 from broker.log.checkpoints import read_partition_metadata, write_partition_metadata
-from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
+from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
 from broker.log.producer_state import ProducerStateManager
 from broker.log.results import AppendResult, ReadResult, UpperBound
 from broker.log.segment import DELETED_SUFFIX, LogSegment
+from broker.log.timestamps import offset_for_timestamp
+from broker.log.validation import validate_leader_batch
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BatchHeader,
@@ -168,30 +169,6 @@ class PartitionLog:
         except CorruptRecordError as exc:
             raise errors.CorruptMessage(f"{self.name}: {exc}") from None
 
-    def _validate_leader_batch(self, header: BatchHeader, now_ms: int) -> None:
-        config = self.config
-        if header.size > config.max_message_bytes:
-            raise errors.MessageTooLarge(
-                f"{self.name}: batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
-            )
-        if header.last_offset_delta + 1 != header.records_count:
-            raise errors.InvalidRecord(f"{self.name}: inconsistent batch offset range and record count")
-        if header.is_control:
-            raise errors.InvalidRecord(f"{self.name}: clients may not write control batches")
-        if header.producer_id >= 0 and header.base_sequence < 0:
-            raise errors.InvalidRecord(f"{self.name}: idempotent batch without a sequence number")
-        if not config.log_append_time:
-            if header.max_timestamp >= 0 and header.max_timestamp - now_ms > config.message_timestamp_after_max_ms:
-                raise errors.InvalidTimestamp(
-                    f"{self.name}: timestamp {header.max_timestamp} is more than "
-                    f"message.timestamp.after.max.ms ahead of {now_ms}"
-                )
-            if header.base_timestamp >= 0 and now_ms - header.base_timestamp > config.message_timestamp_before_max_ms:
-                raise errors.InvalidTimestamp(
-                    f"{self.name}: timestamp {header.base_timestamp} is more than "
-                    f"message.timestamp.before.max.ms behind {now_ms}"
-                )
-
     def append_as_leader(self, batches: bytearray, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
         """Validate, assign offsets from the LEO, stamp and write ``batches`` (modified in place).
 
@@ -212,7 +189,7 @@ class PartitionLog:
         idempotent = False
         count = 0
         for _, header in headers:
-            self._validate_leader_batch(header, now_ms)
+            validate_leader_batch(self.name, header, self.config, now_ms)
             count += header.records_count
             idempotent = idempotent or header.producer_id >= 0
         if idempotent:
@@ -482,42 +459,16 @@ class PartitionLog:
 
     # -- retention -----------------------------------------------------------------------
 
-    def _deletable_prefix(self, predicate) -> list[LogSegment]:  # type: ignore[no-untyped-def]
-        chosen = []
-        for n, segment in enumerate(self.segments[:-1]):
-            upper = self.segments[n + 1].base_offset
-            if upper > self.high_watermark or not predicate(segment, upper):
-                break
-            chosen.append(segment)
-        return chosen
-
     def delete_old_segments(self, now_ms: int) -> int:
         """Apply retention.ms, retention.bytes and the log start offset; returns segments deleted.
 
         Only whole non-active segments below the high watermark are deleted.
         """
-        config = self.config
-        deleted = 0
-        if config.delete and config.retention_ms >= 0:
-            deleted += self._delete(self._deletable_prefix(
-                lambda s, _: now_ms - s.largest_timestamp() > config.retention_ms), now_ms, "retention.ms")
-        if config.delete and config.retention_bytes >= 0:
-            excess = [self.size_in_bytes - config.retention_bytes]
+        return retention.delete_old_segments(self, now_ms)
 
-            def over_size(segment: LogSegment, _: int) -> bool:
-                if excess[0] - segment.size >= 0:
-                    excess[0] -= segment.size
-                    return True
-                return False
-
-            deleted += self._delete(self._deletable_prefix(over_size), now_ms, "retention.bytes")
-        deleted += self._delete(self._deletable_prefix(lambda _, upper: upper <= self.log_start_offset),
-                                now_ms, "log start offset")
-        if self.producer_state.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS):
-            logger.debug("%s: expired idle producer ids", self.name)
-        return deleted
-
-    def _delete(self, doomed: list[LogSegment], now_ms: int, reason: str) -> int:
+    def delete_segments(self, doomed: list[LogSegment], now_ms: int, reason: str) -> int:
+        """Take the oldest segments `doomed` out of the log (deleted after the delay); moves the
+        log start offset past them. Returns how many."""
         if not doomed:
             return 0
         for segment in doomed:
@@ -540,24 +491,8 @@ class PartitionLog:
 
         Kafka's special values: -2 earliest, -1 latest (the LEO), -3 max timestamp.
         """
-        from broker.log.timestamps import first_record_at_or_after
-
-        if timestamp == -2:
-            return -1, self.log_start_offset
-        if timestamp == -1:
-            return -1, self.log_end_offset
-        if timestamp == -3:
-            best = max(((s.max_timestamp, s.offset_of_max_timestamp) for s in self.segments), default=(-1, -1))
-            if best[0] < 0:
-                return -1, -1
-            return best
-        for segment in self.segments:
-            if segment.next_offset <= self.log_start_offset or segment.max_timestamp < timestamp:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-            if found is not None:
-                return first_record_at_or_after(segment, found[0], found[1], timestamp, self.log_start_offset)
-        return None
+        return offset_for_timestamp(self.segments, self.log_start_offset, self.log_end_offset,
+                                    timestamp)
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ _INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True, slots=True)
 class BatchMetadata:
+    """Sequence and offset range of one batch a producer appended (for duplicate detection)."""
+
     first_seq: int
     last_seq: int
     first_offset: int
@@ -41,6 +43,8 @@ class BatchMetadata:
 
 @dataclass(slots=True)
 class ProducerEntry:
+    """One producer id's epoch and its last few batches, as Kafka's ProducerStateEntry."""
+
     producer_id: int
     epoch: int
     last_timestamp: int = -1

@@ -1,9 +1,10 @@
-"""Record-level timestamp lookup for ListOffsets by time (not a hot path: records are parsed)."""
+"""Offset lookups by timestamp for ListOffsets (not a hot path: the batch found is parsed)."""
 
 from __future__ import annotations
 
 import logging
 import os
+from typing import Sequence
 
 from broker.log.segment import LogSegment
 from clients.records.batch import decode_batch
@@ -29,3 +30,27 @@ def first_record_at_or_after(
         if record.timestamp >= timestamp and record.offset is not None and record.offset >= min_offset:
             return record.timestamp, record.offset
     return header.max_timestamp, max(header.last_offset, min_offset)
+
+
+def offset_for_timestamp(segments: Sequence[LogSegment], log_start_offset: int, log_end_offset: int,
+                         timestamp: int) -> tuple[int, int] | None:
+    """(timestamp, offset) of the first record with timestamp >= ``timestamp``, or None.
+
+    Kafka's special values: -2 earliest, -1 latest (the LEO), -3 max timestamp.
+    """
+    if timestamp == -2:
+        return -1, log_start_offset
+    if timestamp == -1:
+        return -1, log_end_offset
+    if timestamp == -3:
+        best = max(((s.max_timestamp, s.offset_of_max_timestamp) for s in segments), default=(-1, -1))
+        if best[0] < 0:
+            return -1, -1
+        return best
+    for segment in segments:
+        if segment.next_offset <= log_start_offset or segment.max_timestamp < timestamp:
+            continue
+        found = segment.find_offset_by_timestamp(timestamp, log_start_offset)
+        if found is not None:
+            return first_record_at_or_after(segment, found[0], found[1], timestamp, log_start_offset)
+    return None

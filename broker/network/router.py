@@ -55,10 +55,6 @@ class RequestRouter:
         if error_body is not None:
             self._error_bodies[int(api_key)] = error_body
 
-    def set_error_body(self, api_key: int, error_body: ErrorBodyBuilder) -> None:
-        """Register an error-body builder for an API, handled or not."""
-        self._error_bodies[int(api_key)] = error_body
-
     def handler_for(self, api_key: int) -> Handler | None:
         return self._handlers.get(int(api_key))
 

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import Any, Mapping
+from typing import Any
 
+from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
-from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
+from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
-_RECEIVE_CHUNK = 1 << 16
-_RECEIVE_MAX = 1 << 20
 
 
-class BlockingKafkaConnection:
+class BlockingKafkaConnection(ConnectionBase):
     """A negotiated blocking connection; ``timeout`` bounds the connect and each request.
 
     Raises KafkaConnectionError if the endpoint cannot be reached or does not answer
@@ -30,12 +29,8 @@ class BlockingKafkaConnection:
 
     def __init__(self, host: str, port: int, client_id: str | None = "raftka",
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port, client_id)
         self.timeout = timeout
-        self._session = ProtocolSession(client_id)
-        self._frames = FrameBuffer()
-        self._closed_reason: str | None = None
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
@@ -48,23 +43,6 @@ class BlockingKafkaConnection:
             self.close()
             raise
         logger.debug("connected to %s:%d", host, port)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed_reason is not None
-
-    @property
-    def broker_versions(self) -> Mapping[int, tuple[int, int]]:
-        """The peer's (min, max) version per API key, from ApiVersions."""
-        return self._session.broker_versions
-
-    def supports(self, api_key: int) -> bool:
-        """Whether this client and the peer share at least one version of ``api_key``."""
-        return self._session.supports(api_key)
-
-    def pick_version(self, api_key: int, version: int | None = None) -> int:
-        """The version ``request`` would use; KafkaError(UNSUPPORTED_VERSION) if none."""
-        return self._session.pick_version(api_key, version)
 
     def request(self, api_key: int, body: dict[str, Any],
                 version: int | None = None) -> dict[str, Any]:
@@ -89,11 +67,6 @@ class BlockingKafkaConnection:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _check_open(self) -> None:
-        if self._closed_reason is not None:
-            raise KafkaConnectionError(
-                f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
-
     def _mark_closed(self, reason: str) -> None:
         if self._closed_reason is None:
             self._closed_reason = reason
@@ -106,15 +79,13 @@ class BlockingKafkaConnection:
             if not outgoing.expects_response:
                 return None
             while (frame := self._frames.next_frame()) is None:
-                wanted = min(max(self._frames.bytes_wanted(), _RECEIVE_CHUNK), _RECEIVE_MAX)
-                data = self._sock.recv(wanted)
+                data = self._sock.recv(self._receive_size())
                 if not data:
                     raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
                 self._frames.feed(data)
             return frame
         except TimeoutError:
-            reason = (f"{outgoing.api_key.name} request to {self.host}:{self.port} timed out "
-                      f"after {self.timeout:g} s")
+            reason = self._timeout_reason(outgoing, self.timeout)
             self._mark_closed(reason)
             raise KafkaConnectionError(reason) from None
         except KafkaConnectionError as exc:

@@ -20,6 +20,7 @@ from clients.protocol import (
     ErrorCode,
     KafkaError,
     ProtocolError,
+    api_name,
     decode_response,
     encode_request,
 )
@@ -127,7 +128,7 @@ class ProtocolSession:
         Raises KafkaError(UNSUPPORTED_VERSION) otherwise, as Kafka's client does.
         """
         common = self.version_range(api_key)
-        name = _api_name(api_key)
+        name = api_name(api_key)
         if common is None:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                              f"{name} is not supported by both this client and the broker")
@@ -205,10 +206,3 @@ def _check_correlation(request: OutgoingRequest, correlation_id: int) -> None:
         raise ProtocolError(
             f"response correlation id {correlation_id} does not match request "
             f"{request.correlation_id} ({request.api_key.name})")
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return ApiKey(api_key).name
-    except ValueError:
-        return f"API {api_key}"

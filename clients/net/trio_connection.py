@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Mapping
+from typing import Any
 
 import trio
 
+from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
-from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
+from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
-_RECEIVE_CHUNK = 1 << 16
-_RECEIVE_MAX = 1 << 20
 
 
 class _Pending:
@@ -44,20 +43,16 @@ class _Pending:
             self.done, self.result, self.error = True, result, error
 
 
-class KafkaConnection:
+class KafkaConnection(ConnectionBase):
     """A negotiated connection; create it with ``await KafkaConnection.connect(...)``."""
 
     def __init__(self, stream: trio.SocketStream, host: str, port: int,
                  client_id: str | None) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port, client_id)
         self._stream = stream
-        self._session = ProtocolSession(client_id)
-        self._frames = FrameBuffer()
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
-        self._closed_reason: str | None = None
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
@@ -86,23 +81,6 @@ class KafkaConnection:
             raise
         logger.debug("connected to %s:%d", host, port)
         return conn
-
-    @property
-    def closed(self) -> bool:
-        return self._closed_reason is not None
-
-    @property
-    def broker_versions(self) -> Mapping[int, tuple[int, int]]:
-        """The peer's (min, max) version per API key, from ApiVersions."""
-        return self._session.broker_versions
-
-    def supports(self, api_key: int) -> bool:
-        """Whether this client and the peer share at least one version of ``api_key``."""
-        return self._session.supports(api_key)
-
-    def pick_version(self, api_key: int, version: int | None = None) -> int:
-        """The version ``request`` would use; KafkaError(UNSUPPORTED_VERSION) if none."""
-        return self._session.pick_version(api_key, version)
 
     async def request(self, api_key: int, body: dict[str, Any], version: int | None = None,
                       timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> dict[str, Any]:
@@ -135,11 +113,6 @@ class KafkaConnection:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _check_open(self) -> None:
-        if self._closed_reason is not None:
-            raise KafkaConnectionError(
-                f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
-
     async def _exchange(self, outgoing: OutgoingRequest, timeout: float) -> Any:
         """Write ``outgoing`` and wait for its frame (None when no response is expected)."""
         try:
@@ -152,8 +125,7 @@ class KafkaConnection:
                         if not pending.done:
                             await self._receive_one()
         except trio.TooSlowError:
-            reason = (f"{outgoing.api_key.name} request to {self.host}:{self.port} timed out "
-                      f"after {timeout:g} s")
+            reason = self._timeout_reason(outgoing, timeout)
             await self._fail(reason)
             raise KafkaConnectionError(reason) from None
         if pending.error is not None:
@@ -190,9 +162,8 @@ class KafkaConnection:
             if frame is not None:
                 break
             self._check_open()
-            wanted = min(max(self._frames.bytes_wanted(), _RECEIVE_CHUNK), _RECEIVE_MAX)
             try:
-                data = await self._stream.receive_some(wanted)
+                data = await self._stream.receive_some(self._receive_size())
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 await self._fail(f"receiving from {self.host}:{self.port} failed: {exc!r}")
                 return
@@ -223,8 +194,7 @@ class KafkaConnection:
         if self._closed_reason is None:
             self._closed_reason = reason
             logger.debug("closing %s:%d: %s", self.host, self.port, reason)
-        error = KafkaConnectionError(
-            f"connection to {self.host}:{self.port} is closed: {self._closed_reason}")
+        error = self._closed_error()
         while self._pending:
             self._pending.popleft().complete(None, error)
         # Closing the socket directly needs no checkpoint, so it works even when cancelled.

@@ -7,7 +7,7 @@ Typical use::
                               request.correlation_id, {"error_code": 0, ...})
 """
 
-from clients.protocol.api_keys import ApiKey
+from clients.protocol.api_keys import ApiKey, api_name
 from clients.protocol.apis import APIS, SUPPORTED_VERSIONS
 from clients.protocol.codec import (
     Request,
@@ -35,6 +35,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "UnsupportedVersionError",
     "ZERO_UUID",
+    "api_name",
     "chunks_size",
     "decode_request",
     "decode_response",

@@ -39,3 +39,11 @@ class ApiKey(IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name of ``api_key`` (e.g. ``FETCH``), or ``API <n>`` for a key this codec lacks."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API {api_key}"

@@ -31,6 +31,7 @@ from clients.protocol.primitives import (
     read_uvarint,
     value_size,
     write_length,
+    write_null,
     write_uvarint,
 )
 from clients.protocol.schema import NO_DEFAULT, Array, Field, FieldType, Struct, in_versions
@@ -314,9 +315,7 @@ def _array(elem: Compiled, compact: bool, nullable: bool) -> Compiled:
 
     def write(value: list | None, out: bytearray, inserts: list) -> None:
         if value is None:
-            if not nullable:
-                raise ProtocolError("null value for a non-nullable array")
-            write_length(-1, out, compact, True)
+            write_null(out, compact, True, nullable, "array")
             return
         write_length(len(value), out, compact, True)
         for item in value:
@@ -336,9 +335,7 @@ def _fixed_array(fmt: str, compact: bool, nullable: bool) -> Compiled:
 
     def write(value: list | None, out: bytearray, inserts: list) -> None:
         if value is None:
-            if not nullable:
-                raise ProtocolError("null value for a non-nullable array")
-            write_length(-1, out, compact, True)
+            write_null(out, compact, True, nullable, "array")
             return
         write_length(len(value), out, compact, True)
         out += struct.pack(f">{len(value)}{fmt}", *value)

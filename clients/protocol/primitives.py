@@ -128,6 +128,13 @@ def write_length(n: int, out: bytearray, compact: bool, wide: bool) -> None:
         out += _INT16.pack(n)
 
 
+def write_null(out: bytearray, compact: bool, wide: bool, nullable: bool, what: str) -> None:
+    """The null length prefix (-1); ProtocolError when the field is not nullable."""
+    if not nullable:
+        raise ProtocolError(f"null value for a non-nullable {what}")
+    write_length(-1, out, compact, wide)
+
+
 def checked_length(n: int, nullable: bool, remaining: int, what: str) -> bool:
     """Validate a decoded length; True when it denotes null."""
     if n < 0:
@@ -153,9 +160,7 @@ def string_reader(compact: bool, nullable: bool) -> Reader:
 def string_writer(compact: bool, nullable: bool) -> Writer:
     def write(value: str | None, out: bytearray, inserts: list) -> None:
         if value is None:
-            if not nullable:
-                raise ProtocolError("null value for a non-nullable string")
-            write_length(-1, out, compact, False)
+            write_null(out, compact, False, nullable, "string")
             return
         data = value.encode("utf-8")
         if not compact and len(data) > 0x7FFF:
@@ -182,9 +187,7 @@ def bytes_reader(compact: bool, nullable: bool) -> Reader:
 def bytes_writer(compact: bool, nullable: bool) -> Writer:
     def write(value: Any, out: bytearray, inserts: list) -> None:
         if value is None:
-            if not nullable:
-                raise ProtocolError("null value for non-nullable bytes")
-            write_length(-1, out, compact, True)
+            write_null(out, compact, True, nullable, "bytes field")
             return
         size = value_size(value)
         write_length(size, out, compact, True)

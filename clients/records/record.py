@@ -106,17 +106,6 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
     return b"".join(parts)
 
 
-def record_size(
-    offset_delta: int,
-    timestamp_delta: int,
-    key: bytes | None,
-    value: bytes | None,
-    headers: Sequence[Header] = (),
-) -> int:
-    """Bytes ``encode_record`` would produce for these fields."""
-    return len(encode_record(offset_delta, timestamp_delta, key, value, headers))
-
-
 def _read_uvarint32(data: bytes, pos: int) -> tuple[int, int]:
     raw, pos = decode_unsigned_varint(data, pos, 5)
     if raw > 0xFFFFFFFF:

@@ -12,6 +12,7 @@ from typing import Any
 
 from metadata import errors
 from metadata.controller import Decision
+from metadata.controller.rejection import Rejected
 from metadata.image import MetadataImage
 from metadata.records import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigRecord, MetadataRecord
 from metadata.settings import ControllerSettings
@@ -23,13 +24,6 @@ OP_SET = 0
 OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
-
-
-class _Rejected(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def incremental_alter_configs(
@@ -53,9 +47,9 @@ def incremental_alter_configs(
         code, message = errors.NONE, None
         try:
             if seen[(rtype, rname)] > 1:
-                raise _Rejected(errors.INVALID_REQUEST, f"Duplicate resource {rname!r} in request.")
+                raise Rejected(errors.INVALID_REQUEST, f"Duplicate resource {rname!r} in request.")
             changes = _alter_one(image, rtype, rname, res.get("configs") or [], settings)
-        except _Rejected as rej:
+        except Rejected as rej:
             code, message = rej.code, rej.message
         else:
             if not validate_only:
@@ -77,29 +71,29 @@ def _alter_one(
 ) -> list[MetadataRecord]:
     if rtype == TOPIC_RESOURCE:
         if rname not in image.topics_by_name:
-            raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.")
+            raise Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.")
     elif rtype == BROKER_RESOURCE:
         if rname != "" and not (rname.isascii() and rname.isdigit()):
-            raise _Rejected(errors.INVALID_REQUEST, f"Invalid broker name {rname!r}.")
+            raise Rejected(errors.INVALID_REQUEST, f"Invalid broker name {rname!r}.")
     else:
-        raise _Rejected(errors.INVALID_REQUEST, f"Unexpected resource type {rtype}.")
+        raise Rejected(errors.INVALID_REQUEST, f"Unexpected resource type {rtype}.")
     names = [op["name"] for op in ops]
     if len(set(names)) != len(names):
-        raise _Rejected(errors.INVALID_REQUEST, "Duplicate configuration key in request.")
+        raise Rejected(errors.INVALID_REQUEST, "Duplicate configuration key in request.")
 
     current = dict(image.configs.get((rtype, rname), {}))
     updated = dict(current)
     for op in ops:
         name, value, operation = op["name"], op.get("value"), op["config_operation"]
         if rtype == TOPIC_RESOURCE and name not in TOPIC_CONFIGS:
-            raise _Rejected(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
+            raise Rejected(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if operation == OP_DELETE:
             updated.pop(name, None)
             continue
         if operation not in (OP_SET, OP_APPEND, OP_SUBTRACT):
-            raise _Rejected(errors.INVALID_REQUEST, f"Unknown config operation {operation}.")
+            raise Rejected(errors.INVALID_REQUEST, f"Unknown config operation {operation}.")
         if value is None:
-            raise _Rejected(errors.INVALID_REQUEST, f"Null value not supported for: {name}")
+            raise Rejected(errors.INVALID_REQUEST, f"Null value not supported for: {name}")
         if operation == OP_SET:
             updated[name] = value
         else:
@@ -121,7 +115,7 @@ def _edit_list(rtype: int, name: str, current: str | None, value: str, operation
         definition = TOPIC_CONFIGS[name]
         if definition.type != "list":
             verb = "APPEND" if operation == OP_APPEND else "SUBTRACT"
-            raise _Rejected(
+            raise Rejected(
                 errors.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
             )
         if current is None:
@@ -145,4 +139,4 @@ def _validate(rtype: int, name: str, value: str, settings: ControllerSettings) -
         elif not name:
             raise ValueError("empty config name")
     except (ConfigValidationError, ValueError) as exc:
-        raise _Rejected(errors.INVALID_CONFIG, str(exc)) from None
+        raise Rejected(errors.INVALID_CONFIG, str(exc)) from None

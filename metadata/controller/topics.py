@@ -17,6 +17,7 @@ from metadata.controller.assignments import (
     new_topic_id,
     usable_brokers,
 )
+from metadata.controller.rejection import Rejected
 from metadata.image import MetadataImage
 from metadata.placement import PlacementError, place_replicas
 from metadata.records import (
@@ -35,13 +36,6 @@ logger = logging.getLogger(__name__)
 
 # DescribeConfigs ConfigSource for a topic override.
 _DYNAMIC_TOPIC_CONFIG = 1
-
-
-class _Rejected(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def create_topics(
@@ -64,9 +58,9 @@ def create_topics(
         name = topic["name"]
         try:
             if name_counts[name] > 1:
-                raise _Rejected(errors.INVALID_REQUEST, f"Found multiple entries for topic {name}.")
+                raise Rejected(errors.INVALID_REQUEST, f"Found multiple entries for topic {name}.")
             topic_records, result = _create_one(image, topic, collisions, taken_ids, rng, settings)
-        except _Rejected as rej:
+        except Rejected as rej:
             results.append(_error_result(name, rej.code, rej.message))
             continue
         collisions[collision_key(name)] = name
@@ -91,12 +85,12 @@ def _create_one(
     name = topic["name"]
     reason = topic_name_error(name)
     if reason is not None:
-        raise _Rejected(errors.INVALID_TOPIC_EXCEPTION, reason)
+        raise Rejected(errors.INVALID_TOPIC_EXCEPTION, reason)
     if name in image.topics_by_name:
-        raise _Rejected(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        raise Rejected(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     other = collisions.get(collision_key(name))
     if other is not None and other != name:
-        raise _Rejected(
+        raise Rejected(
             errors.INVALID_TOPIC_EXCEPTION,
             f"Topic '{name}' collides with existing topic: {other}",
         )
@@ -138,13 +132,13 @@ def _checked_configs(raw: list[dict[str, Any]]) -> dict[str, str]:
     for entry in raw:
         key, value = entry["name"], entry.get("value")
         if key in configs:
-            raise _Rejected(errors.INVALID_REQUEST, f"Duplicate configuration key {key}")
+            raise Rejected(errors.INVALID_REQUEST, f"Duplicate configuration key {key}")
         if value is None:
-            raise _Rejected(errors.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
+            raise Rejected(errors.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
         try:
             parse_topic_config(key, value)
         except ConfigValidationError as exc:
-            raise _Rejected(errors.INVALID_CONFIG, str(exc)) from None
+            raise Rejected(errors.INVALID_CONFIG, str(exc)) from None
         configs[key] = value
     return configs
 
@@ -157,7 +151,7 @@ def _replica_lists(
     assignments = topic.get("assignments") or []
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
-            raise _Rejected(
+            raise Rejected(
                 errors.INVALID_REQUEST,
                 "A manual partition assignment was given, so numPartitions and "
                 "replicationFactor must be -1.",
@@ -166,20 +160,20 @@ def _replica_lists(
     if num_partitions == -1:
         num_partitions = settings.num_partitions
     if num_partitions <= 0:
-        raise _Rejected(
+        raise Rejected(
             errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
         )
     if replication_factor == -1:
         replication_factor = settings.default_replication_factor
     if replication_factor <= 0:
-        raise _Rejected(
+        raise Rejected(
             errors.INVALID_REPLICATION_FACTOR,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
     try:
         return place_replicas(usable_brokers(image), num_partitions, replication_factor, rng)
     except PlacementError as exc:
-        raise _Rejected(errors.INVALID_REPLICATION_FACTOR, str(exc)) from None
+        raise Rejected(errors.INVALID_REPLICATION_FACTOR, str(exc)) from None
 
 
 def _manual_lists(image: MetadataImage, assignments: list[dict[str, Any]]) -> list[tuple[int, ...]]:
@@ -198,7 +192,7 @@ def _manual_lists(image: MetadataImage, assignments: list[dict[str, Any]]) -> li
                 "All partitions in the manual partition assignment must have the same number of replicas."
             )
     except AssignmentError as exc:
-        raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, str(exc)) from None
+        raise Rejected(errors.INVALID_REPLICA_ASSIGNMENT, str(exc)) from None
     return [by_index[i] for i in range(len(by_index))]
 
 

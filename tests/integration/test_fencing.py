@@ -50,6 +50,20 @@ def all_led(cluster: QuorumCluster, node_id: int, topic: str,
     return probe
 
 
+def create_led_topic(cluster: QuorumCluster, topic: str,
+                     partitions: int) -> dict[tuple[str, int], PartitionView]:
+    """Create `topic` on every broker (replication 3) and wait until each broker sees every
+    partition led; returns the first broker's view."""
+    brokers = cluster.broker_ids
+    create_topics(cluster.client_port(brokers[0]), {topic: (partitions, 3)})
+    # The first broker last, so the view returned is one taken after all the others agreed.
+    for node_id in [*brokers[1:], brokers[0]]:
+        view = wait_for(all_led(cluster, node_id, topic, partitions), 15,
+                        f"node {node_id} to see every partition of {topic} led",
+                        details=cluster.logs)
+    return view
+
+
 def leader_counts(views: dict[Any, PartitionView]) -> Counter[int]:
     return Counter(view.leader for view in views.values())
 
@@ -100,12 +114,7 @@ def test_broker_that_stops_heartbeating_is_fenced_loses_leaderships_and_returns(
         start_cluster: Callable[..., QuorumCluster]) -> None:
     cluster = start_cluster(nodes=3, controllers=3)
     brokers = cluster.broker_ids
-    create_topics(cluster.client_port(brokers[0]), {"fenced": (6, 3)})
-    for node_id in brokers:
-        wait_for(all_led(cluster, node_id, "fenced", 6), 15,
-                 f"broker {node_id} to see every partition led", details=cluster.logs)
-    before = all_led(cluster, brokers[0], "fenced", 6)()
-    assert before is not None
+    before = create_led_topic(cluster, "fenced", 6)
     victim = leader_counts(before).most_common(1)[0][0]
     witness = next(b for b in brokers if b != victim)
     assert all(set(v.isr) == set(v.replicas) == set(brokers) for v in before.values())
@@ -145,12 +154,7 @@ def test_controlled_shutdown_moves_leaderships_without_a_leaderless_gap(
         start_cluster: Callable[..., QuorumCluster]) -> None:
     cluster = start_cluster(nodes=3)
     brokers = cluster.broker_ids
-    create_topics(cluster.client_port(brokers[0]), {"graceful": (6, 3)})
-    for node_id in brokers:
-        wait_for(all_led(cluster, node_id, "graceful", 6), 15,
-                 f"node {node_id} to see every partition led", details=cluster.logs)
-    before = all_led(cluster, brokers[0], "graceful", 6)()
-    assert before is not None
+    before = create_led_topic(cluster, "graceful", 6)
     # A node that leads partitions but not the quorum: this is about the broker's duties.
     quorum_leader = wait_for(lambda: cluster.quorum_leader(), 10, "a quorum leader")
     counts = leader_counts(before)

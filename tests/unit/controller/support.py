@@ -4,12 +4,11 @@ real NetworkServer on a CONTROLLER listener, on random loopback ports."""
 from __future__ import annotations
 
 import random
-import socket
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 import trio
 
@@ -20,28 +19,10 @@ from clients.connection import KafkaConnection
 from kraft import QuorumConfig, RaftQuorum
 from kraft.metadata_state_machine import MetadataStateMachine
 from metadata.settings import ControllerSettings
+from tests.unit.kraft.support import FAST, free_ports, wait_until
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
-# Fast Raft timings (the ratios of the defaults) keep elections short.
-FAST_RAFT = dict(election_timeout_ms=500, election_backoff_max_ms=500, heartbeat_interval_ms=50,
-                 fetch_timeout_ms=1000, reconnect_backoff_ms=200, request_timeout_ms=5000,
-                 fsync=False)
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct loopback ports, free right now, picked at random from 20000-60000."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randint(20000, 60000)
-        if port in ports:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        ports.append(port)
-    return ports
+FAST_RAFT = {**FAST, "fsync": False}
 
 
 @dataclass
@@ -68,7 +49,7 @@ class Quorum:
         return next((v for v in self.running() if v.quorum.status().is_ready), None)
 
     async def leader(self, timeout: float = 15.0) -> Voter:
-        return await wait_for(self.ready_leader, timeout, "a ready leader")
+        return await wait_until(self.ready_leader, timeout, "a ready leader")
 
     def followers(self) -> list[Voter]:
         return [v for v in self.running() if not v.quorum.status().is_leader]
@@ -78,17 +59,6 @@ class Quorum:
         voter.stopped = True
         voter.scope.cancel()
         await voter.quorum.aclose()
-
-
-async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    with trio.move_on_after(timeout):
-        while True:
-            result = check()
-            if result:
-                return result
-            await trio.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 async def _serve_voter(voter_args: dict[str, Any], *,

@@ -19,7 +19,7 @@ from broker.lifecycle import (
 )
 from clients.protocol import ApiKey, ErrorCode
 from metadata.settings import ControllerSettings
-from tests.unit.controller.support import CLUSTER_ID, Voter, connect, running_quorum, wait_for
+from tests.unit.controller.support import CLUSTER_ID, Voter, connect, running_quorum, wait_until
 
 BROKER_ID = 7
 # A session far longer than the test: without the previous epoch a restart is refused.
@@ -83,7 +83,7 @@ async def test_clean_restart_registers_within_the_old_session(tmp_path: Path) ->
                     await second.wait_until(lambda m: m.is_registered and not m.is_fenced)
                 nursery.cancel_scope.cancel()
             assert second.broker_epoch > old_epoch
-            reg = await wait_for(lambda: leader.state.image.broker(BROKER_ID), 5, "the broker")
+            reg = await wait_until(lambda: leader.state.image.broker(BROKER_ID), 5, "the broker")
             assert reg.incarnation_id == second.identity.incarnation_id
             # Stopped without a controlled shutdown (a crash): nothing for the next start.
             assert take_previous_broker_epoch(epoch_dir) == -1

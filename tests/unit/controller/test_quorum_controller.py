@@ -18,7 +18,7 @@ from tests.unit.controller.support import (
     connect,
     registration,
     running_quorum,
-    wait_for,
+    wait_until,
 )
 
 SETTINGS = ControllerSettings(broker_session_timeout_ms=1500, auto_leader_rebalance_enable=False,
@@ -127,8 +127,8 @@ async def test_three_voters_only_the_leader_serves_and_every_image_follows(tmp_p
                 "validate_only": False})
             codes = [r["error_code"] for r in response["responses"]]
             assert codes == [ErrorCode.NONE, ErrorCode.INVALID_CONFIG]
-        await wait_for(lambda: all_images_have_topic(quorum, "t1"), 10, "t1 on every voter")
-        await wait_for(lambda: all(v.state.image.topic_config("t1").get("retention.ms") == "60000"
+        await wait_until(lambda: all_images_have_topic(quorum, "t1"), 10, "t1 on every voter")
+        await wait_until(lambda: all(v.state.image.topic_config("t1").get("retention.ms") == "60000"
                                    for v in quorum.running()), 10, "config on every voter")
 
 
@@ -150,7 +150,7 @@ async def test_silent_broker_is_fenced_and_loses_leadership(tmp_path: Path) -> N
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(keep_101_alive)
-                await wait_for(lambda: leader.state.image.broker(100).fenced, 10, "100 fenced")
+                await wait_until(lambda: leader.state.image.broker(100).fenced, 10, "100 fenced")
                 nursery.cancel_scope.cancel()
             image = leader.state.image
             assert not image.broker(101).fenced
@@ -161,7 +161,7 @@ async def test_silent_broker_is_fenced_and_loses_leadership(tmp_path: Path) -> N
 async def test_describe_quorum_and_cluster_shapes(tmp_path: Path) -> None:
     async with running_quorum(tmp_path, 3, SETTINGS) as quorum:
         leader = await quorum.leader()
-        await wait_for(lambda: all(v.quorum.status().leader_id == leader.node_id
+        await wait_until(lambda: all(v.quorum.status().leader_id == leader.node_id
                                    for v in quorum.running()), 10, "every voter knows the leader")
         body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
         async with connect(leader) as conn:
@@ -213,12 +213,12 @@ async def test_leader_loss_moves_the_controller(tmp_path: Path) -> None:
             epoch = await register_and_unfence(conn, old, 100)
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("before"))
             assert response["topics"][0]["error_code"] == ErrorCode.NONE
-        await wait_for(lambda: all_images_have_topic(quorum, "before"), 10, "topic replicated")
+        await wait_until(lambda: all_images_have_topic(quorum, "before"), 10, "topic replicated")
         await quorum.stop(old.node_id)
 
         new = await quorum.leader()
         assert new.node_id != old.node_id
-        await wait_for(lambda: new.controller.is_active, 5, "new controller active")
+        await wait_until(lambda: new.controller.is_active, 5, "new controller active")
         async with connect(new) as conn:
             # The new controller gave the broker a fresh session instead of fencing it.
             beat = await send_heartbeat(conn, new, 100, epoch)
@@ -227,7 +227,7 @@ async def test_leader_loss_moves_the_controller(tmp_path: Path) -> None:
             assert response["topics"][0]["error_code"] == ErrorCode.NONE
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("before"))
             assert response["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
-        await wait_for(lambda: all_images_have_topic(quorum, "after"), 10, "topic on survivors")
+        await wait_until(lambda: all_images_have_topic(quorum, "after"), 10, "topic on survivors")
 
 
 async def test_isr_expansion_then_preferred_leader_comes_back(tmp_path: Path) -> None:
@@ -267,7 +267,7 @@ async def test_isr_expansion_then_preferred_leader_comes_back(tmp_path: Path) ->
             assert sorted(result["isr"]) == [100, 101]
 
             # The periodic preferred-leader election hands leadership back to 100.
-            await wait_for(lambda: leader.state.image.partition(topic.topic_id, 0).leader == 100,
+            await wait_until(lambda: leader.state.image.partition(topic.topic_id, 0).leader == 100,
                            10, "preferred leader 100 restored")
 
 
@@ -283,7 +283,7 @@ async def test_lost_majority_times_out_then_answers_not_controller(tmp_path: Pat
             assert response["topics"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
             assert leader.state.image.topic("stuck") is None
 
-            await wait_for(lambda: not leader.quorum.status().is_leader, 10, "leader steps down")
+            await wait_until(lambda: not leader.quorum.status().is_leader, 10, "leader steps down")
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("later"))
             assert response["topics"][0]["error_code"] == ErrorCode.NOT_CONTROLLER
             assert not leader.controller.is_active

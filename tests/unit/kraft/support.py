@@ -6,7 +6,7 @@ import random
 import socket
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import msgpack
 import trio
@@ -124,7 +124,7 @@ class Cluster:
         return await wait_until(ready_leader, timeout, "a ready leader")
 
 
-async def wait_until(check: Callable[[], object], timeout: float, what: str) -> object:
+async def wait_until(check: Callable[[], Any], timeout: float, what: str) -> Any:
     """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
     with trio.move_on_after(timeout):
         while True:

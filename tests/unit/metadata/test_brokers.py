@@ -176,6 +176,9 @@ def test_unclean_election_picks_first_live_replica_when_enabled() -> None:
         assert part.leader == expected_leader
         if enabled:
             assert part.isr == (2,) and part.leader_recovery_state == 1
+        else:
+            # As in Kafka, the ISR never empties: the fenced last member stays in it.
+            assert part.isr == (1,) and part.leader_recovery_state == 0
 
 
 def test_unclean_election_topic_config_overrides_broker_default() -> None:
