@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import trio
 
+from broker.group.offsets_topic import OffsetsTopicSettings
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 from metadata.topic_names import topic_name_error
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 CREATE_TIMEOUT_MS = 30_000
 
 
@@ -82,17 +83,9 @@ class TopicAutoCreator:
     def _topic_request(self, name: str) -> dict[str, Any]:
         config = self._config
         if name == CONSUMER_OFFSETS_TOPIC:
-            live = sum(1 for b in self._image().brokers.values() if b.is_active)
-            replication = max(1, min(int(config.get("offsets.topic.replication.factor")),  # type: ignore[call-overload]
-                                     live or 1))
-            return {"name": name,
-                    "num_partitions": int(config.get("offsets.topic.num.partitions")),  # type: ignore[call-overload]
-                    "replication_factor": replication, "assignments": [],
-                    "configs": [
-                        {"name": "cleanup.policy", "value": "compact"},
-                        {"name": "compression.type", "value": "producer"},
-                        {"name": "segment.bytes",
-                         "value": str(config.get("offsets.topic.segment.bytes"))}]}
+            # Never under-replicated: with fewer live brokers than
+            # offsets.topic.replication.factor the controller refuses, as Kafka's does.
+            return OffsetsTopicSettings.from_config(config).create_request()
         return {"name": name, "num_partitions": int(config.get("num.partitions")),  # type: ignore[call-overload]
                 "replication_factor": int(config.get("default.replication.factor")),  # type: ignore[call-overload]
                 "assignments": [], "configs": []}

@@ -68,3 +68,33 @@ async def test_auto_create_disabled_leaves_topics_unknown(tmp_path):
     async with running_broker(tmp_path, with_metadata=True,
                               extra={"auto.create.topics.enable": "false"}) as broker:
         assert await broker.plane.ensure_topics(["x"]) == {}
+
+
+async def test_offsets_topic_is_never_auto_created_under_replicated(tmp_path):
+    """One live broker, offsets.topic.replication.factor 3: the controller is asked for RF 3
+    (and refuses it), so `__consumer_offsets` never exists with fewer replicas."""
+    controller = _TopicController()
+    router = RequestRouter()
+    install_api_versions(router)
+    router.register(ApiKey.CREATE_TOPICS, controller.handle)
+    server = NetworkServer([Listener("CONTROLLER", "127.0.0.1", 0, "PLAINTEXT")], router)
+    async with trio.open_nursery() as nursery:
+        host, port = (await nursery.start(server.serve))["CONTROLLER"]
+        channel = ControllerChannel({9: (host, port)}, "test-broker")
+        async with running_broker(tmp_path, with_metadata=True, channel=channel,
+                                  extra={"offsets.topic.replication.factor": "3",
+                                         "offsets.topic.num.partitions": "5"}) as broker:
+            controller.broker = broker
+            conn = await broker.connect()
+            body = {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": True}
+            first = await conn.request(ApiKey.METADATA, body, 9)
+            assert first["topics"][0]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE
+            with trio.fail_after(10):
+                await controller.created.wait()
+            (topic,) = controller.requests[0]["topics"]
+            assert (topic["replication_factor"], topic["num_partitions"]) == (3, 5)
+            assert {"name": "cleanup.policy", "value": "compact"} in topic["configs"]
+            again = await conn.request(ApiKey.METADATA, body, 9)
+            assert again["topics"][0]["error_code"] != ErrorCode.NONE
+            assert broker.image.topic("__consumer_offsets") is None
+        nursery.cancel_scope.cancel()
