@@ -144,6 +144,13 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("log.retention.check.interval.ms", "long", "300000", "Retention check period.",
        at_least(1)),
     _k("log.cleaner.enable", "boolean", "true", "Run the log cleaner (compaction)."),
+    _k("log.cleaner.backoff.ms", "long", "15000",
+       "Pause of the log cleaner between runs.", at_least(0)),
+    _k("log.flush.scheduler.interval.ms", "long", str(LONG_MAX),
+       "How often logs are checked for a flush due by flush.ms.", at_least(0)),
+    _k("log.flush.offset.checkpoint.interval.ms", "int", "60000",
+       "How often the recovery-point, HW and log-start-offset checkpoints are written.",
+       at_least(0)),
     _k("num.recovery.threads.per.data.dir", "int", "2", "Accepted; recovery runs per dir.",
        at_least(1)),
     # Broker lifecycle.

@@ -24,30 +24,16 @@ INITIAL_TASK_DELAY_MS = 30_000
 _NEVER_MS = 2**62
 
 
-def setting_ms(config: "ServerConfig", key: str, default: int) -> int:
-    """A millisecond setting: its typed value if the config defines the key, else the raw
-    text from the file, else Kafka's default."""
-    try:
-        return int(config.get(key))  # type: ignore[call-overload]
-    except KeyError:
-        raw = config.originals().get(key)
-        try:
-            return int(raw) if raw is not None else default
-        except ValueError:
-            logger.warning("ignoring non-numeric %s=%r", key, raw)
-            return default
-
-
 class LogMaintenance:
     """Runs LogManager's periodic jobs until cancelled."""
 
     def __init__(self, log_manager: LogManager, config: "ServerConfig") -> None:
         self._logs = log_manager
-        self.retention_check_ms = setting_ms(config, "log.retention.check.interval.ms", 300_000)
-        self.cleaner_backoff_ms = setting_ms(config, "log.cleaner.backoff.ms", 15_000)
+        self.retention_check_ms = int(config.get("log.retention.check.interval.ms"))  # type: ignore[call-overload]
+        self.cleaner_backoff_ms = int(config.get("log.cleaner.backoff.ms"))  # type: ignore[call-overload]
         self.cleaner_enabled = bool(config.get("log.cleaner.enable"))
-        self.flush_check_ms = setting_ms(config, "log.flush.scheduler.interval.ms", 2**63 - 1)
-        self.checkpoint_ms = setting_ms(config, "log.flush.offset.checkpoint.interval.ms", 60_000)
+        self.flush_check_ms = int(config.get("log.flush.scheduler.interval.ms"))  # type: ignore[call-overload]
+        self.checkpoint_ms = int(config.get("log.flush.offset.checkpoint.interval.ms"))  # type: ignore[call-overload]
         self.initial_delay_ms = INITIAL_TASK_DELAY_MS
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
