@@ -26,7 +26,9 @@ from broker.dataplane.producer_ids import (
 )
 from broker.log.manager import LogManager
 from broker.network.router import RequestRouter
+from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
+from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -53,6 +55,18 @@ class DataPlane:
         self.config = config
         self.log_manager = log_manager
         self.replica_manager = ReplicaManager(config.node_id, log_manager, config.log_defaults())
+        # Replication: followers fetch from leaders; leaders send ISR changes to the
+        # controller (only with a channel to it).
+        self.replica_fetchers = ReplicaFetcherManager(config.node_id, self.replica_manager,
+                                                      FetcherSettings.from_config(config))
+        self.alter_partition: AlterPartitionManager | None = None
+        if channel is not None:
+            replicas = self.replica_manager
+            self.alter_partition = AlterPartitionManager(
+                config.node_id, channel, broker_epoch, lambda: replicas.image,
+                on_change=lambda partition: replicas.notify(partition.key))
+            replicas.isr_sender = self.alter_partition
+        self.replica_lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[call-overload]
         self._image = image if image is not None else (lambda: self.replica_manager.image)
         if producer_id_source is None and channel is not None:
             producer_id_source = controller_block_source(channel, config.node_id, broker_epoch)
@@ -82,12 +96,17 @@ class DataPlane:
         return await self.auto_creator.ensure_topics(names)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Background work (auto-creation, log jobs) until cancelled; then close the logs
-        if this component owns them."""
+        """Background work (auto-creation, log jobs, replica fetchers, ISR changes) until
+        cancelled; then close the logs if this component owns them."""
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.auto_creator.run)
                 await nursery.start(self.maintenance.run)
+                await nursery.start(self.replica_fetchers.run)
+                if self.alter_partition is not None:
+                    await nursery.start(self.alter_partition.run)
+                    await nursery.start(self.replica_manager.run_isr_expiration,
+                                        self.replica_lag_time_max_ms)
                 task_status.started()
                 await trio.sleep_forever()
         finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from broker.dataplane.common import PARTITION_ERRORS, error_code_of
+from broker.dataplane.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.results import ReadResult, UpperBound
 from broker.network.router import ConnectionContext, DecodedRequest, RequestRouter
 from broker.network.transport import FileRange
@@ -72,8 +72,6 @@ class FetchHandler:
                     "session_id": INVALID_SESSION_ID, "responses": []}
         replica_id = int(body.get("replica_id", -1))
         topics = body.get("topics") or []
-        if replica_id >= 0:
-            self._record_follower_positions(replica_id, topics)
         max_wait_ms = int(body.get("max_wait_ms", 0))
         min_bytes = int(body.get("min_bytes", 0))
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
@@ -88,14 +86,6 @@ class FetchHandler:
                     break
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "session_id": INVALID_SESSION_ID, "responses": result.responses}
-
-    def _record_follower_positions(self, replica_id: int, topics: list[dict[str, Any]]) -> None:
-        for topic in topics:
-            for fp in topic.get("partitions") or ():
-                partition = self._replicas.get_partition(topic["topic"], fp["partition"])
-                if partition is not None and partition.is_leader:
-                    if partition.record_follower_fetch(replica_id, int(fp["fetch_offset"])):
-                        self._replicas.notify(partition.key)
 
     def _read(self, body: dict[str, Any], replica_id: int) -> _FetchPass:
         isolation_level = int(body.get("isolation_level", 0))
@@ -116,7 +106,7 @@ class FetchHandler:
                 entries.append(entry)
                 limit = max(min(int(fp["partition_max_bytes"]), remaining), 0)
                 size = self._read_partition(topic["topic"], fp, entry, bound, limit,
-                                            min_one_batch, result)
+                                            min_one_batch, result, replica_id)
                 if size > 0:
                     min_one_batch = False
                     remaining = max(remaining - size, 0)
@@ -125,7 +115,7 @@ class FetchHandler:
 
     def _read_partition(self, topic: str, fp: dict[str, Any], entry: dict[str, Any],
                         bound: UpperBound, limit: int, min_one_batch: bool,
-                        result: _FetchPass) -> int:
+                        result: _FetchPass, replica_id: int) -> int:
         fetch_offset = int(fp["fetch_offset"])
         try:
             partition = self._replicas.leader_partition(topic, fp["partition"],
@@ -143,6 +133,11 @@ class FetchHandler:
                                  diverging_epoch={"epoch": epoch, "end_offset": end_offset})
                     result.has_divergence = True
                     return 0
+            if replica_id >= 0:
+                # The fetch offset is the follower's acknowledgement (not taken from a
+                # diverging follower, whose offsets may name other records): it may move
+                # the HW and bring the follower back into the ISR.
+                self._replicas.on_follower_fetch(partition, replica_id, fetch_offset, now_ms())
             read = log.read(fetch_offset, limit, bound, min_one_batch)
         except PARTITION_ERRORS as exc:
             entry["error_code"] = error_code_of(exc)

@@ -9,8 +9,11 @@ or leadership changes.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
+
+import trio
 
 from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
@@ -30,6 +33,13 @@ TopicPartition = tuple[str, int]
 FollowerListener = Callable[[Sequence[Partition], Sequence[TopicPartition]], None]
 
 
+class IsrSender(Protocol):
+    """Where leaders' ISR proposals go (`broker.replica.alter_partition`)."""
+
+    def submit(self, partition: Partition, new_isr: tuple[int, ...]) -> bool:
+        ...
+
+
 class ReplicaManager:
     """Local partitions by (topic, partition); `purgatory` wakes requests waiting on them."""
 
@@ -42,6 +52,8 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, Partition] = {}
         self._image = MetadataImage.empty()
         self._follower_listeners: list[FollowerListener] = []
+        # None: ISR changes are never proposed (a broker without a controller channel).
+        self.isr_sender: IsrSender | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -72,6 +84,51 @@ class ReplicaManager:
         local.check_leader_epoch(current_leader_epoch)
         local.require_leader()
         return local
+
+    @property
+    def under_replicated_partitions(self) -> int:
+        """Led partitions whose ISR is smaller than their replica set (Kafka's
+        UnderReplicatedPartitions metric)."""
+        return sum(1 for p in self._partitions.values() if p.is_under_replicated)
+
+    def is_isr_eligible(self, broker_id: int) -> bool:
+        """Whether `broker_id` may join an ISR: registered, unfenced, not shutting down."""
+        registration = self._image.broker(broker_id)
+        return registration is not None and registration.is_active
+
+    def on_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int,
+                          now_ms: int | None = None) -> None:
+        """A follower's fetch reached the leader `partition`: record its position, wake
+        waiters if the HW moved, and propose it back into the ISR once it caught up."""
+        if partition.record_follower_fetch(replica_id, fetch_offset, now_ms):
+            self.notify(partition.key)
+        if self.isr_sender is not None:
+            new_isr = partition.isr_expansion(replica_id, self.is_isr_eligible)
+            if new_isr is not None:
+                self.isr_sender.submit(partition, new_isr)
+
+    def shrink_isrs(self, now_ms: int, max_lag_ms: int) -> int:
+        """Propose dropping followers lagging over `max_lag_ms`; returns proposals made."""
+        if self.isr_sender is None:
+            return 0
+        proposed = 0
+        for partition in list(self._partitions.values()):
+            new_isr = partition.isr_shrink(now_ms, max_lag_ms)
+            if new_isr is not None:
+                logger.info("%s-%d: followers %s lag more than %d ms", partition.topic,
+                            partition.partition_id,
+                            [r for r in partition.isr if r not in new_isr], max_lag_ms)
+                proposed += self.isr_sender.submit(partition, new_isr)
+        return proposed
+
+    async def run_isr_expiration(self, max_lag_ms: int, *,
+                                 task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                                 ) -> None:
+        """Check for lagging ISR members every `max_lag_ms / 2` (Kafka's schedule)."""
+        task_status.started()
+        while True:
+            await trio.sleep(max_lag_ms / 2000)
+            self.shrink_isrs(int(time.time() * 1000), max_lag_ms)
 
     def notify(self, key: TopicPartition) -> None:
         """Wake requests waiting on `key` (new data, a new HW, or a leadership change)."""

@@ -2,13 +2,17 @@
 
 Leader-side rules follow Kafka's Partition: a new leader epoch starts at the log end offset
 (recorded in the leader epoch cache); the high watermark is the smallest log end offset over
-the ISR and only moves forward; acks=all needs at least `min.insync.replicas` ISR members.
+the maximal ISR (the committed ISR plus a member being added) and only moves forward;
+acks=all needs at least `min.insync.replicas` committed ISR members. ISR changes are only
+proposed here (one in flight at a time); the ISR changes once the controller committed it.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from typing import Any, Callable
 
 from broker.log.partition_log import PartitionLog
 from broker.log.results import AppendResult
@@ -18,12 +22,25 @@ from broker.replica.errors import (
     NotLeaderOrFollower,
     UnknownLeaderEpoch,
 )
+from broker.replica.follower_state import UNKNOWN_OFFSET, FollowerState
+from clients.protocol import ErrorCode
 from metadata.image import PartitionRegistration
 
 logger = logging.getLogger(__name__)
 
 NO_LEADER = -1
-UNKNOWN_OFFSET = -1
+
+# AlterPartition errors after which the leader drops its proposal and waits for metadata
+# (Kafka's Partition.handleAlterPartitionError); any other error is retried.
+_ABANDON_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.INVALID_REQUEST, ErrorCode.INELIGIBLE_REPLICA,
+})
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class Partition:
@@ -44,8 +61,10 @@ class Partition:
         self.min_insync_replicas = 1
         # First offset of the current leader epoch (Kafka's leaderEpochStartOffsetOpt).
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
-        # Follower broker id -> the fetch offset it last sent (its log end offset).
-        self.follower_end_offsets: dict[int, int] = {}
+        # Follower broker id -> what its fetches told this leader.
+        self.followers: dict[int, FollowerState] = {}
+        # The ISR proposed to the controller and not yet answered (None: nothing in flight).
+        self.pending_isr: tuple[int, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -63,6 +82,22 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
+    @property
+    def follower_end_offsets(self) -> dict[int, int]:
+        """Follower broker id -> the fetch offset it last sent (its log end offset)."""
+        return {r: s.log_end_offset for r, s in self.followers.items()}
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR plus any member a pending change adds (Kafka's maximalIsr)."""
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
+
+    @property
+    def is_under_replicated(self) -> bool:
+        return self.is_leader and len(self.isr) < len(self.replicas)
+
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition_id}, leader={self.leader_id}, "
                 f"epoch={self.leader_epoch}, isr={list(self.isr)})")
@@ -75,9 +110,14 @@ class Partition:
         self.replicas = tuple(registration.replicas)
         self.isr = tuple(registration.isr)
 
-    def make_leader(self, registration: PartitionRegistration) -> bool:
+    def make_leader(self, registration: PartitionRegistration, now_ms: int | None = None) -> bool:
         """Lead under `registration`; returns whether this starts a new leader epoch."""
+        now_ms = _now_ms() if now_ms is None else now_ms
         new_epoch = registration.leader_epoch != self.leader_epoch or not self.is_leader
+        if not new_epoch and registration.partition_epoch < self.partition_epoch:
+            return False  # an AlterPartition answer already gave us a newer state
+        if registration.partition_epoch != self.partition_epoch:
+            self.pending_isr = None
         self._record(registration)
         self.leader_epoch = registration.leader_epoch
         if new_epoch:
@@ -85,13 +125,15 @@ class Partition:
             if self.leader_epoch >= 0 and self.leader_epoch > self.log.epoch_cache.latest_epoch:
                 self.log.epoch_cache.assign(self.leader_epoch, leo)
             self.leader_epoch_start_offset = leo
+            self.pending_isr = None
             # Followers' positions are unknown until they fetch in this epoch.
-            self.follower_end_offsets = {}
+            self.followers = {r: FollowerState.initial(r in self.isr, now_ms)
+                              for r in self.replicas if r != self.broker_id}
             logger.info("%s-%d: leader at epoch %d from offset %d, isr %s", self.topic,
                         self.partition_id, self.leader_epoch, leo, list(self.isr))
         else:
-            self.follower_end_offsets = {r: o for r, o in self.follower_end_offsets.items()
-                                         if r in self.replicas}
+            self.followers = {r: self.followers.get(r) or FollowerState.initial(
+                r in self.isr, now_ms) for r in self.replicas if r != self.broker_id}
         self.maybe_increment_high_watermark()
         return new_epoch
 
@@ -102,7 +144,8 @@ class Partition:
         self._record(registration)
         self.leader_epoch = registration.leader_epoch
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
-        self.follower_end_offsets = {}
+        self.followers = {}
+        self.pending_isr = None
         if changed:
             logger.info("%s-%d: follower of %d at epoch %d", self.topic, self.partition_id,
                         self.leader_id, self.leader_epoch)
@@ -144,24 +187,100 @@ class Partition:
         return result
 
     def maybe_increment_high_watermark(self) -> bool:
-        """Move the HW up to the smallest LEO over the ISR; returns whether it moved."""
+        """Move the HW up to the smallest LEO over the maximal ISR; returns whether it moved."""
         if not self.is_leader:
             return False
         candidate = self.log.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica != self.broker_id:
-                candidate = min(candidate, self.follower_end_offsets.get(replica, UNKNOWN_OFFSET))
+                state = self.followers.get(replica)
+                candidate = min(candidate, UNKNOWN_OFFSET if state is None
+                                else state.log_end_offset)
         if candidate > self.log.high_watermark:
             self.log.update_high_watermark(candidate)
             return True
         return False
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetched from `fetch_offset` (its LEO); returns whether the HW moved.
-
-        ISR changes (AlterPartition) belong to the replication work that comes next.
-        """
-        if replica_id not in self.replicas or replica_id == self.broker_id:
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int,
+                              now_ms: int | None = None) -> bool:
+        """A follower fetched from `fetch_offset` (its LEO); returns whether the HW moved."""
+        state = self.followers.get(replica_id)
+        if state is None or not self.is_leader:
             return False
-        self.follower_end_offsets[replica_id] = min(fetch_offset, self.log.log_end_offset)
+        now_ms = _now_ms() if now_ms is None else now_ms
+        leo = self.log.log_end_offset
+        state.update_fetch(min(fetch_offset, leo), leo, now_ms)
         return self.maybe_increment_high_watermark()
+
+    # -- ISR changes ---------------------------------------------------------------------
+
+    def isr_expansion(self, replica_id: int,
+                      is_eligible: Callable[[int], bool] = lambda _: True) -> tuple[int, ...] | None:
+        """The ISR to propose when `replica_id` may rejoin (Kafka's maybeExpandIsr): its LEO
+        reached the HW and the start of this leader epoch. None when nothing should change."""
+        state = self.followers.get(replica_id)
+        if (not self.is_leader or self.pending_isr is not None or state is None
+                or replica_id in self.isr or replica_id not in self.replicas):
+            return None
+        end = state.log_end_offset
+        if (end >= self.log.high_watermark and end >= self.leader_epoch_start_offset >= 0
+                and is_eligible(replica_id)):
+            return self.isr + (replica_id,)
+        return None
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """ISR followers not caught up within `max_lag_ms`."""
+        leo = self.log.log_end_offset
+        return tuple(r for r in self.isr if r != self.broker_id and (
+            (state := self.followers.get(r)) is None
+            or not state.is_caught_up(leo, now_ms, max_lag_ms)))
+
+    def isr_shrink(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...] | None:
+        """The ISR to propose without lagging followers (Kafka's maybeShrinkIsr), or None."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not lagging:
+            return None
+        return tuple(r for r in self.isr if r not in lagging)
+
+    def alter_partition_item(self, new_isr: tuple[int, ...],
+                             broker_epochs: dict[int, int]) -> dict[str, Any]:
+        """Mark `new_isr` pending and return its AlterPartition (v3) partition entry."""
+        self.pending_isr = tuple(new_isr)
+        return {"partition_index": self.partition_id, "leader_epoch": self.leader_epoch,
+                "new_isr_with_epochs": [{"broker_id": b, "broker_epoch": broker_epochs.get(b, -1)}
+                                        for b in new_isr],
+                "leader_recovery_state": 0, "partition_epoch": self.partition_epoch}
+
+    def on_alter_partition_result(self, sent_leader_epoch: int, sent_partition_epoch: int,
+                                  result: dict[str, Any] | None) -> bool:
+        """Apply the controller's answer to a proposal; returns whether to retry it.
+
+        `result` None means the request failed as a whole (no controller answer).
+        """
+        if (not self.is_leader or self.leader_epoch != sent_leader_epoch
+                or self.partition_epoch != sent_partition_epoch):
+            return False  # metadata moved on (which dropped the proposal); it is moot
+        if result is None:
+            return self.pending_isr is not None
+        code = int(result.get("error_code", ErrorCode.NONE))
+        if code != ErrorCode.NONE:
+            if code in _ABANDON_ERRORS:
+                logger.info("%s-%d: AlterPartition to %s refused (%s); waiting for metadata",
+                            self.topic, self.partition_id, self.pending_isr,
+                            ErrorCode(code).name)
+                self.pending_isr = None
+                return False
+            return self.pending_isr is not None
+        if (result["leader_epoch"] != self.leader_epoch
+                or result["partition_epoch"] < self.partition_epoch):
+            self.pending_isr = None
+            return False
+        logger.info("%s-%d: ISR %s -> %s (partition epoch %d)", self.topic, self.partition_id,
+                    list(self.isr), list(result["isr"]), result["partition_epoch"])
+        self.isr = tuple(result["isr"])
+        self.partition_epoch = int(result["partition_epoch"])
+        self.pending_isr = None
+        self.maybe_increment_high_watermark()
+        return False

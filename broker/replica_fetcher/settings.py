@@ -1,0 +1,34 @@
+"""The follower fetch settings, with Kafka's names and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+
+@dataclass(frozen=True)
+class FetcherSettings:
+    """`replica.fetch.*` and the listener followers reach leaders on."""
+
+    listener_name: str = "PLAINTEXT"
+    max_bytes: int = 1_048_576            # replica.fetch.max.bytes (per partition)
+    response_max_bytes: int = 10_485_760  # replica.fetch.response.max.bytes
+    max_wait_ms: int = 500                # replica.fetch.wait.max.ms
+    min_bytes: int = 1                    # replica.fetch.min.bytes
+    backoff_ms: int = 1_000               # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+
+    @classmethod
+    def from_config(cls, config: "ServerConfig") -> FetcherSettings:
+        def number(key: str) -> int:
+            return int(config.get(key))  # type: ignore[call-overload]
+
+        return cls(listener_name=config.inter_broker_listener_name,
+                   max_bytes=number("replica.fetch.max.bytes"),
+                   response_max_bytes=number("replica.fetch.response.max.bytes"),
+                   max_wait_ms=number("replica.fetch.wait.max.ms"),
+                   min_bytes=number("replica.fetch.min.bytes"),
+                   backoff_ms=number("replica.fetch.backoff.ms"))
