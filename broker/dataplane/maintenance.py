@@ -1,13 +1,16 @@
 """The periodic log jobs: retention, compaction, time-based flush and checkpoints.
 
 Each runs on its own period (Kafka's keys and defaults) after Kafka's initial delay, on the
-trio thread like every other log access, so jobs never race appends.
+trio thread like every other log access. The cleaner alone lets other tasks run while it works
+(a pass over a large dirty section would otherwise stall produce and fetch); its passes only
+read inactive segments and give up when the log changes under them.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+import inspect
+from typing import TYPE_CHECKING, Any, Callable
 
 import trio
 
@@ -42,20 +45,23 @@ class LogMaintenance:
                                self._logs.run_retention)
             if self.cleaner_enabled:
                 nursery.start_soon(self._every, "cleaner", self.cleaner_backoff_ms,
-                                   self._logs.run_cleaner)
+                                   self._logs.run_cleaner_yielding)
             nursery.start_soon(self._every, "flush", self.flush_check_ms, self._logs.flush_due)
             nursery.start_soon(self._every, "checkpoint", self.checkpoint_ms,
                                lambda _now: self._logs.checkpoint())
             task_status.started()
 
-    async def _every(self, name: str, period_ms: int, job: Callable[[int], object]) -> None:
+    async def _every(self, name: str, period_ms: int, job: Callable[[int], Any]) -> None:
+        """Run `job(now_ms)` every `period_ms` (awaiting it when it is a coroutine)."""
         if period_ms >= _NEVER_MS:
             return
         first = min(self.initial_delay_ms, period_ms)
         await trio.sleep(first / 1000)
         while True:
             try:
-                job(now_ms())
+                result = job(now_ms())
+                if inspect.isawaitable(result):
+                    await result
             except Exception:
                 logger.exception("log %s job failed", name)
             await trio.sleep(period_ms / 1000)

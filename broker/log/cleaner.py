@@ -12,6 +12,9 @@ later clean once it has passed.
 Each rewritten segment is swapped in atomically: ``.cleaned`` files, renamed to ``.swap``,
 the old segment renamed to ``.deleted``, then the ``.swap`` renamed into place. The loader
 completes or discards an interrupted swap. This is not a hot path: records are parsed.
+
+A pass can also run in steps (`clean_log_steps`), so that the broker's event loop serves
+produce and fetch between them instead of stalling for a whole pass.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generator, Iterator
 
 from broker.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from clients.records.batch import RecordBatch, decode_batch, encode_batch
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
     from broker.log.partition_log import PartitionLog
 
 logger = logging.getLogger(__name__)
+
+# Batch bytes a stepped pass reads between two steps: about 10 ms of decoding and encoding.
+STEP_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +60,40 @@ def _cleanable_end(log: PartitionLog, now_ms: int) -> int:
     return log.active_segment.base_offset
 
 
-def _iter_batches(segment: LogSegment) -> list[tuple[int, BatchHeader]]:
-    return list(segment.iter_headers(0))
+class _PassAbandoned(Exception):
+    """The log changed under a stepped pass in a way that makes its work invalid."""
+
+
+class _Pacer:
+    """Counts the bytes a pass reads and ends a step every STEP_BYTES.
+
+    On resuming it checks that the log still holds every segment the pass has yet to read or
+    replace, unchanged: between steps, retention may have deleted one (and, once the delete
+    delay passed, closed its fd, whose number may since name another file), a truncation
+    may have cut one, or the log may have been closed. A topic no longer compacted stops
+    the pass too.
+    """
+
+    def __init__(self, log: PartitionLog, segments: list[LogSegment]) -> None:
+        self.log = log
+        self.pending = list(segments)  # not yet swapped out
+        self._truncations = log.truncations
+        self._compact = log.config.compact
+        self._bytes = 0
+
+    def step(self, size: int) -> Iterator[None]:
+        self._bytes += size
+        if self._bytes >= STEP_BYTES:
+            self._bytes = 0
+            yield
+            self.check()
+
+    def check(self) -> None:
+        log = self.log
+        present = {id(s) for s in log.segments}
+        if (log.closed or log.truncations != self._truncations or (self._compact and not log.config.compact)
+                or not all(id(s) in present for s in self.pending)):
+            raise _PassAbandoned
 
 
 def _decode(segment: LogSegment, position: int, header: BatchHeader) -> RecordBatch | None:
@@ -67,23 +105,43 @@ def _decode(segment: LogSegment, position: int, header: BatchHeader) -> RecordBa
         return None
 
 
-def _build_offset_map(dirty: list[LogSegment]) -> dict[bytes, int]:
-    offsets: dict[bytes, int] = {}
+def _build_offset_map(dirty: list[LogSegment], offsets: dict[bytes, int], pacer: _Pacer) -> Iterator[None]:
     for segment in dirty:
-        for position, header in _iter_batches(segment):
-            if header.is_control:
-                continue
-            batch = _decode(segment, position, header)
-            if batch is None:
-                continue
-            for record in batch.records:
-                if record.key is not None and record.offset is not None:
-                    offsets[record.key] = record.offset
-    return offsets
+        for position, header in segment.iter_headers(0):
+            if not header.is_control:
+                batch = _decode(segment, position, header)
+                if batch is not None:
+                    for record in batch.records:
+                        if record.key is not None and record.offset is not None:
+                            offsets[record.key] = record.offset
+            yield from pacer.step(header.size)
+
+
+def _run(steps: Generator[None, None, CleanerStats | None]) -> CleanerStats | None:
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 def clean_log(log: PartitionLog, now_ms: int, *, force: bool = False) -> CleanerStats | None:
     """Compact ``log`` if it is due (dirty ratio or max.compaction.lag.ms); None if not."""
+    return _run(clean_log_steps(log, now_ms, force=force))
+
+
+def clean_log_steps(log: PartitionLog, now_ms: int, *,
+                    force: bool = False) -> Generator[None, None, CleanerStats | None]:
+    """:func:`clean_log` as a generator that yields every STEP_BYTES of batches read; its
+    return value is clean_log's.
+
+    The caller may let other tasks use the log between steps: appends only touch the active
+    segment, which a pass never reads. If retention, a truncation or closing the log took a
+    segment of the pass away meanwhile, the pass stops and returns None. Segments swapped in
+    by then stay (each swap is complete); the dirty section stays dirty, for the next pass.
+    A pass closed early (``steps.close()``, e.g. on cancellation) removes its unfinished
+    ``.cleaned`` segment.
+    """
     config = log.config
     first_dirty = max(log.first_dirty_offset, log.log_start_offset)
     end = _cleanable_end(log, now_ms)
@@ -99,15 +157,28 @@ def clean_log(log: PartitionLog, now_ms: int, *, force: bool = False) -> Cleaner
     overdue = any(now_ms - s.rolling_base_ms() > config.max_compaction_lag_ms for s in dirty)
     if not force and ratio < config.min_cleanable_dirty_ratio and not overdue and not horizon_due:
         return None
-    offset_map = _build_offset_map(dirty)
+    pacer = _Pacer(log, in_range)
+    offset_map: dict[bytes, int] = {}
     before, after, removed = 0, 0, 0
     horizons: list[int] = []
-    for segment in in_range:
-        before += segment.size
-        cleaned, dropped = _clean_segment(log, segment, offset_map, now_ms, horizons)
-        after += cleaned.size
-        removed += dropped
-        _swap_in(log, segment, cleaned, now_ms)
+    cleaned: LogSegment | None = None
+    try:
+        yield from _build_offset_map(dirty, offset_map, pacer)
+        for segment in in_range:
+            before += segment.size
+            cleaned = _open_cleaned(log, segment, now_ms)
+            removed += yield from _clean_segment(log, segment, cleaned, offset_map, now_ms, horizons, pacer)
+            after += cleaned.size
+            # From here on the files belong to the log, whatever happens.
+            finished, cleaned = cleaned, None
+            _swap_in(log, segment, finished, now_ms)
+            pacer.pending.remove(segment)
+    except _PassAbandoned:
+        logger.info("%s: cleaning pass abandoned: the log changed under it", log.name)
+        return None
+    finally:
+        if cleaned is not None:
+            cleaned.close_and_delete()
     log.first_dirty_offset = max(end, first_dirty)
     log.next_delete_horizon_ms = min(horizons) if horizons else None
     stats = CleanerStats(len(in_range), before, after, removed, first_dirty, end)
@@ -127,28 +198,34 @@ def _retained(batch: RecordBatch, offset_map: dict[bytes, int], now_ms: int) -> 
     return kept
 
 
-def _clean_segment(log: PartitionLog, segment: LogSegment, offset_map: dict[bytes, int],
-                   now_ms: int, horizons: list[int]) -> tuple[LogSegment, int]:
-    """Write the retained batches of ``segment`` to a ``.cleaned`` segment."""
-    cleaned_path_suffix = CLEANED_SUFFIX
+def _open_cleaned(log: PartitionLog, segment: LogSegment, now_ms: int) -> LogSegment:
+    """An empty ``.cleaned`` segment to rewrite ``segment`` into."""
     for stale in segment.directory.glob(f"{segment.base_offset:020d}.*{CLEANED_SUFFIX}"):
         stale.unlink()
-    target = LogSegment(segment.directory, segment.base_offset, log.config.segment_settings(),
-                        suffix=cleaned_path_suffix, active=True, created_ms=now_ms)
+    return LogSegment(segment.directory, segment.base_offset, log.config.segment_settings(),
+                      suffix=CLEANED_SUFFIX, active=True, created_ms=now_ms)
+
+
+def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, offset_map: dict[bytes, int],
+                   now_ms: int, horizons: list[int], pacer: _Pacer) -> Generator[None, None, int]:
+    """Write the retained batches of ``segment`` to ``target``; returns records dropped."""
     dropped = 0
-    for position, header in _iter_batches(segment):
+    for position, header in segment.iter_headers(0):
         data = _rewrite_batch(log, segment, position, header, offset_map, now_ms)
         if data is None:
             dropped += header.records_count
-            continue
-        new_header = parse_header(data)
-        if new_header.attributes & DELETE_HORIZON_MASK:
-            horizons.append(new_header.base_timestamp)
-        dropped += header.records_count - new_header.records_count
-        target.append(data, [(0, new_header)])
+        else:
+            new_header = parse_header(data)
+            if new_header.attributes & DELETE_HORIZON_MASK:
+                horizons.append(new_header.base_timestamp)
+            dropped += header.records_count - new_header.records_count
+            target.append(data, [(0, new_header)])
+        yield from pacer.step(header.size)
+    # The pass may have yielded since the last check: the segment must still be the one read.
+    pacer.check()
     target.become_inactive()
     target.flush()
-    return target, dropped
+    return dropped
 
 
 def _rewrite_batch(log: PartitionLog, segment: LogSegment, position: int, header: BatchHeader,

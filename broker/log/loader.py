@@ -4,7 +4,8 @@ Kafka's rules: leftover ``.cleaned``, ``.deleted`` and temp files are removed; a
 is a finished compaction whose rename did not happen, so it replaces the segment of the same
 base offset. Segments after the recovery point are rescanned after an unclean shutdown; a
 segment with a torn or corrupt tail is truncated there and every later segment is deleted.
-Index files are never trusted when missing or inconsistent: they are rebuilt from the log.
+Index files are never trusted when missing or inconsistent: they are rebuilt from the log,
+also when an entry turns out not to match the log after loading.
 """
 
 from __future__ import annotations
@@ -63,8 +64,18 @@ def segment_base_offsets(directory: Path) -> list[int]:
 
 
 def _indexes_sane(segment: LogSegment) -> bool:
+    """Whether a segment's index files can be used as they are.
+
+    Beyond the ordering checks, the first and last offset index entries are checked against
+    the batches they point at: the marks are derived from the last one. Every other entry is
+    checked each time a lookup uses it (`LogSegment.headers_from`).
+    """
     try:
-        segment.offset_index.sanity_check(segment.size)
+        index = segment.offset_index
+        index.sanity_check(segment.size)
+        for offset, position in {next(iter(index), (segment.base_offset, 0)), index.last_entry()}:
+            if position and not segment.batch_ends_at(position, offset):
+                raise CorruptIndexError(f"entry ({offset}, {position}) of {index.path} does not match the log")
         segment.load_marks()
         segment.time_index.sanity_check(segment.next_offset)
     except (CorruptIndexError, Exception) as exc:  # noqa: BLE001 - any failure means rebuild

@@ -15,7 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from broker.log.cleaner import clean_log
+import trio
+
+from broker.log.cleaner import clean_log, clean_log_steps
 from broker.log.config import LogConfig
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
@@ -42,7 +44,13 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 
 class LogManager:
     """Owns the PartitionLogs of all ``log_dirs``; ``broker_defaults`` are broker configs
-    (``log.retention.hours``, ``log.segment.bytes``, ...) that supply topic defaults."""
+    (``log.retention.hours``, ``log.segment.bytes``, ...) that supply topic defaults.
+
+    Topic overrides live in metadata, not on disk, so a log loaded at startup runs with the
+    broker defaults until its topic's config is applied (:meth:`get_or_create_log` with a
+    ``config``, or :meth:`update_topic_config`). Until then retention and the cleaner leave
+    it alone: the defaults could say ``cleanup.policy=delete`` for a compacted topic.
+    """
 
     def __init__(
         self,
@@ -64,6 +72,7 @@ class LogManager:
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, LogDir] = {}
         self._overrides: dict[TopicPartition, dict[str, str]] = {}
+        self._config_pending: set[TopicPartition] = set()  # loaded, topic config not yet applied
         now_ms = now_millis() if now_ms is None else now_ms
         for log_dir in self._dirs:
             self._load_dir(log_dir, now_ms)
@@ -76,9 +85,11 @@ class LogManager:
         return LogConfig.from_overrides(overrides, self.broker_defaults)
 
     def _load_dir(self, log_dir: LogDir, now_ms: int) -> None:
-        if not log_dir.had_clean_shutdown and any(log_dir.path.iterdir()):
+        children = sorted(log_dir.path.iterdir())
+        # A new dir holds only the lock and meta.properties: nothing to recover, nothing to warn about.
+        if not log_dir.had_clean_shutdown and any(c.is_dir() and parse_partition_dir(c.name) for c in children):
             logger.warning("%s was not shut down cleanly; recovering its logs", log_dir.path)
-        for child in sorted(log_dir.path.iterdir()):
+        for child in children:
             if not child.is_dir():
                 continue
             if child.name.endswith(_DELETE_SUFFIX):
@@ -101,6 +112,7 @@ class LogManager:
                 self._logs[key].log_start_offset, log_dir.cleaner_offsets.get(key, 0)
             )
             self._dir_of[key] = log_dir
+            self._config_pending.add(key)
         logger.info("loaded %d logs from %s", sum(1 for d in self._dir_of.values() if d is log_dir), log_dir.path)
 
     @property
@@ -111,6 +123,12 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
+
+    def config_applied(self, topic: str, partition: int) -> bool:
+        """Whether the log runs with its topic's config (False for a log loaded at startup
+        that metadata has not configured yet; retention and cleaning skip those)."""
+        key = (topic, partition)
+        return key in self._logs and key not in self._config_pending
 
     def get_or_create_log(
         self,
@@ -132,6 +150,7 @@ class LogManager:
             if config is not None:
                 self._overrides[key] = dict(config)
                 log.update_config(self._config(config))
+                self._config_pending.discard(key)
             if topic_id is not None and log.topic_id != topic_id:
                 log.topic_id = log._check_topic_id(topic_id)
             return log
@@ -152,6 +171,7 @@ class LogManager:
             if t == topic:
                 self._overrides[(t, p)] = dict(overrides)
                 log.update_config(config)
+                self._config_pending.discard((t, p))
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close the log and remove its directory; returns whether it existed."""
@@ -161,6 +181,7 @@ class LogManager:
             return False
         self._dir_of.pop(key)
         self._overrides.pop(key, None)
+        self._config_pending.discard(key)
         log.close_and_remove_files()
         # Renamed first so a crash mid-delete leaves a dir the next start removes.
         doomed = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
@@ -172,22 +193,55 @@ class LogManager:
     def logs(self) -> list[PartitionLog]:
         return list(self._logs.values())
 
+    def _configured_logs(self) -> list[PartitionLog]:
+        return [log for key, log in self._logs.items() if key not in self._config_pending]
+
     # -- periodic jobs -------------------------------------------------------------------
 
     def run_retention(self, now_ms: int) -> int:
-        """Delete segments past retention and files past their delete delay; returns segments deleted."""
+        """Delete segments past retention and files past their delete delay; returns segments deleted.
+
+        Logs whose topic config has not been applied yet are skipped (see the class doc).
+        """
         deleted = 0
         for log in self.logs():
-            deleted += log.delete_old_segments(now_ms)
+            if (log.topic, log.partition) not in self._config_pending:
+                deleted += log.delete_old_segments(now_ms)
             log.delete_pending_files(now_ms)
         return deleted
 
     def run_cleaner(self, now_ms: int) -> int:
-        """Compact every compacted log that is due; returns how many logs were cleaned."""
+        """Compact every compacted log that is due; returns how many logs were cleaned.
+
+        Logs whose topic config has not been applied yet are skipped (see the class doc).
+        """
         cleaned = 0
-        for log in self.logs():
+        for log in self._configured_logs():
             if log.config.compact and clean_log(log, now_ms) is not None:
                 cleaned += 1
+        return cleaned
+
+    async def run_cleaner_yielding(self, now_ms: int) -> int:
+        """:meth:`run_cleaner` for a trio task: it lets other tasks run between logs and every
+        `cleaner.STEP_BYTES` of a pass, so that a long pass does not stall produce and fetch.
+        A pass whose log changed under it (retention, truncation, deletion) is dropped."""
+        cleaned = 0
+        for log in self._configured_logs():
+            await trio.lowlevel.checkpoint()
+            if log.closed or not log.config.compact:
+                continue  # deleted or reconfigured while an earlier log was being cleaned
+            steps = clean_log_steps(log, now_ms)
+            try:
+                while True:
+                    try:
+                        next(steps)
+                    except StopIteration as done:
+                        if done.value is not None:
+                            cleaned += 1
+                        break
+                    await trio.lowlevel.checkpoint()
+            finally:
+                steps.close()  # on cancellation: drop the unfinished .cleaned segment
         return cleaned
 
     def flush_due(self, now_ms: int) -> int:
@@ -216,3 +270,4 @@ class LogManager:
         self._release_dirs()
         self._logs.clear()
         self._dir_of.clear()
+        self._config_pending.clear()

@@ -7,6 +7,7 @@ headers and CRC, stamped in place and written with one os.write; reads hand back
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import time
 import uuid
@@ -83,6 +84,7 @@ class PartitionLog:
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.first_dirty_offset = self.log_start_offset  # compaction progress (cleaner checkpoint)
         self.next_delete_horizon_ms: int | None = None  # earliest tombstone horizon the cleaner set
+        self.truncations = 0  # bumped by every truncation, so a stepped cleaning pass notices one
         self.recovery_point = min(recovery_point, self.log_end_offset) if clean_shutdown else self.log_end_offset
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         self.epoch_cache = LeaderEpochCache(directory)
@@ -122,8 +124,7 @@ class PartitionLog:
         for segment in self.segments:
             if segment.next_offset <= start:
                 continue
-            _, position = segment.offset_index.lookup(start)
-            for _, header in segment.iter_headers(position):
+            for _, header in segment.headers_from(start):
                 if header.last_offset >= start:
                     state.update(header)
         state.map_end_offset = self.log_end_offset
@@ -157,9 +158,20 @@ class PartitionLog:
         return self.high_watermark
 
     def update_config(self, config: LogConfig) -> None:
-        """Apply changed topic configs; they take effect from the next segment or job."""
+        """Apply changed topic configs to the live log.
+
+        Retention, cleanup.policy, flush and validation settings are read from ``config`` at
+        their next use. The roll limits (segment.bytes, segment.ms) apply to the active
+        segment's next append, as in Kafka, and so does index.interval.bytes;
+        segment.index.bytes applies from the next segment on, since the active indexes are
+        already allocated.
+        """
         self.config = config
         self._jitter_ms = config.random_jitter_ms()
+        settings = config.segment_settings()
+        # Every segment, not only the active one: truncation can make an older one active again.
+        for segment in self.segments:
+            segment.settings = dataclasses.replace(settings, max_index_size=segment.settings.max_index_size)
 
     # -- appends -------------------------------------------------------------------------
 
@@ -408,6 +420,7 @@ class PartitionLog:
             self.truncate_fully_and_start_at(offset, now_ms)
             return True
         logger.info("%s: truncating to offset %d", self.name, offset)
+        self.truncations += 1
         while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
             self._schedule_delete(self.segments.pop(), now_ms)
         active = self.active_segment
@@ -421,6 +434,7 @@ class PartitionLog:
         """Delete every segment and restart the log, empty, at ``offset``."""
         now_ms = now_millis() if now_ms is None else now_ms
         logger.info("%s: truncating fully, restarting at offset %d", self.name, offset)
+        self.truncations += 1
         for segment in self.segments:
             self._schedule_delete(segment, now_ms)
         self.segments = [self._new_segment(offset, now_ms)]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from broker.log.errors import KafkaStorageError
 from broker.log.index import OffsetIndex, TimeIndex
 from broker.log.results import FileRange
 from clients.records.errors import CorruptRecordError
@@ -109,6 +110,41 @@ class LogSegment:
                 self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
         self.first_batch_timestamp = None
 
+    def batch_ends_at(self, position: int, last_offset: int) -> bool:
+        """Whether a whole batch starts at ``position`` and ends at ``last_offset``: what an
+        offset index entry (last offset, position) claims."""
+        try:
+            header = parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
+        except CorruptRecordError:
+            return False
+        return header.last_offset == last_offset and position + header.size <= self.size
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild both indexes from the batch headers, keeping the log as it is.
+
+        For an index found wrong after loading: the batches themselves were checked when
+        written or recovered, so unlike :meth:`recover` nothing is truncated.
+        """
+        was_writable = self.offset_index.writable
+        self.offset_index.make_writable()
+        self.time_index.make_writable()
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
+        self._bytes_since_index_entry = 0
+        end = 0
+        try:
+            for position, header in self.iter_headers(0):
+                self._index_batch(position, header)
+                end = position + header.size
+        except CorruptRecordError as exc:
+            raise KafkaStorageError(f"{self.log_path}: cannot rebuild indexes: {exc}") from None
+        if end != self.size:
+            raise KafkaStorageError(f"{self.log_path}: cannot rebuild indexes: torn batch at {end}")
+        if not was_writable:
+            self.become_inactive()
+
     def recover(self) -> int:
         """Validate every batch, rebuild both indexes, truncate an invalid tail.
 
@@ -161,7 +197,9 @@ class LogSegment:
     def _index_entry(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, last_offset
-        if self._bytes_since_index_entry > self.settings.index_interval_bytes:
+        # A full index takes no more entries (it is sparse: lookups just scan further), so a
+        # multi-batch append, or a rebuild after index.interval.bytes shrank, cannot fail on it.
+        if self._bytes_since_index_entry > self.settings.index_interval_bytes and not self.indexes_full():
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
@@ -222,10 +260,36 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------
 
-    def translate_offset(self, offset: int, start_position: int = 0) -> tuple[int, BatchHeader] | None:
+    def headers_from(self, offset: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from the offset index's entry for ``offset`` on.
+
+        An index entry is a hint, checked against the log before it is followed: the batch
+        at its position must end at its offset. A loaded index is only spot-checked (reading
+        every entry's batch would read every page of every segment at startup), so an entry
+        may be wrong even though the index looked ordered; then both indexes are rebuilt from
+        the log and the scan starts from the rebuilt entry. Position 0 needs no check.
+        """
+        indexed, position = self.offset_index.lookup(offset)
+        if position == 0:
+            yield from self.iter_headers(0)
+            return
+        headers = self.iter_headers(position)
+        try:
+            first = next(headers, None)
+        except CorruptRecordError:
+            first = None
+        if first is None or first[1].last_offset != indexed:
+            logger.warning("%s: index entry (%d, %d) does not match the log; rebuilding the indexes",
+                           self.log_path, indexed, position)
+            self.rebuild_indexes()
+            yield from self.iter_headers(self.offset_index.lookup(offset)[1])
+            return
+        yield first
+        yield from headers
+
+    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= ``offset``, or None."""
-        _, position = self.offset_index.lookup(offset)
-        for pos, header in self.iter_headers(max(position, start_position)):
+        for pos, header in self.headers_from(offset):
             if header.last_offset >= offset:
                 return pos, header
         return None
@@ -244,8 +308,7 @@ class LogSegment:
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch from ``start_offset`` whose max ts >= timestamp."""
         _, offset = self.time_index.lookup(timestamp)
-        _, position = self.offset_index.lookup(max(offset, start_offset))
-        for pos, header in self.iter_headers(position):
+        for pos, header in self.headers_from(max(offset, start_offset)):
             if header.last_offset >= start_offset and header.max_timestamp >= timestamp:
                 return pos, header
         return None

@@ -1,7 +1,12 @@
 import shutil
 from pathlib import Path
 
-from broker.log.cleaner import clean_log
+import pytest
+import trio
+
+from broker.log import LogManager, cleaner
+from broker.log.cleaner import clean_log, clean_log_steps
+from broker.log.config import LogConfig
 
 from tests.unit.log.helpers import NOW, batch, open_log, read_all
 
@@ -131,3 +136,100 @@ def test_a_dirty_ratio_below_the_minimum_waits(tmp_path: Path) -> None:
     assert stats is not None and stats.first_dirty_offset == clean_end
     assert {k: v for _, k, v in read_all(log)} == {b"k%d" % n: b"z" * 60 for n in range(20)}
     log.close()
+
+
+def _stepped_log(directory: Path):  # type: ignore[no-untyped-def]
+    log = open_log(directory, COMPACT)
+    for n in range(30):
+        _put(log, b"k%d" % (n % 4), b"v%d" % n + b"x" * 40)
+    log.update_high_watermark(log.log_end_offset)
+    return log
+
+
+def test_a_stepped_pass_does_what_a_whole_pass_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cleaner, "STEP_BYTES", 200)
+    whole, stepped = _stepped_log(tmp_path / "whole"), _stepped_log(tmp_path / "stepped")
+    expected = clean_log(whole, NOW)
+    steps = clean_log_steps(stepped, NOW)
+    count = 0
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(steps)
+            count += 1
+    assert count > 10 and done.value.value == expected
+    assert read_all(stepped) == read_all(whole)
+    assert stepped.first_dirty_offset == whole.first_dirty_offset
+    whole.close()
+    stepped.close()
+
+
+@pytest.mark.parametrize("change", ["retention", "truncation", "policy"])
+def test_a_stepped_pass_stops_when_the_log_changes_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str,
+) -> None:
+    monkeypatch.setattr(cleaner, "STEP_BYTES", 200)
+    log = _stepped_log(tmp_path)
+    first_dirty = log.first_dirty_offset
+    steps = clean_log_steps(log, NOW)
+    for _ in range(3):  # part of the way through the offset map
+        next(steps)
+    if change == "retention":
+        log.delete_records_before(log.segments[2].base_offset)
+        assert log.delete_old_segments(NOW) == 2
+    elif change == "truncation":
+        log.truncate_to(log.segments[3].base_offset + 1)
+    else:
+        log.update_config(LogConfig.from_overrides({**COMPACT, "cleanup.policy": "delete"}))
+    expected = read_all(log)
+    with pytest.raises(StopIteration) as done:
+        next(steps)
+    assert done.value.value is None
+    assert read_all(log) == expected and log.first_dirty_offset >= first_dirty
+    assert not list(log.directory.glob("*.cleaned"))
+    if change != "policy":
+        assert clean_log(log, NOW) is not None  # the next pass does the work
+    log.close()
+
+
+async def test_the_yielding_cleaner_lets_appends_run_and_can_be_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cleaner, "STEP_BYTES", 200)
+    manager = LogManager([tmp_path], now_ms=NOW)
+    log = manager.get_or_create_log("c", 0, config=COMPACT, now_ms=NOW)
+    for n in range(30):
+        _put(log, b"k%d" % (n % 4), b"v%d" % n + b"x" * 40)
+    log.update_high_watermark(log.log_end_offset)
+    appended_during_pass: list[int] = []
+
+    async def cleaner_task() -> None:
+        assert await manager.run_cleaner_yielding(NOW) == 1
+
+    async def producer_task(cleaning: trio.Nursery) -> None:
+        while cleaning.child_tasks:
+            appended_during_pass.append(_put(log, b"new", b"n"))
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as cleaning:
+            cleaning.start_soon(cleaner_task)
+            outer.start_soon(producer_task, cleaning)
+    assert len(appended_during_pass) > 5
+    records = read_all(log)
+    assert [r[0] for r in records if r[1] == b"new"][-1] == appended_during_pass[-1]
+    assert {k for _, k, _ in records} == {b"k0", b"k1", b"k2", b"k3", b"new"}
+
+    for n in range(30):
+        _put(log, b"k%d" % (n % 4), b"w%d" % n + b"x" * 40)
+    log.update_high_watermark(log.log_end_offset)
+    before = read_all(log)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(manager.run_cleaner_yielding, NOW)
+        with trio.fail_after(5):
+            while not list(log.directory.glob("*.cleaned")):  # in the middle of rewriting
+                await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    assert not list(log.directory.glob("*.cleaned"))
+    assert {k: v for _, k, v in read_all(log)} == {k: v for _, k, v in before}
+    assert log.first_dirty_offset < log.active_segment.base_offset  # still dirty
+    manager.close()

@@ -1,6 +1,7 @@
 """Crash recovery: reopen after an unclean stop and check exactly what survives."""
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -172,4 +173,60 @@ def test_deleted_indexes_are_rebuilt_after_a_crash(tmp_path: Path) -> None:
         if segment is not reopened.active_segment:
             assert list(segment.time_index) == times
     assert reopened.offset_for_timestamp(NOW + 25) == (NOW + 25, 25)
+    reopened.close()
+
+
+def _shift_entry(index: Path, slot: int, new_position: int) -> None:
+    raw = bytearray(index.read_bytes())
+    relative, _ = struct.unpack_from(">ii", raw, slot * 8)
+    struct.pack_into(">ii", raw, slot * 8, relative, new_position)
+    index.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("where", ["mid-batch", "next batch"])
+def test_ordered_but_wrong_index_entry_is_not_followed(tmp_path: Path, where: str) -> None:
+    log = open_log(tmp_path, OVERRIDES)
+    for n in range(40):
+        log.append_as_leader(batch([b"%03d" % n * 40]), 0, NOW)
+    records = read_all(log)
+    entries = list(log.segments[0].offset_index)
+    index = log.segments[0].offset_index.path
+    log.close()
+    assert len(entries) >= 3
+    # Entry 1 still lies between its neighbours, so the index looks ordered; but its position
+    # points into a batch, or at the batch after the one ending at its offset.
+    position = entries[1][1] + 10 if where == "mid-batch" else entries[2][1]
+    _shift_entry(index, 1, position)
+    reopened = open_log(tmp_path, OVERRIDES)
+    reopened.update_high_watermark(reopened.log_end_offset)
+    offset = entries[1][0]
+    data = reopened.read(offset, 100, UpperBound.LEO).read_bytes()
+    assert [h.base_offset for _, h in iter_batches(data)][0] == offset
+    assert read_all(reopened) == records
+    assert list(reopened.segments[0].offset_index) == entries  # rebuilt from the log
+    reopened.close()
+    again = open_log(tmp_path, OVERRIDES)
+    assert list(again.segments[0].offset_index) == entries  # and written back
+    again.close()
+
+
+@pytest.mark.parametrize("where", ["mid-batch", "earlier batch"])
+def test_last_index_entry_is_checked_at_load(tmp_path: Path, where: str) -> None:
+    log = open_log(tmp_path, OVERRIDES)
+    for n in range(40):
+        log.append_as_leader(batch([b"%03d" % n * 40]), 0, NOW)
+    records = read_all(log)
+    entries = list(log.segments[0].offset_index)
+    index = log.segments[0].offset_index.path
+    next_offset = log.segments[0].next_offset
+    log.close()
+    # The loader derives the segment's next offset from the last entry, so it checks that
+    # one against the log before anything reads the segment.
+    position = entries[-1][1] + 10 if where == "mid-batch" else entries[-2][1]
+    _shift_entry(index, len(entries) - 1, position)
+    reopened = open_log(tmp_path, OVERRIDES)
+    assert list(reopened.segments[0].offset_index) == entries
+    assert reopened.segments[0].next_offset == next_offset
+    reopened.update_high_watermark(reopened.log_end_offset)
+    assert read_all(reopened) == records
     reopened.close()
