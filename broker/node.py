@@ -99,6 +99,7 @@ def quorum_config(config: "ServerConfig") -> QuorumConfig:
         log_dir=config.metadata_log_dir,  # type: ignore[arg-type]
         password=config.quorum_password,
         is_voter=config.is_controller,
+        snapshot_interval_entries=int(config.get("metadata.log.max.snapshot.interval")),  # type: ignore[call-overload]
         snapshot_interval_bytes=int(config.get(  # type: ignore[call-overload]
             "metadata.log.max.record.bytes.between.snapshots")),
         snapshot_interval_ms=int(config.get("metadata.log.max.snapshot.interval.ms")),  # type: ignore[call-overload]

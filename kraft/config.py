@@ -33,8 +33,9 @@ class QuorumConfig:
     password: str | None = None
     # False: observer (pysyncobj read-only node) that follows the log but never votes.
     is_voter: bool = True
-    # Take a snapshot once this many entries were appended since the last one. Raftka's
-    # entry-count companion of the byte limit below (pysyncobj's logCompactionMinEntries).
+    # metadata.log.max.snapshot.interval: take a snapshot once this many entries were appended
+    # since the last one. Raftka's entry-count companion of the byte limit below (pysyncobj's
+    # logCompactionMinEntries, which must be at least 2).
     snapshot_interval_entries: int = 5000
     # metadata.log.max.record.bytes.between.snapshots
     snapshot_interval_bytes: int = 20 * 1024 * 1024

@@ -1,7 +1,7 @@
 """MetadataImage: an immutable view of the cluster metadata at one metadata offset.
 
 Every part is a frozen dataclass or a read-only mapping, so an image can be handed to any
-thread and read without locks; a new image is produced by `MetadataDelta.apply()`.
+thread and read without locks; the next image is `image.apply(delta)` (or `delta.apply()`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from metadata.errors import MetadataReplayError
 from metadata.records import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -29,6 +30,10 @@ from metadata.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+
+if TYPE_CHECKING:
+    # delta.py imports this module, so the type is only needed for annotations.
+    from metadata.delta import MetadataDelta
 
 ConfigResource = tuple[int, str]
 """(resource_type, resource_name): (2, topic name) or (4, broker id as text, "" = cluster)."""
@@ -185,6 +190,19 @@ class MetadataImage:
     @classmethod
     def empty(cls) -> MetadataImage:
         return cls()
+
+    def apply(self, delta: MetadataDelta) -> MetadataImage:
+        """The next image: this one with `delta`'s records applied.
+
+        A delta records changes relative to the image it was built on, so applying it to any
+        other image would silently mix two histories; that is refused.
+        """
+        if delta.image is not self:
+            raise MetadataReplayError(
+                f"delta was built on the image at offset {delta.image.offset}, "
+                f"not on this one at offset {self.offset}"
+            )
+        return delta.apply()
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)

@@ -1,6 +1,7 @@
 """The server's configuration keys: Kafka's names, types, defaults and valid ranges.
 
-Raftka's own keys (prefixed `raftka.`, plus `controller.quorum.password`) are marked as such.
+Raftka's own keys (prefixed `raftka.`, plus `controller.quorum.password` and
+`metadata.log.max.snapshot.interval`) are marked as such.
 Broker-level log defaults (`log.segment.bytes`, ...) come from the topic config table in
 `metadata.topic_configs` (see `broker.config.log_defaults`).
 """
@@ -141,6 +142,11 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("metadata.log.max.snapshot.interval.ms", "long", "3600000",
        "Longest time between metadata snapshots when the log has new records; 0 disables "
        "time-based snapshots.", at_least(0)),
+    # Not a Kafka key (Kafka snapshots by bytes and time only): pysyncobj also compacts by
+    # entry count (logCompactionMinEntries, whose default of 5000 and minimum of 2 this keeps).
+    _k("metadata.log.max.snapshot.interval", "int", "5000",
+       "Raftka: metadata log entries after which a snapshot is taken (besides the byte and "
+       "time limits).", at_least(2)),
     _k("log.retention.check.interval.ms", "long", "300000", "Retention check period.",
        at_least(1)),
     _k("log.cleaner.enable", "boolean", "true", "Run the log cleaner (compaction)."),
@@ -199,11 +205,16 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
        at_least(0)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
+    # Metrics (Kafka publishes over JMX; Raftka writes a file, see broker.metrics).
+    _k("raftka.metrics.interval.ms", "long", "10000",
+       "Raftka: how often a broker writes its gauges to metrics.json in its first log dir; "
+       "0 disables.", at_least(0)),
     # Groups and offsets.
     _k("offsets.topic.num.partitions", "int", "50", "Partitions of __consumer_offsets.",
        at_least(1)),
     _k("offsets.topic.replication.factor", "short", "3",
-       "Replication of __consumer_offsets (capped at live brokers on creation).", at_least(1)),
+       "Replication of __consumer_offsets (creation fails until this many brokers are live).",
+       at_least(1)),
     _k("offsets.topic.segment.bytes", "int", "104857600", "Segment size of __consumer_offsets.",
        at_least(1)),
     _k("offsets.retention.minutes", "int", "10080", "Keep committed offsets this long.",

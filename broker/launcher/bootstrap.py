@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from broker.launcher.cluster import bootstrap_quorum
+from broker.launcher.cluster import DEFAULT_TIMEOUT, bootstrap_quorum
 from broker.launcher.processes import LauncherError
 from broker.launcher.readiness import READINESS_CHECKS
 
@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="config override for every node (repeatable)")
     parser.add_argument("--readiness", choices=sorted(READINESS_CHECKS), default="kraft",
                         help="what 'ready' means (listening: answers ApiVersions)")
-    parser.add_argument("--timeout", type=float, default=45.0, help="seconds to wait")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds the whole bootstrap may take, formatting included")
     args = parser.parse_args(argv)
     try:
         cluster = bootstrap_quorum(args.dir, args.nodes, args.controllers, args.base_port,

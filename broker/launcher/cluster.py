@@ -29,18 +29,24 @@ logger = logging.getLogger(__name__)
 
 BOOTSTRAP_SERVERS_FILE = "bootstrap.servers"
 CLUSTER_ID_FILE = "cluster.id"
-# Leaves room under the 60 s a failing bootstrap may take, for formatting and stopping.
-DEFAULT_READY_TIMEOUT = 45.0
+# A failing bootstrap must exit within 60 s. Its whole run (formatting included) gets this
+# budget; past it come at most one readiness probe (readiness.PROBE_TIMEOUT) and the parallel
+# stop of the started nodes (STOP_TIMEOUT, then SIGKILL): 45 + 2 + 5 s, leaving room for the
+# script's own start-up on a busy machine.
+DEFAULT_TIMEOUT = 45.0
+# SIGTERM grace of the nodes stopped because a start failed; then SIGKILL.
+STOP_TIMEOUT = 5.0
 
 
 def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
                      base_port: int = 9092, overrides: Mapping[str, str] | None = None, *,
                      ready: ReadinessCheck = kraft_ready,
-                     timeout: float = DEFAULT_READY_TIMEOUT) -> ClusterInfo:
+                     timeout: float = DEFAULT_TIMEOUT) -> ClusterInfo:
     """Write configs, format storage, start every node, wait until `ready` holds for all.
 
-    On failure the started nodes are stopped and LauncherError carries the failing node's
-    log tail."""
+    `timeout` bounds the whole bootstrap, formatting included. On failure the started nodes
+    are stopped and LauncherError carries the failing node's log tail."""
+    deadline = time.monotonic() + timeout
     cluster_dir = Path(dir).resolve()
     cluster_dir.mkdir(parents=True, exist_ok=True)
     for existing in _existing_nodes(cluster_dir):
@@ -58,23 +64,23 @@ def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
     for node in cluster.nodes:
         node.dir.mkdir(parents=True, exist_ok=True)
         node.config_path.write_text(format_properties(node.properties))
-        _format_storage(node, cluster.cluster_id)
+        _format_storage(node, cluster.cluster_id, deadline, timeout)
     started: list[NodeInfo] = []
     try:
         for node in cluster.nodes:
             start_process(node)
             started.append(node)
-        _wait_ready(cluster, cluster.nodes, ready, timeout)
+        _wait_ready(cluster, cluster.nodes, ready, deadline, timeout)
     except BaseException:
-        for node in started:
-            stop_process(node, timeout=5.0)
+        # In parallel: one by one, N nodes ignoring SIGTERM would cost N grace periods.
+        stop_processes(started, timeout=STOP_TIMEOUT)
         raise
     (cluster_dir / BOOTSTRAP_SERVERS_FILE).write_text(cluster.bootstrap_servers + "\n")
     return cluster
 
 
 def start_node(dir: str | Path, node_id: int, *, ready: ReadinessCheck = kraft_ready,
-               timeout: float = DEFAULT_READY_TIMEOUT) -> NodeInfo:
+               timeout: float = DEFAULT_TIMEOUT) -> NodeInfo:
     """Restart one node from its existing config and wait until `ready` holds for it."""
     cluster = load_cluster(dir)
     node = _node(cluster, node_id)
@@ -84,9 +90,9 @@ def start_node(dir: str | Path, node_id: int, *, ready: ReadinessCheck = kraft_r
     check_ports_free([node])
     start_process(node)
     try:
-        _wait_ready(cluster, [node], ready, timeout)
+        _wait_ready(cluster, [node], ready, time.monotonic() + timeout, timeout)
     except BaseException:
-        stop_process(node, timeout=5.0)
+        stop_process(node, timeout=STOP_TIMEOUT)
         raise
     return node
 
@@ -148,19 +154,28 @@ def _node(cluster: ClusterInfo, node_id: int) -> NodeInfo:
         raise LauncherError(str(exc.args[0])) from None
 
 
-def _format_storage(node: NodeInfo, cluster_id: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "broker.cli.main", "storage", "format", "-t", cluster_id,
-         "-c", str(node.config_path)],
-        capture_output=True, text=True, timeout=60)
+def _format_storage(node: NodeInfo, cluster_id: str, deadline: float, budget: float) -> None:
+    late = LauncherError(f"formatting node {node.node_id} did not finish within the "
+                         f"{budget:.0f} s bootstrap timeout")
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise late
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "broker.cli.main", "storage", "format", "-t", cluster_id,
+             "-c", str(node.config_path)],
+            capture_output=True, text=True, timeout=remaining)
+    except subprocess.TimeoutExpired:
+        raise late from None
     if result.returncode != 0:
         raise LauncherError(f"formatting node {node.node_id} failed:\n"
                             f"{result.stderr.strip() or result.stdout.strip()}")
 
 
 def _wait_ready(cluster: ClusterInfo, nodes: list[NodeInfo], ready: ReadinessCheck,
-                timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+                deadline: float, budget: float) -> None:
+    """Poll until `ready` holds for every node; fail at once if one exits, or at `deadline`
+    (a time.monotonic() value; `budget` is the timeout it came from, for the message)."""
     waiting = list(nodes)
     while waiting:
         for node in list(waiting):
@@ -170,13 +185,20 @@ def _wait_ready(cluster: ClusterInfo, nodes: list[NodeInfo], ready: ReadinessChe
                 raise LauncherError(f"node {node.node_id} exited during start-up"
                                     f"{'' if code is None else f' (exit code {code})'}; "
                                     f"last lines of {node.log_path}:\n{log_tail(node)}")
+            # Checked before every probe, not once per pass: a pass over many nodes whose
+            # probes time out would otherwise run far past the deadline.
+            if time.monotonic() >= deadline:
+                raise _not_ready(node, budget)
             if ready(cluster, node):
                 logger.info("node %d is ready", node.node_id)
                 waiting.remove(node)
         if not waiting:
             return
-        if time.monotonic() > deadline:
-            node = waiting[0]
-            raise LauncherError(f"node {node.node_id} was not ready after {timeout:.0f} s; "
-                                f"last lines of {node.log_path}:\n{log_tail(node)}")
-        time.sleep(0.1)
+        if time.monotonic() >= deadline:
+            raise _not_ready(waiting[0], budget)
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+
+def _not_ready(node: NodeInfo, budget: float) -> LauncherError:
+    return LauncherError(f"node {node.node_id} was not ready within {budget:.0f} s; "
+                         f"last lines of {node.log_path}:\n{log_tail(node)}")

@@ -7,6 +7,7 @@ for nodes that do not run the quorum yet."""
 from __future__ import annotations
 
 import socket
+import time
 from typing import Callable
 
 from broker.launcher.layout import HOST, ClusterInfo, NodeInfo
@@ -16,28 +17,39 @@ from metadata.topic_names import METADATA_TOPIC
 ReadinessCheck = Callable[[ClusterInfo, NodeInfo], bool]
 
 API_VERSIONS, METADATA, DESCRIBE_QUORUM = 18, 3, 55
+# Longest one probe may take, all steps together: the launcher's deadline is checked between
+# probes, so this bounds how far a probe can overshoot it.
+PROBE_TIMEOUT = 2.0
 
 
 def _round_trip(port: int, api_key: int, api_version: int, body: dict,
-                timeout: float = 2.0) -> dict | None:
-    """One request on a fresh connection; None when the node does not answer properly."""
+                timeout: float = PROBE_TIMEOUT) -> dict | None:
+    """One request on a fresh connection; None when the node does not answer properly
+    within `timeout` seconds overall."""
     from clients.protocol import ProtocolError, decode_response, encode_request
 
     frame = encode_request(api_key, api_version, 1, "raftka-launcher", body)
+    deadline = time.monotonic() + timeout
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as sock:
             sock.sendall(len(frame).to_bytes(4, "big") + frame)
-            size = int.from_bytes(_receive(sock, 4), "big")
+            size = int.from_bytes(_receive(sock, 4, deadline), "big")
             correlation_id, response = decode_response(api_key, api_version,
-                                                       _receive(sock, size))
+                                                       _receive(sock, size, deadline))
     except (OSError, EOFError, ProtocolError):
         return None
     return response if correlation_id == 1 else None
 
 
-def _receive(sock: socket.socket, size: int) -> bytes:
+def _receive(sock: socket.socket, size: int, deadline: float) -> bytes:
     data = bytearray()
     while len(data) < size:
+        # A socket timeout bounds each recv only; a node trickling bytes could otherwise
+        # stretch one probe far past its timeout.
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no complete response in time")
+        sock.settimeout(remaining)
         chunk = sock.recv(size - len(data))
         if not chunk:
             raise EOFError("connection closed")

@@ -146,10 +146,32 @@ def test_unknown_key_warns(caplog) -> None:
                                            "CONTROLLER://127.0.0.1:9093"}),
     ("cluster.id", {"cluster.id": "not-a-uuid"}),
     ("raftka.raft.port.offset", {"raftka.raft.port.offset": "60000"}),
+    ("metadata.log.max.snapshot.interval", {"metadata.log.max.snapshot.interval": "1"}),
+    ("metadata.log.max.snapshot.interval", {"metadata.log.max.snapshot.interval": "often"}),
     ("controller.quorum.password", {"controller.quorum.voters": "1@10.1.2.3:9093"}),
 ])
 def test_bad_values_name_the_key(key: str, changes: dict[str, str | None]) -> None:
     assert_rejected(key, **changes)
+
+
+def test_snapshot_interval_entries_is_parsed_and_reaches_the_quorum(tmp_path: Path) -> None:
+    from broker.node import quorum_config
+    from kraft.config import validate
+
+    assert config().get("metadata.log.max.snapshot.interval") == 5000
+    c = config(**{"metadata.log.max.snapshot.interval": "250",
+                  "metadata.log.max.record.bytes.between.snapshots": "4096",
+                  "metadata.log.max.snapshot.interval.ms": "0",
+                  "metadata.log.dir": str(tmp_path)})
+    assert c.get("metadata.log.max.snapshot.interval") == 250
+    quorum = quorum_config(c)
+    assert (quorum.snapshot_interval_entries, quorum.snapshot_interval_bytes,
+            quorum.snapshot_interval_ms) == (250, 4096, 0)
+    # The smallest value the key accepts is one the quorum (and pysyncobj) accepts too.
+    smallest = quorum_config(config(**{"metadata.log.max.snapshot.interval": "2"}))
+    assert smallest.snapshot_interval_entries == 2
+    validate(smallest)
+    assert quorum_config(config()).snapshot_interval_entries == 5000
 
 
 def test_role_specific_listener_rules() -> None:

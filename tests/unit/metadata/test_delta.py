@@ -79,6 +79,22 @@ def test_image_is_immutable(base: MetadataImage) -> None:
         base.offset = 3  # type: ignore[misc]
 
 
+def test_image_apply_gives_the_next_image_and_refuses_a_foreign_delta(base: MetadataImage) -> None:
+    delta = MetadataDelta(base)
+    delta.replay(TopicRecord(name="b", topic_id=T2), 9, epoch=2)
+    delta.replay(partition(T2, 0, (3, 1)), 10)
+    image = base.apply(delta)
+    assert image == delta.apply()
+    assert (image.offset, image.epoch) == (10, 2)
+    assert image.topic("b") is not None and image.partition(T2, 0).leader == 3
+    assert base.topic("b") is None
+    # A delta built on another image (even an equal one) describes another history.
+    with pytest.raises(MetadataReplayError, match="offset 8"):
+        image.apply(delta)
+    with pytest.raises(MetadataReplayError):
+        MetadataImage.empty().apply(MetadataDelta(MetadataImage.empty()))
+
+
 def test_partition_change_bumps_epochs_only_as_kafka_does(base: MetadataImage) -> None:
     _, image = apply_records(base, [PartitionChangeRecord(partition_id=0, topic_id=T1, isr=(1,))])
     part = image.partition(T1, 0)
