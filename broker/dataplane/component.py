@@ -25,6 +25,7 @@ from broker.dataplane.producer_ids import (
     controller_block_source,
 )
 from broker.log.manager import LogManager
+from broker.metrics import METRICS_FILE, MetricsRegistry, MetricsReporter
 from broker.network.router import RequestRouter
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
@@ -74,6 +75,11 @@ class DataPlane:
                              else ProducerIdManager(producer_id_source))
         self.auto_creator = TopicAutoCreator(config, channel, self._image)
         self.maintenance = LogMaintenance(log_manager, config)
+        self.metrics = MetricsRegistry()
+        register_replica_gauges(self.metrics, self.replica_manager)
+        self.metrics_reporter = MetricsReporter(
+            self.metrics, log_manager.log_dirs[0] / METRICS_FILE,
+            int(config.get("raftka.metrics.interval.ms")), config.node_id)  # type: ignore[call-overload]
         self._owns_log_manager = owns_log_manager
 
     def register(self, router: RequestRouter) -> None:
@@ -96,12 +102,13 @@ class DataPlane:
         return await self.auto_creator.ensure_topics(names)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Background work (auto-creation, log jobs, replica fetchers, ISR changes) until
-        cancelled; then close the logs if this component owns them."""
+        """Background work (auto-creation, log jobs, metrics, replica fetchers, ISR changes)
+        until cancelled; then close the logs if this component owns them."""
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.auto_creator.run)
                 await nursery.start(self.maintenance.run)
+                await nursery.start(self.metrics_reporter.run)
                 await nursery.start(self.replica_fetchers.run)
                 if self.alter_partition is not None:
                     await nursery.start(self.alter_partition.run)
@@ -114,6 +121,16 @@ class DataPlane:
                 with trio.CancelScope(shield=True):
                     self.log_manager.close()
                     logger.info("closed the partition logs")
+
+
+def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager) -> None:
+    """The ReplicaManager's gauges under Kafka's names (kafka.server:type=ReplicaManager,
+    plus the controller's OfflinePartitionsCount as this broker's image shows it)."""
+    registry.gauge("UnderReplicatedPartitions", lambda: replicas.under_replicated_partitions)
+    registry.gauge("UnderMinIsrPartitionCount", lambda: replicas.under_min_isr_partitions)
+    registry.gauge("LeaderCount", lambda: replicas.leader_count)
+    registry.gauge("PartitionCount", lambda: replicas.partition_count)
+    registry.gauge("OfflinePartitionsCount", lambda: replicas.offline_partitions)
 
 
 def data_plane_component(runtime: "BrokerRuntime") -> DataPlane:

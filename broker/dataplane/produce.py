@@ -1,8 +1,9 @@
 """Produce (v3-9): append producers' batches to the leader logs, acks 0, 1 and all.
 
-The records payload stays opaque: it is copied once into a bytearray (the log stamps
-offsets into it in place), only the 61-byte batch header is looked at, and the CRC is
-checked by the log while assigning offsets.
+The records payload stays opaque: the log stamps offsets into it in place, straight in the
+request frame when that is writable (the network layer gives every frame its own buffer),
+else in one copy; only the 61-byte batch header is looked at, and the CRC is checked by the
+log while assigning offsets.
 """
 
 from __future__ import annotations
@@ -52,11 +53,20 @@ def _fail(entry: dict[str, Any], code: int, message: str | None = None) -> None:
         entry["record_errors"] = [{"batch_index": 0, "batch_index_error_message": message}]
 
 
-def _check_payload(records: Any, version: int, transactional_id: str | None) -> bytearray:
-    """The one v2 batch Kafka allows per partition from v3 on, copied for stamping."""
+def _stampable(records: Any) -> bytearray | memoryview:
+    """`records` itself when it is a writable byte view, else a copy the log may stamp."""
+    if (isinstance(records, memoryview) and not records.readonly and records.format == "B"
+            and records.c_contiguous):
+        return records
+    return bytearray(records)
+
+
+def _check_payload(records: Any, version: int,
+                   transactional_id: str | None) -> bytearray | memoryview:
+    """The one v2 batch Kafka allows per partition from v3 on, writable for stamping."""
     if records is None or len(records) == 0:
         raise InvalidRecord("produce requests must carry exactly one record batch per partition")
-    buf = bytearray(records)
+    buf = _stampable(records)
     try:
         size = peek_batch_size(buf, 0)
         if size is None or size > len(buf) or len(buf) < BATCH_HEADER_SIZE:

@@ -22,7 +22,7 @@ from broker.replica.errors import NotLeaderOrFollower, UnknownTopicOrPartition
 from broker.replica.partition import Partition
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
 from metadata.image import MetadataImage
-from metadata.records import TOPIC_RESOURCE
+from metadata.records import NO_LEADER, TOPIC_RESOURCE
 from metadata.topic_configs import effective_topic_config
 
 logger = logging.getLogger(__name__)
@@ -90,6 +90,31 @@ class ReplicaManager:
         """Led partitions whose ISR is smaller than their replica set (Kafka's
         UnderReplicatedPartitions metric)."""
         return sum(1 for p in self._partitions.values() if p.is_under_replicated)
+
+    @property
+    def under_min_isr_partitions(self) -> int:
+        """Led partitions whose ISR is below min.insync.replicas: acks=all writes to them
+        fail (Kafka's UnderMinIsrPartitionCount)."""
+        return sum(1 for p in self._partitions.values()
+                   if p.is_leader and len(p.isr) < p.min_insync_replicas)
+
+    @property
+    def leader_count(self) -> int:
+        """Partitions this broker leads (Kafka's LeaderCount)."""
+        return sum(1 for p in self._partitions.values() if p.is_leader)
+
+    @property
+    def partition_count(self) -> int:
+        """Replicas hosted here, led or followed (Kafka's PartitionCount)."""
+        return len(self._partitions)
+
+    @property
+    def offline_partitions(self) -> int:
+        """Partitions of the whole cluster without a leader, as the latest image shows them
+        (Kafka's OfflinePartitionsCount, which only the active controller reports there)."""
+        return sum(1 for topic in self._image.topics_by_id.values()
+                   for registration in topic.partitions.values()
+                   if registration.leader == NO_LEADER)
 
     def is_isr_eligible(self, broker_id: int) -> bool:
         """Whether `broker_id` may join an ISR: registered, unfenced, not shutting down."""

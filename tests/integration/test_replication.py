@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from broker.launcher import start_node
+from broker.metrics import METRICS_FILE, read_metrics_file
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from tests.integration.quorum_helpers import (
@@ -21,6 +22,7 @@ from tests.integration.quorum_helpers import (
     PartitionView,
     QuorumCluster,
     create_topics,
+    listed_brokers,
     metadata,
     partition_views,
     send,
@@ -151,11 +153,16 @@ def test_no_acknowledged_record_is_lost_or_duplicated_across_leader_kills(
             leader = views(cluster, all_nodes)[(topic, 0)].leader
             victims = [leader]
             if round_no == 1:
-                controller = cluster.quorum_leader()
-                if controller is not None and controller != leader:
+                # The active controller dies too (in the same kill when it leads partition 0).
+                controller = wait_for(lambda: cluster.quorum_leader(), 30,
+                                      "the active controller", details=cluster.logs)
+                if controller != leader:
                     victims.append(controller)
             for victim in victims:
                 cluster.kill(victim)
+            if round_no == 1:
+                assert controller in victims and not cluster.is_running(controller), (
+                    f"active controller {controller} was not killed")
             size = acked_file.stat().st_size
             if len(victims) == 1:
                 # The survivors elect a new leader and acknowledged writes continue.
@@ -225,12 +232,19 @@ def test_acks_all_needs_min_insync_replicas_and_resumes_when_a_broker_returns(
 
 # -- 4. follower lag ------------------------------------------------------------------------
 
+LAG_TIME_MS = 1500
+# Fencing a broker also drops it from every ISR, so the session must outlast the wait for the
+# shrink by far: only the lag rule can then remove the paused follower in time.
+SESSION_TIMEOUT_MS = 90_000
+SHRINK_WAIT_S = 30
+
+
 def test_paused_follower_leaves_the_isr_and_rejoins_after_resuming(
         start_cluster: Callable[..., QuorumCluster]) -> None:
-    # A session long enough that the paused broker is not fenced: only lag may remove it.
     cluster = start_cluster(3, controllers=1, overrides={
-        "replica.lag.time.max.ms": "1500", "broker.session.timeout.ms": "20000",
-        "broker.heartbeat.interval.ms": "1000"})
+        "replica.lag.time.max.ms": str(LAG_TIME_MS),
+        "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "broker.heartbeat.interval.ms": "1000", "raftka.metrics.interval.ms": "200"})
     brokers = cluster.broker_ids
     topic = "lagging"
     create_topics(cluster.client_port(brokers[0]), {topic: (1, 3)})
@@ -239,24 +253,43 @@ def test_paused_follower_leaves_the_isr_and_rejoins_after_resuming(
     leader = view.leader
     follower = next(b for b in brokers if b != leader)
     port = cluster.client_port(leader)
+    metrics_file = Path(cluster.node(leader).properties["log.dirs"].split(",")[0]) / METRICS_FILE
+    wait_for(lambda: under_replicated_gauge(metrics_file) == 0, 10, "the leader's metrics file")
     cluster.send_signal(follower, signal.SIGSTOP)
     paused_at = time.monotonic()
     try:
-        def shrunk() -> bool:
+        def shrunk() -> dict[str, Any] | None:
             produce(port, topic, b"x", acks=1)  # the leader's end must move for lag to show
-            return follower not in views(cluster, [leader])[(topic, 0)].isr
+            response = metadata(port)
+            if response is None or follower in partition_views(response)[(topic, 0)].isr:
+                return None
+            return response
 
-        wait_for(shrunk, 30, f"paused follower {follower} to leave the ISR",
-                 details=cluster.logs)
-        assert time.monotonic() - paused_at >= 1.5
-        assert views(cluster, [leader])[(topic, 0)].isr == tuple(
+        response = wait_for(shrunk, SHRINK_WAIT_S, f"paused follower {follower} to leave the ISR",
+                            details=cluster.logs)
+        assert time.monotonic() - paused_at >= LAG_TIME_MS / 1000
+        # Still registered and unfenced: the lag rule, not fencing, took it out of the ISR.
+        assert follower in listed_brokers(response), f"broker {follower} was fenced"
+        assert partition_views(response)[(topic, 0)].isr == tuple(
             b for b in view.isr if b != follower)
         assert f"Partition: 0\tLeader: {leader}" in under_replicated(port)
+        wait_for(lambda: under_replicated_gauge(metrics_file) == 1, 10,
+                 "UnderReplicatedPartitions=1 in the leader's metrics")
     finally:
         cluster.send_signal(follower, signal.SIGCONT)
     wait_for(lambda: follower in views(cluster, [leader])[(topic, 0)].isr, 30,
              f"follower {follower} to rejoin the ISR", details=cluster.logs)
     assert "Partition:" not in under_replicated(port)
+    wait_for(lambda: under_replicated_gauge(metrics_file) == 0, 10,
+             "UnderReplicatedPartitions=0 in the leader's metrics")
+
+
+def under_replicated_gauge(path: Path) -> int | None:
+    """UnderReplicatedPartitions from a broker's metrics file (None before it is written)."""
+    try:
+        return int(read_metrics_file(path)["gauges"]["UnderReplicatedPartitions"])
+    except FileNotFoundError:
+        return None
 
 
 def under_replicated(port: int) -> str:

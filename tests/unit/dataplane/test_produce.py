@@ -5,6 +5,8 @@ from __future__ import annotations
 import trio
 
 from clients.protocol import ApiKey, ErrorCode
+from clients.records.header import iter_batches
+from metadata.records import PartitionChangeRecord
 from tests.unit.dataplane.batches import batch, now_ms, only_partition, produce_body, values_of
 from tests.unit.dataplane.harness import running_broker
 
@@ -179,4 +181,45 @@ async def test_invalid_acks(tmp_path):
         conn = await broker.connect()
         assert (await produce(conn, produce_body("t", batch(), acks=2)))["error_code"] == \
             ErrorCode.INVALID_REQUIRED_ACKS
+        await conn.aclose()
+
+
+async def test_large_batches_are_stamped_in_the_request_frame_and_stored_intact(tmp_path):
+    """Requests big enough to be received in place (no copy before stamping) keep their CRC
+    and get consecutive offsets."""
+    values = [bytes([i % 251]) * 1000 for i in range(300)]  # ~300 KB per batch
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        conn = await broker.connect()
+        first = await produce(conn, produce_body("t", batch(values), acks=1))
+        second = await produce(conn, produce_body("t", batch(values), acks=1))
+        assert (first["error_code"], first["base_offset"]) == (0, 0)
+        assert (second["error_code"], second["base_offset"]) == (0, 300)
+        stored = broker.log("t").read_bytes(0, 1 << 20)
+        headers = [h for _, h in iter_batches(stored, verify_crc=True)]
+        assert [h.base_offset for h in headers] == [0, 300]
+        assert values_of(stored) == list(enumerate(values + values))
+        await conn.aclose()
+
+
+async def test_acks_all_gets_not_enough_replicas_after_append_when_the_isr_shrinks(tmp_path):
+    """The batch is appended with a full ISR; the committed ISR then drops below
+    min.insync.replicas, which also lets the HW pass the batch: Kafka answers
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, and the record stays in the log."""
+    async with running_broker(tmp_path) as broker:
+        topic_id = broker.create_topic("t", replicas=(1, 2), configs={"min.insync.replicas": "2"})
+        conn = await broker.connect()
+        async with trio.open_nursery() as nursery:
+            result: dict = {}
+
+            async def send() -> None:
+                body = produce_body("t", batch([b"x"]), timeout_ms=10_000)
+                result.update(await produce(conn, body))
+
+            nursery.start_soon(send)
+            await broker.wait_until(lambda: broker.log("t").log_end_offset >= 1, "t")
+            assert broker.log("t").high_watermark == 0  # parked until follower 2 fetches
+            broker.publish([PartitionChangeRecord(partition_id=0, topic_id=topic_id, isr=(1,))])
+        assert result["error_code"] == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        assert (broker.log("t").log_end_offset, broker.log("t").high_watermark) == (1, 1)
         await conn.aclose()

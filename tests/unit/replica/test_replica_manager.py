@@ -122,3 +122,21 @@ def test_recreated_topic_replaces_a_stale_log(cluster):
     new_id = cluster.topic("t")
     partition = cluster.replicas.leader_partition("t", 0)
     assert partition.topic_id == new_id and partition.log.log_end_offset == 0
+
+
+def test_gauges_count_led_partitions_whose_isr_is_smaller_than_their_replicas(cluster):
+    led = cluster.topic("led", replicas=(BROKER, 2), configs={"min.insync.replicas": "2"})
+    followed = cluster.topic("followed", leader=2, replicas=(2, BROKER))
+    replicas = cluster.replicas
+    assert (replicas.under_replicated_partitions, replicas.under_min_isr_partitions) == (0, 0)
+    assert (replicas.leader_count, replicas.partition_count) == (1, 2)
+    # Both ISRs lose a member; only the partition led here is this broker's to report.
+    cluster.publish([PartitionChangeRecord(partition_id=0, topic_id=led, isr=(BROKER,)),
+                     PartitionChangeRecord(partition_id=0, topic_id=followed, isr=(2,))])
+    assert replicas.under_replicated_partitions == 1
+    assert replicas.under_min_isr_partitions == 1
+    assert replicas.offline_partitions == 0
+    cluster.publish([PartitionChangeRecord(partition_id=0, topic_id=followed, leader=-1)])
+    assert replicas.offline_partitions == 1
+    cluster.publish([PartitionChangeRecord(partition_id=0, topic_id=led, isr=(BROKER, 2))])
+    assert (replicas.under_replicated_partitions, replicas.under_min_isr_partitions) == (0, 0)
