@@ -116,16 +116,17 @@ def _message(error: Any, topic: str | None) -> str:
     return error.message
 
 
-def _dynamic_configs(admin: Any, topic: str) -> dict[str, str | None]:
-    """The topic's non-default configs; empty if the broker cannot describe configs."""
+def _non_default_configs(admin: Any, topic: str) -> dict[str, str | None]:
+    """The topic's configs that do not come from the built-in defaults (topic overrides and
+    broker settings alike, as kafka-topics.sh shows them); empty if the broker cannot
+    describe configs."""
     from clients.protocol import KafkaError
 
     try:
         entries = admin.describe_configs(topic)
     except KafkaError:
         return {}
-    return {name: e.value for name, e in entries.items()
-            if e.source == "DYNAMIC_TOPIC_CONFIG"}
+    return {name: e.value for name, e in entries.items() if not e.is_default}
 
 
 def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
@@ -146,7 +147,7 @@ def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
         for description in admin.describe_topics(names):
             if description.is_internal and args.exclude_internal and not args.topic:
                 continue
-            configs = {} if args.under_replicated_partitions else _dynamic_configs(
+            configs = {} if args.under_replicated_partitions else _non_default_configs(
                 admin, description.name)
             lines += describe_lines(description, configs, args.under_replicated_partitions)
         return lines

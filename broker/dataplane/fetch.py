@@ -34,7 +34,7 @@ def _records_of(result: ReadResult) -> object:
         return b""
     if len(result.ranges) == 1:
         r = result.ranges[0]
-        return FileRange(r.fd, r.position, r.length) if r.length else b""
+        return FileRange.pinned(r.fd, r.position, r.length) if r.length else b""
     return result.read_bytes()
 
 

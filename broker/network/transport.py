@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,6 +20,23 @@ class FileRange:
     fd: int
     position: int
     size: int
+
+    @classmethod
+    def pinned(cls, fd: int, position: int, size: int) -> FileRange:
+        """A range over a duplicate of `fd`, closed when the range is dropped.
+
+        A response may wait in a connection's queue, or stall mid-send, while the log closes
+        the segment (topic deletion, retention, an empty segment rolled away); sending from
+        a descriptor of its own keeps it reading that segment's bytes, never whatever file
+        later reuses the number."""
+        own = os.dup(fd)
+        try:
+            pinned = cls(own, position, size)
+            weakref.finalize(pinned, os.close, own)
+        except BaseException:
+            os.close(own)
+            raise
+        return pinned
 
 
 def chunk_size(chunk: object) -> int:

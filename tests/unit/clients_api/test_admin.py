@@ -8,8 +8,9 @@ import pytest
 import trio
 
 from broker.cli.api_versions import api_lines
-from broker.cli.topics import describe_lines, parse_configs, topic_id_text
+from broker.cli.topics import _non_default_configs, describe_lines, parse_configs, topic_id_text
 from clients.admin import Admin, BlockingAdmin, NewTopic, PartitionInfo, TopicDescription
+from clients.admin.operations import ConfigEntry
 from clients.protocol import ApiKey, ErrorCode, KafkaError, Request
 from tests.unit.client.stub_broker import StubBroker
 from tests.unit.client.test_blocking_connection import in_thread
@@ -160,3 +161,19 @@ def test_api_lines_mark_unsupported_and_the_usable_version() -> None:
     assert lines == ["\tProduce(0): 3 to 11 [usable: 9],",
                      "\tMetadata(3): 0 to 12 [usable: 12],",
                      "\tUNKNOWN(999): 0 to 1 [usable: UNSUPPORTED]"]
+
+
+def test_describe_shows_every_config_not_from_the_defaults() -> None:
+    """kafka-topics.sh lists topic overrides and broker-set values, not built-in defaults."""
+    class ConfigsOnlyAdmin:
+        def describe_configs(self, topic: str) -> dict[str, ConfigEntry]:
+            assert topic == "t"
+            return {name: ConfigEntry(name, value, source, False, False)
+                    for name, value, source in [
+                ("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),
+                ("min.insync.replicas", "2", "STATIC_BROKER_CONFIG"),
+                ("segment.bytes", "1073741824", "DEFAULT_CONFIG"),
+            ]}
+
+    assert _non_default_configs(ConfigsOnlyAdmin(), "t") == {"retention.ms": "1000",
+                                                  "min.insync.replicas": "2"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -355,3 +356,39 @@ async def test_bind_conflict_fails_with_the_listener_named() -> None:
                               api_versions_router())
         with pytest.raises(OSError, match="EXTERNAL://127.0.0.1"), trio.fail_after(5):
             await clash.serve()
+
+
+async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_path) -> None:
+    """The log may close a segment while a fetch response still waits to be sent; a pinned
+    range keeps sending that segment's bytes even when another file reuses the number."""
+    payload = os.urandom(200_000)
+    path = tmp_path / "segment.log"
+    path.write_bytes(payload)
+    fd = os.open(path, os.O_RDONLY)
+    pinned = FileRange.pinned(fd, 0, len(payload))
+    os.close(fd)
+    other = tmp_path / "other.log"
+    other.write_bytes(b"X" * len(payload))
+    reused = os.open(other, os.O_RDONLY)  # likely takes the number just freed
+    router = api_versions_router()
+
+    async def fetch(request, ctx):
+        return {"responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "records": pinned}]}]}
+
+    router.register(FETCH, fetch)
+    try:
+        async with running_server(router) as (_, address):
+            async with await connect(address) as stream:
+                request = codec.encode_request(FETCH, 12, 9, "test", {"topics": []})
+                await stream.send_all(framed(request))
+                frame = await read_frame(stream)
+    finally:
+        os.close(reused)
+    _, body = codec.decode_response(FETCH, 12, frame)
+    assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
+    own = pinned.fd
+    del pinned, fetch, router
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(own)  # the duplicate is closed once nothing refers to the range
