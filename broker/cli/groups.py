@@ -66,6 +66,17 @@ def run_groups(args: argparse.Namespace) -> int:
     return 0
 
 
+def _state_note(group: str, state: str) -> str | None:
+    """What kafka-consumer-groups.sh tells stderr about a group's state, if anything."""
+    if state == "Dead":
+        return f"Error: Consumer group '{group}' does not exist."
+    if state == "Empty":
+        return f"\nConsumer group '{group}' has no active members."
+    if state in ("PreparingRebalance", "CompletingRebalance"):
+        return f"\nWarning: Consumer group '{group}' is rebalancing."
+    return None
+
+
 def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
     from broker.group.admin_view import (
         DESCRIBE_MEMBERS_HEADER,
@@ -77,25 +88,28 @@ def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
 
     described = admin.describe_group(group)
     rows = described.members
+    note = _state_note(group, described.state)
+    if note is not None:
+        sys.stderr.write(note + "\n")
+    if described.state == "Dead":
+        return ""
     if state:
-        return format_table(DESCRIBE_STATE_HEADER, [(
+        return "\n" + format_table(DESCRIBE_STATE_HEADER, [(
             group, f"{described.coordinator_host}:{described.coordinator_port} "
                    f"({described.coordinator_id})",
             described.protocol or "", described.state, str(len(rows)))])
     if members:
-        return format_table(DESCRIBE_MEMBERS_HEADER, [
+        if not rows:
+            return ""
+        return "\n" + format_table(DESCRIBE_MEMBERS_HEADER, [
             (group, m.member_id, m.host, m.client_id, str(len(m.partitions))) for m in rows])
     committed = admin.committed_offsets(group)
     partitions = set(committed) | {tp for m in rows for tp in m.partitions}
+    if not partitions:
+        return ""
     log_end = admin.log_end_offsets(partitions)
-    notes = []
-    if described.state in ("Empty", "Dead") and not committed:
-        notes.append(f"Consumer group '{group}' has no active members.")
-    elif described.state in ("Empty", "Dead"):
-        notes.append(f"\nConsumer group '{group}' has no active members.\n")
-    table = format_table(DESCRIBE_OFFSETS_HEADER,
-                         offset_rows(group, committed, log_end, rows))
-    return "".join(notes) + ("\n" + table if partitions else "")
+    return "\n" + format_table(DESCRIBE_OFFSETS_HEADER,
+                                offset_rows(group, committed, log_end, rows))
 
 
 def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
@@ -128,6 +142,7 @@ def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
 
 def _reset(admin: Any, args: argparse.Namespace) -> str:
     from broker.group.admin_view import INACTIVE_STATES, RESET_HEADER, format_table
+    from broker.group.cluster_client import GroupAdminError
 
     if not args.topic:
         raise CommandError("--reset-offsets needs --topic")
@@ -142,12 +157,19 @@ def _reset(admin: Any, args: argparse.Namespace) -> str:
     topic, _, listed = args.topic.partition(":")
     partitions = ([(topic, int(p)) for p in listed.split(",") if p.strip()] if listed
                   else [(topic, p) for p in admin.partitions_of(topic)])
-    earliest = admin.offsets_for({tp: EARLIEST_TIMESTAMP for tp in partitions})
-    latest = admin.offsets_for({tp: LATEST_TIMESTAMP for tp in partitions})
+    try:
+        # Every target is bounded by these: without them nothing is committed (a guess such
+        # as 0 would silently move the group back to the start).
+        earliest = admin.offsets_for({tp: EARLIEST_TIMESTAMP for tp in partitions},
+                                     require_all=True)
+        latest = admin.offsets_for({tp: LATEST_TIMESTAMP for tp in partitions},
+                                   require_all=True)
+    except GroupAdminError as exc:
+        raise CommandError(f"cannot reset the offsets of group '{group}', nothing was "
+                           f"committed: {exc}") from None
     committed = admin.committed_offsets(group)
     new: dict[tuple[str, int], int] = {
-        tp: target(tp, committed.get(tp), earliest.get(tp, 0), latest.get(tp, 0))
-        for tp in partitions}
+        tp: target(tp, committed.get(tp), earliest[tp], latest[tp]) for tp in partitions}
     if args.execute:
         admin.commit_offsets(group, new)
     return format_table(RESET_HEADER, [(group, t, str(p), str(o))

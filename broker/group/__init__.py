@@ -2,7 +2,9 @@
 `__consumer_offsets`.
 
 Pure parts: `routing` (which partition owns a group), `records` (the topic's keys and
-values), `model`/`membership`/`offsets`/`engine` (group state and the protocol). Runtime:
+values), `model`/`membership`/`rebalance`/`responses`/`offsets`/`engine` (group state and
+the protocol: requests in `membership`, rebalance phases and deadlines in `rebalance`,
+JoinGroup/SyncGroup bodies in `responses`). Runtime:
 `coordinator` (loading, writes, parked requests, timers), `handlers` (the wire APIs),
 `offsets_log` (reads and writes through the ReplicaManager), `component` (node wiring).
 """

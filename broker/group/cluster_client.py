@@ -169,12 +169,19 @@ class GroupAdmin:
 
     # -- partition offsets ---------------------------------------------------------------
 
-    def offsets_for(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """ListOffsets at each partition's leader (-1 latest, -2 earliest, else a time)."""
+    def offsets_for(self, timestamps: Mapping[TopicPartition, int], *,
+                    require_all: bool = False) -> dict[TopicPartition, int]:
+        """ListOffsets at each partition's leader (-1 latest, -2 earliest, else a time). A
+        partition with no answer (no leader, no such partition, an error) is left out, or
+        with `require_all` raises GroupAdminError naming it and why."""
         leaders = self._leaders(t for t, _ in timestamps)
+        missing: dict[TopicPartition, str] = {}
         by_leader: dict[int, dict[str, list[dict[str, Any]]]] = {}
         for (topic, partition), timestamp in timestamps.items():
-            leader = leaders.get((topic, partition), -1)
+            leader = leaders.get((topic, partition))
+            if leader is None:
+                missing[(topic, partition)] = "no such partition"
+                continue
             by_leader.setdefault(leader, {}).setdefault(topic, []).append(
                 {"partition_index": partition, "current_leader_epoch": -1,
                  "timestamp": timestamp})
@@ -182,15 +189,27 @@ class GroupAdmin:
         for leader, topics in by_leader.items():
             address = self._brokers.get(leader)
             if address is None:
-                logger.warning("no leader for %s", ", ".join(topics))
+                for topic, partitions in topics.items():
+                    for p in partitions:
+                        missing[(topic, p["partition_index"])] = "no leader"
                 continue
             response = self._request(address, ApiKey.LIST_OFFSETS, {
                 "replica_id": -1, "isolation_level": 0,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
             for t in response["topics"]:
                 for p in t["partitions"]:
+                    tp = (t["name"], p["partition_index"])
                     if p["error_code"] == 0:
-                        out[(t["name"], p["partition_index"])] = p["offset"]
+                        out[tp] = p["offset"]
+                    else:
+                        missing[tp] = ErrorCode.from_code(p["error_code"]).name
+        missing.update({tp: "no answer" for tp in timestamps
+                        if tp not in out and tp not in missing})
+        if missing:
+            described = ", ".join(f"{t}-{p} ({why})" for (t, p), why in sorted(missing.items()))
+            if require_all:
+                raise GroupAdminError(f"no offset for {described}")
+            logger.warning("no offset for %s", described)
         return out
 
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:

@@ -6,31 +6,48 @@ engine's deadlines from one timer task.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import trio
 
-from broker.group.engine import GroupEngine
-from broker.group.membership import Outcome
+from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.group.records import OffsetsRecordError, iter_entries
+from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
 from clients.protocol import ErrorCode
+from clients.records.errors import RecordsError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
-# Retrying a load whose partition the replica manager has not made leader yet.
-LOAD_RETRY_S = 0.1
-LOAD_ATTEMPTS = 100
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How an offsets partition is loaded. A read that fails (most often: the replica manager
+    does not lead the partition yet) is retried after `retry_s`, doubling up to
+    `max_retry_s`, `attempts` times; then the failure is logged as an error, the partition
+    answers COORDINATOR_NOT_AVAILABLE, and loading starts over after `give_up_s`. Every
+    `records_per_yield` records, loading lets the other tasks run."""
+
+    retry_s: float = 0.1
+    max_retry_s: float = 2.0
+    attempts: int = 20
+    give_up_s: float = 30.0
+    records_per_yield: int = 2000
+
+    def retry_delay(self, attempt: int) -> float:
+        return min(self.retry_s * 2 ** attempt, self.max_retry_s)
 
 
 def wall_clock_ms() -> int:
@@ -54,16 +71,21 @@ class GroupCoordinator:
                  image: Callable[[], MetadataImage],
                  topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,
-                 new_member_id: Callable[[str], str] | None = None) -> None:
+                 new_member_id: Callable[[str], str] | None = None,
+                 load_settings: LoadSettings = LoadSettings()) -> None:
         self.broker_id = broker_id
         self.settings = settings
+        self.load_settings = load_settings
         self.engine = GroupEngine(settings, new_member_id)
         self._log = log
         self._image = image
         self._topic_creator = topic_creator
         self._clock = clock
-        self._loaded: dict[int, int] = {}  # partition -> leader epoch
+        # Partition -> the leader epoch it is (being) loaded at. A partition is in at most
+        # one of these: loaded, loading, or waiting to start over after a failed load.
+        self._loaded: dict[int, int] = {}
         self._loading: dict[int, int] = {}
+        self._failed: dict[int, int] = {}
         self._writers: dict[int, PartitionWriter] = {}
         self._slots: dict[tuple[str, str, str], list[_Slot]] = {}
         self._changed = trio.Event()
@@ -82,7 +104,7 @@ class GroupCoordinator:
                 await trio.sleep_forever()
         finally:
             self._nursery = None
-            for partition in list(self._loaded) + list(self._loading):
+            for partition in [*self._loaded, *self._loading, *self._failed]:
                 self._unload(partition)
 
     async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -94,49 +116,105 @@ class GroupCoordinator:
         led = {} if topic is None else {
             p: reg.leader_epoch for p, reg in topic.partitions.items()
             if reg.leader == self.broker_id}
-        for partition, epoch in [*self._loaded.items(), *self._loading.items()]:
+        for partition, epoch in [*self._loaded.items(), *self._loading.items(),
+                                 *self._failed.items()]:
             if led.get(partition) != epoch:
                 self._unload(partition)
         if self._nursery is None:
             return
         for partition, epoch in led.items():
-            if partition not in self._loaded and partition not in self._loading:
+            if (partition not in self._loaded and partition not in self._loading
+                    and partition not in self._failed):
                 self._loading[partition] = epoch
                 self._nursery.start_soon(self._load, partition, epoch)
 
     async def _load(self, partition: int, epoch: int) -> None:
-        started = self._clock()
-        for _ in range(LOAD_ATTEMPTS):
+        """Load `partition` as leader at `epoch`, retrying while it cannot be read, until it
+        is loaded or this broker stops leading it at that epoch."""
+        settings = self.load_settings
+        while True:
+            failure: Exception | None = None
+            for attempt in range(settings.attempts):
+                if self._loading.get(partition) != epoch:
+                    return
+                started = self._clock()
+                try:
+                    replay = await self._replay(partition, epoch)
+                except (OffsetsLogError, RecordsError) as exc:
+                    failure = exc
+                    # Expected while the replica manager catches up; damaged data is not.
+                    level = logging.DEBUG if isinstance(exc, OffsetsLogError) else logging.WARNING
+                    logger.log(level, "__consumer_offsets-%d: load attempt %d failed: %s",
+                               partition, attempt + 1, exc)
+                    await trio.sleep(settings.retry_delay(attempt))
+                    continue
+                if replay is not None:
+                    self._finish_load(partition, epoch, replay, started)
+                return
             if self._loading.get(partition) != epoch:
                 return
-            try:
-                entries = [entry for chunk in self._log.read_from(
-                    partition, self._log.log_start_offset(partition))
-                    for entry in iter_entries(chunk)]
-            except OffsetsLogError as exc:
-                logger.debug("__consumer_offsets-%d not readable yet: %s", partition, exc)
-                await trio.sleep(LOAD_RETRY_S)
-                continue
-            except OffsetsRecordError:
-                logger.exception("__consumer_offsets-%d holds an unreadable record", partition)
-                return
-            count = self.engine.load(partition, entries, self._clock())
+            # Not forever NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS: say why, and try
+            # again later even if no metadata change comes to start a new load.
+            logger.error("__consumer_offsets-%d: gave up loading after %d attempts (%s); "
+                         "its groups are unavailable, trying again in %g s", partition,
+                         settings.attempts, failure, settings.give_up_s)
             del self._loading[partition]
-            self._loaded[partition] = epoch
-            writer = PartitionWriter(partition, self._log, self._apply)
-            self._writers[partition] = writer
-            assert self._nursery is not None
-            self._nursery.start_soon(writer.run)
-            self._changed.set()
-            logger.info("__consumer_offsets-%d loaded at epoch %d: %d group(s) from %d "
-                        "record(s) in %d ms", partition, epoch, count, len(entries),
-                        self._clock() - started)
-            return
-        logger.error("gave up loading __consumer_offsets-%d", partition)
-        self._loading.pop(partition, None)
+            self._failed[partition] = epoch
+            await trio.sleep(settings.give_up_s)
+            if self._failed.get(partition) != epoch:
+                return
+            del self._failed[partition]
+            self._loading[partition] = epoch
+
+    async def _replay(self, partition: int, epoch: int) -> PartitionReplay | None:
+        """Every record of `partition`, replayed a slice at a time with a checkpoint after
+        each, so a large partition does not stall the broker; None if the partition stopped
+        loading at `epoch` meanwhile. A record that cannot be decoded is logged and skipped:
+        one bad record must not keep every group of the partition unavailable."""
+        replay = PartitionReplay()
+        skipped = 0
+
+        def unreadable(offset: int, error: OffsetsRecordError) -> None:
+            nonlocal skipped
+            skipped += 1
+            logger.error("__consumer_offsets-%d: skipping the unreadable record at offset %d: "
+                         "%s", partition, offset, error)
+
+        for chunk in self._log.read_from(partition, self._log.log_start_offset(partition)):
+            entries = iter_entries(chunk, unreadable)
+            while True:
+                part = list(itertools.islice(entries, self.load_settings.records_per_yield))
+                if not part:
+                    break
+                replay.apply(part)
+                await trio.sleep(0)
+                if self._loading.get(partition) != epoch:
+                    return None
+            await trio.sleep(0)
+            if self._loading.get(partition) != epoch:
+                return None
+        if skipped:
+            logger.error("__consumer_offsets-%d: %d unreadable record(s) skipped; the groups "
+                         "and offsets they held are missing", partition, skipped)
+        return replay
+
+    def _finish_load(self, partition: int, epoch: int, replay: PartitionReplay,
+                     started: int) -> None:
+        count = self.engine.install(partition, replay, self._clock())
+        del self._loading[partition]
+        self._loaded[partition] = epoch
+        writer = PartitionWriter(partition, self._log, self._apply)
+        self._writers[partition] = writer
+        assert self._nursery is not None
+        self._nursery.start_soon(writer.run)
+        self._changed.set()
+        logger.info("__consumer_offsets-%d loaded at epoch %d: %d group(s) from %d "
+                    "record(s) in %d ms", partition, epoch, count, replay.records,
+                    self._clock() - started)
 
     def _unload(self, partition: int) -> None:
         self._loading.pop(partition, None)
+        self._failed.pop(partition, None)
         if self._loaded.pop(partition, None) is None:
             return
         writer = self._writers.pop(partition, None)
@@ -154,6 +232,8 @@ class GroupCoordinator:
             return ErrorCode.NONE
         if partition in self._loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition in self._failed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE  # this broker leads it, but cannot load it
         return ErrorCode.NOT_COORDINATOR
 
     @property
@@ -169,7 +249,8 @@ class GroupCoordinator:
                        "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
         if topic is None:
             if self._topic_creator is not None:
-                self._topic_creator.ensure(image, self._nursery)
+                reason = self._topic_creator.ensure(image, self._nursery)
+                unavailable["error_message"] = reason or unavailable["error_message"]
             return unavailable
         registration = topic.partitions.get(self.engine.partition_for(key))
         broker = None if registration is None else image.broker(registration.leader)

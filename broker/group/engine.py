@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from broker.group.membership import Membership, Outcome
+from broker.group.membership import Membership
 from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member, Reply
-from broker.group.membership import join_body, sync_body
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.offsets import fetch_offsets
 from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
+from broker.group.responses import Outcome, join_body, sync_body
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
 
@@ -58,8 +58,9 @@ class GroupEngine:
                               metadata_max_bytes=self.settings.offset_metadata_max_bytes,
                               topic_exists=topic_exists, touch=self.membership.touch)
 
-    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        return fetch_offsets(self.groups.get(group_id), topics)
+    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None,
+              require_stable: bool = False) -> list[dict[str, Any]]:
+        return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> Effects:
         return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
@@ -72,14 +73,14 @@ class GroupEngine:
     def next_deadline(self) -> int | None:
         """The earliest time `tick` has something to do (None: nothing scheduled)."""
         deadlines = [d for g in self.groups.values()
-                     if (d := self.membership.next_deadline(g)) is not None]
+                     if (d := self.membership.rebalance.next_deadline(g)) is not None]
         return min(deadlines, default=None)
 
     def tick(self, now_ms: int) -> Effects:
         """Everything due by `now_ms`: session expiry, ends of join and sync phases."""
         effects = Effects()
         for group in list(self.groups.values()):
-            effects.extend(self.membership.expire(group, now_ms))
+            effects.extend(self.membership.rebalance.expire(group, now_ms))
         return effects
 
     # -- views ---------------------------------------------------------------------------
@@ -114,21 +115,16 @@ class GroupEngine:
 
     def load(self, partition: int, entries: Iterable[LoadedEntry], now_ms: int) -> int:
         """Replay one partition's records (in log order); returns how many groups it holds."""
-        metadata: dict[str, GroupValue | None] = {}
-        offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
-        for _, key, value in entries:
-            if isinstance(key, OffsetKey):
-                committed = offsets.setdefault(key.group, {})
-                if value is None:
-                    committed.pop((key.topic, key.partition), None)
-                else:
-                    committed[(key.topic, key.partition)] = value
-            elif isinstance(key, GroupKey):
-                metadata[key.group] = value
+        replay = PartitionReplay()
+        replay.apply(entries)
+        return self.install(partition, replay, now_ms)
+
+    def install(self, partition: int, replay: PartitionReplay, now_ms: int) -> int:
+        """Host the groups a finished replay of `partition` found; how many there are."""
         loaded = 0
-        for group_id in dict.fromkeys([*metadata, *offsets]):
-            value = metadata.get(group_id)
-            committed = offsets.get(group_id) or {}
+        for group_id in dict.fromkeys([*replay.metadata, *replay.offsets]):
+            value = replay.metadata.get(group_id)
+            committed = replay.offsets.get(group_id) or {}
             if value is None and not committed:
                 continue
             group = _group_from_value(group_id, partition, value, now_ms)
@@ -154,6 +150,28 @@ class GroupEngine:
 
     def partition_groups(self, partition: int) -> list[Group]:
         return [g for g in self.groups.values() if g.partition == partition]
+
+
+class PartitionReplay:
+    """One partition's records replayed in log order, a slice at a time: the latest group
+    metadata and offsets of every group, so memory follows the live keys, not the log."""
+
+    def __init__(self) -> None:
+        self.metadata: dict[str, GroupValue | None] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        self.records = 0
+
+    def apply(self, entries: Iterable[LoadedEntry]) -> None:
+        for _, key, value in entries:
+            self.records += 1
+            if isinstance(key, OffsetKey):
+                committed = self.offsets.setdefault(key.group, {})
+                if value is None:
+                    committed.pop((key.topic, key.partition), None)
+                else:
+                    committed[(key.topic, key.partition)] = value
+            elif isinstance(key, GroupKey):
+                self.metadata[key.group] = value
 
 
 def _group_from_value(group_id: str, partition: int, value: GroupValue | None,

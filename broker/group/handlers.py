@@ -11,8 +11,8 @@ import logging
 from typing import Any, Callable
 
 from broker.group.coordinator import GroupCoordinator
-from broker.group.membership import join_body, sync_body
 from broker.group.offsets import requested_partitions
+from broker.group.responses import join_body, sync_body
 from broker.network.router import ConnectionContext, DecodedRequest, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
@@ -149,12 +149,13 @@ class GroupHandlers:
 
     async def offset_fetch(self, request: DecodedRequest, ctx: ConnectionContext) -> dict:
         body, version = request.body, request.api_version
+        stable = bool(body.get("require_stable", False))
         if version >= 8:
             groups = []
             for group in body.get("groups") or ():
                 code = self.coordinator.coordinator_error(group["group_id"])
-                topics = [] if code else self.coordinator.engine.fetch(group["group_id"],
-                                                                        group.get("topics"))
+                topics = [] if code else self.coordinator.engine.fetch(
+                    group["group_id"], group.get("topics"), stable)
                 groups.append({"group_id": group["group_id"], "topics": topics,
                                "error_code": int(code)})
             return {"throttle_time_ms": 0, "groups": groups}
@@ -163,7 +164,7 @@ class GroupHandlers:
         code = self.coordinator.coordinator_error(group_id)
         if not code:
             return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": self.coordinator.engine.fetch(group_id, topics_wanted)}
+                    "topics": self.coordinator.engine.fetch(group_id, topics_wanted, stable)}
         if version >= 2:
             return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
         # v1 has no top-level code: every requested partition carries it.

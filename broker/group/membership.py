@@ -1,7 +1,7 @@
-"""The classic group membership protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and
-the deadlines that drive rebalances (Kafka's GroupCoordinator, pre-KIP-848). Pure: time is
+"""The classic group membership requests: JoinGroup (dynamic and static members),
+SyncGroup, Heartbeat and LeaveGroup (Kafka's GroupCoordinator, pre-KIP-848). Pure: time is
 an argument, and what must happen outside (replies to parked requests, log writes) comes
-back as `Effects`.
+back as `Effects`; the rebalance phases themselves are `broker.group.rebalance`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from broker.group.model import (
     Effects,
@@ -20,69 +20,21 @@ from broker.group.model import (
     Member,
     Reply,
 )
+from broker.group.rebalance import Rebalancer
 from broker.group.records import GroupKey
+from broker.group.responses import (
+    Outcome,
+    current_generation,
+    join_body,
+    join_error,
+    store_error,
+    sync_body,
+)
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
 
 S = GroupState
-REBALANCING_ALLOWED = (S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A request's own answer: `body` now, or later through a Reply to `parked` (member id)."""
-
-    body: dict[str, Any] | None = None
-    parked: str | None = None
-
-
-def join_body(code: int, member_id: str = "", *, generation: int = -1,
-              protocol_type: str | None = None, protocol_name: str | None = None,
-              leader: str = "", members: Iterable[dict[str, Any]] = (),
-              skip_assignment: bool = False) -> dict[str, Any]:
-    """A JoinGroup response body (latest version's field names)."""
-    return {"throttle_time_ms": 0, "error_code": int(code), "generation_id": generation,
-            "protocol_type": protocol_type, "protocol_name": protocol_name, "leader": leader,
-            "skip_assignment": skip_assignment, "member_id": member_id, "members": list(members)}
-
-
-def sync_body(code: int, assignment: bytes = b"", protocol_type: str | None = None,
-              protocol_name: str | None = None) -> dict[str, Any]:
-    """A SyncGroup response body."""
-    return {"throttle_time_ms": 0, "error_code": int(code), "protocol_type": protocol_type,
-            "protocol_name": protocol_name, "assignment": assignment}
-
-
-def store_error(code: int) -> int:
-    """The group error for a failed group-metadata write (Kafka's storeGroup callback)."""
-    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR,
-                ErrorCode.NOT_COORDINATOR):
-        return ErrorCode.NOT_COORDINATOR
-    if code == ErrorCode.REQUEST_TIMED_OUT:
-        return ErrorCode.REBALANCE_IN_PROGRESS
-    return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-def _generation_members(group: Group) -> list[dict[str, Any]]:
-    return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-             "metadata": m.metadata_for(group.protocol_name)} for m in group.members.values()]
-
-
-def _current_generation(group: Group, member_id: str, *, with_members: bool,
-                        skip_assignment: bool = False) -> dict[str, Any]:
-    return join_body(ErrorCode.NONE, member_id, generation=group.generation,
-                     protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                     leader=group.leader_id or "",
-                     members=_generation_members(group) if with_members else (),
-                     skip_assignment=skip_assignment)
-
-
-def _error(code: int, member_id: str = "") -> tuple[Outcome, Effects]:
-    return Outcome(body=join_body(code, member_id)), Effects()
 
 
 class Membership:
@@ -94,6 +46,7 @@ class Membership:
         self.groups = groups
         self.settings = settings
         self.partition_for = partition_for
+        self.rebalance = Rebalancer(settings)
         self._new_member_id = new_member_id or (lambda client_id: f"{client_id}-{uuid.uuid4()}")
 
     # -- JoinGroup -----------------------------------------------------------------------
@@ -111,25 +64,25 @@ class Membership:
                      rebalance_timeout, session_timeout, request.get("protocol_type") or "",
                      [(p["name"], bytes(p["metadata"])) for p in request.get("protocols") or ()])
         if not group_id:
-            return _error(ErrorCode.INVALID_GROUP_ID, member_id)
+            return join_error(ErrorCode.INVALID_GROUP_ID, member_id)
         if not (self.settings.min_session_timeout_ms <= session_timeout
                 <= self.settings.max_session_timeout_ms):
-            return _error(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
+            return join_error(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
-                return _error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+                return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
             group = Group(group_id, self.partition_for(group_id), state_timestamp=now_ms)
             self.groups[group_id] = group
         known = (member_id in group.members or member_id in group.pending_members
                  or group.static_member_id(join.instance_id) is not None)
         if not known and len(group.members) >= self.settings.max_size:
-            return _error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id)
+            return join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id)
         if group.state is S.DEAD:
             # Another request just removed it: the member should find the coordinator again.
-            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
+            return join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
         if not group.supports_protocols(join.protocol_type, [n for n, _ in join.protocols]):
-            return _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if not member_id:
             return self._join_new(group, join, require_known_member_id, now_ms)
         return self._join_existing(group, join, now_ms)
@@ -152,21 +105,21 @@ class Membership:
             return self._add_and_rebalance(group, member_id, join, now_ms)
         code = validate_member(group, member_id, join.instance_id)
         if code:
-            return _error(code, member_id)
+            return join_error(code, member_id)
         member = group.members[member_id]
         if group.state is S.PREPARING_REBALANCE:
             return self._update_and_rebalance(group, member, join, now_ms)
         if group.state is S.COMPLETING_REBALANCE:
             if member.matches(join.protocols):
                 # A retried join: the member lost our answer; repeat it.
-                return Outcome(body=_current_generation(
+                return Outcome(body=current_generation(
                     group, member_id, with_members=group.is_leader(member_id))), Effects()
             return self._update_and_rebalance(group, member, join, now_ms)
         if group.state is S.STABLE:
             if group.is_leader(member_id) or not member.matches(join.protocols):
                 return self._update_and_rebalance(group, member, join, now_ms)
-            return Outcome(body=_current_generation(group, member_id, with_members=False)), Effects()
-        return _error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+            return Outcome(body=current_generation(group, member_id, with_members=False)), Effects()
+        return join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
 
     def _join_static(self, group: Group, member_id: str, join: "_Join", now_ms: int
                      ) -> tuple[Outcome, Effects]:
@@ -204,7 +157,7 @@ class Membership:
                 return Effects([Reply(group.group_id, member_id, "join",
                                       join_body(store_error(code), member_id))])
             leader = group.is_leader(member_id)
-            return Effects([Reply(group.group_id, member_id, "join", _current_generation(
+            return Effects([Reply(group.group_id, member_id, "join", current_generation(
                 group, member_id, with_members=leader, skip_assignment=leader))])
 
         effects.writes.append(GroupWrite(group.partition, [group.metadata_entry()], persisted))
@@ -219,8 +172,8 @@ class Membership:
         group.add(member)
         if group.initial_delay_remaining_ms is not None:
             group.new_member_added = True
-        effects = self._maybe_prepare_rebalance(group, now_ms)
-        effects.extend(self._maybe_complete_join(group, now_ms))
+        effects = self.rebalance.maybe_prepare(group, now_ms)
+        effects.extend(self.rebalance.maybe_complete_join(group, now_ms))
         return Outcome(parked=member_id), effects
 
     def _update_and_rebalance(self, group: Group, member: Member, join: "_Join", now_ms: int
@@ -229,115 +182,9 @@ class Membership:
         member.rebalance_timeout_ms = join.rebalance_timeout
         member.session_timeout_ms = join.session_timeout
         member.awaiting_join = True
-        effects = self._maybe_prepare_rebalance(group, now_ms)
-        effects.extend(self._maybe_complete_join(group, now_ms))
+        effects = self.rebalance.maybe_prepare(group, now_ms)
+        effects.extend(self.rebalance.maybe_complete_join(group, now_ms))
         return Outcome(parked=member.member_id), effects
-
-    # -- rebalance phases ----------------------------------------------------------------
-
-    def _maybe_prepare_rebalance(self, group: Group, now_ms: int) -> Effects:
-        if group.state in REBALANCING_ALLOWED:
-            return self.prepare_rebalance(group, now_ms)
-        return Effects()
-
-    def prepare_rebalance(self, group: Group, now_ms: int) -> Effects:
-        """Start a rebalance: members must rejoin before the join phase ends."""
-        effects = Effects()
-        if group.state is S.COMPLETING_REBALANCE:
-            effects.extend(self._reset_assignment(group, ErrorCode.REBALANCE_IN_PROGRESS))
-        group.pending_sync.clear()
-        group.sync_deadline = None
-        if group.state is S.EMPTY:
-            delay = self.settings.initial_rebalance_delay_ms
-            group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-            group.new_member_added = False
-            group.join_deadline = now_ms + delay
-        else:
-            group.initial_delay_remaining_ms = None
-            group.join_deadline = now_ms + group.rebalance_timeout_ms()
-        group.transition(S.PREPARING_REBALANCE, now_ms)
-        logger.info("group %s: preparing to rebalance (generation %d)", group.group_id,
-                    group.generation)
-        return effects
-
-    def _maybe_complete_join(self, group: Group, now_ms: int) -> Effects:
-        if group.state is not S.PREPARING_REBALANCE or group.join_deadline is None:
-            return Effects()
-        if group.initial_delay_remaining_ms is not None:
-            if now_ms >= group.join_deadline:
-                return self._initial_delay_expired(group, now_ms)
-            return Effects()
-        if group.all_members_joined() or now_ms >= group.join_deadline:
-            return self._complete_join(group, now_ms)
-        return Effects()
-
-    def _initial_delay_expired(self, group: Group, now_ms: int) -> Effects:
-        remaining = group.initial_delay_remaining_ms or 0
-        if group.new_member_added and remaining > 0:
-            # Members keep arriving: wait another delay, within the rebalance timeout.
-            group.new_member_added = False
-            delay = min(self.settings.initial_rebalance_delay_ms, remaining)
-            group.initial_delay_remaining_ms = max(remaining - delay, 0)
-            group.join_deadline = now_ms + delay
-            return Effects()
-        return self._complete_join(group, now_ms)
-
-    def _complete_join(self, group: Group, now_ms: int) -> Effects:
-        """End the join phase: drop dynamic members that did not rejoin, start the next
-        generation, answer every parked JoinGroup (the leader gets the member list)."""
-        group.join_deadline = None
-        group.initial_delay_remaining_ms = None
-        group.new_member_added = False
-        for member in list(group.members.values()):
-            if not member.awaiting_join and member.group_instance_id is None:
-                logger.info("group %s: member %s did not rejoin in time", group.group_id,
-                            member.member_id)
-                group.remove(member.member_id)
-        effects = Effects()
-        group.generation += 1
-        if not group.members:
-            group.protocol_name = None
-            group.transition(S.EMPTY, now_ms)
-            effects.writes.append(GroupWrite(group.partition, [group.metadata_entry()]))
-            logger.info("group %s: generation %d is empty", group.group_id, group.generation)
-            return effects
-        group.protocol_name = group.select_protocol()
-        group.transition(S.COMPLETING_REBALANCE, now_ms)
-        for member in group.members.values():
-            if member.awaiting_join:
-                effects.replies.append(Reply(group.group_id, member.member_id, "join",
-                                             _current_generation(
-                                                 group, member.member_id,
-                                                 with_members=group.is_leader(member.member_id))))
-            member.awaiting_join = False
-            member.is_new = False
-            member.heartbeat_deadline = now_ms + member.session_timeout_ms
-        group.pending_sync = set(group.members)
-        group.sync_deadline = now_ms + group.rebalance_timeout_ms()
-        logger.info("group %s: generation %d with %d member(s), protocol %s", group.group_id,
-                    group.generation, len(group.members), group.protocol_name)
-        return effects
-
-    def _reset_assignment(self, group: Group, code: int) -> Effects:
-        effects = Effects()
-        for member in group.members.values():
-            member.assignment = b""
-            if member.awaiting_sync:
-                member.awaiting_sync = False
-                effects.replies.append(Reply(group.group_id, member.member_id, "sync",
-                                             sync_body(code)))
-        return effects
-
-    def _set_assignment(self, group: Group, assignments: dict[str, bytes], now_ms: int) -> Effects:
-        effects = Effects()
-        for member in group.members.values():
-            member.assignment = assignments.get(member.member_id, b"")
-            if member.awaiting_sync:
-                member.awaiting_sync = False
-                member.heartbeat_deadline = now_ms + member.session_timeout_ms
-                effects.replies.append(Reply(group.group_id, member.member_id, "sync", sync_body(
-                    ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)))
-        return effects
 
     # -- SyncGroup -----------------------------------------------------------------------
 
@@ -398,9 +245,9 @@ class Membership:
             if code:
                 logger.warning("group %s: storing generation %d failed with error %d",
                                group.group_id, generation, code)
-                effects = self._reset_assignment(group, store_error(code))
-                return effects.extend(self._maybe_prepare_rebalance(group, now_ms))
-            effects = self._set_assignment(group, assignments, now_ms)
+                effects = self.rebalance.reset_assignment(group, store_error(code))
+                return effects.extend(self.rebalance.maybe_prepare(group, now_ms))
+            effects = self.rebalance.set_assignment(group, assignments, now_ms)
             group.transition(S.STABLE, now_ms)
             logger.info("group %s: generation %d is stable", group.group_id, generation)
             return effects
@@ -455,87 +302,15 @@ class Membership:
                     continue
             if member_id in group.pending_members:
                 del group.pending_members[member_id]
-                effects.extend(self._maybe_complete_join(group, now_ms))
+                effects.extend(self.rebalance.maybe_complete_join(group, now_ms))
                 codes.append(ErrorCode.NONE)
                 continue
             code = validate_member(group, member_id, instance_id)
             codes.append(code)
             if not code:
                 logger.info("group %s: member %s left", group_id, member_id)
-                effects.extend(self.remove_member(group, member_id, now_ms))
+                effects.extend(self.rebalance.remove_member(group, member_id, now_ms))
         return ErrorCode.NONE, codes, effects
-
-    def remove_member(self, group: Group, member_id: str, now_ms: int) -> Effects:
-        """Drop a member (it left or its session expired) and rebalance the rest."""
-        effects = Effects()
-        member = group.members.get(member_id)
-        if member is None:
-            return effects
-        if member.awaiting_join:
-            effects.replies.append(Reply(group.group_id, member_id, "join",
-                                         join_body(ErrorCode.UNKNOWN_MEMBER_ID, member_id)))
-        if member.awaiting_sync:
-            effects.replies.append(Reply(group.group_id, member_id, "sync",
-                                         sync_body(ErrorCode.UNKNOWN_MEMBER_ID)))
-        group.remove(member_id)
-        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            effects.extend(self.prepare_rebalance(group, now_ms))
-        elif group.state is S.PREPARING_REBALANCE:
-            effects.extend(self._maybe_complete_join(group, now_ms))
-        return effects
-
-    # -- deadlines -----------------------------------------------------------------------
-
-    def next_deadline(self, group: Group) -> int | None:
-        """The earliest time `expire` has work to do for `group`."""
-        times = list(group.pending_members.values())
-        for member in group.members.values():
-            if member.awaiting_join:
-                if member.is_new:
-                    times.append(member.join_deadline)
-            elif not member.awaiting_sync:
-                times.append(member.heartbeat_deadline)
-        if group.join_deadline is not None and group.state is S.PREPARING_REBALANCE:
-            times.append(group.join_deadline)
-        if group.sync_deadline is not None:
-            times.append(group.sync_deadline)
-        return min(times, default=None)
-
-    def expire(self, group: Group, now_ms: int) -> Effects:
-        """Session timeouts, the end of the join phase and of the sync phase, as of now."""
-        effects = Effects()
-        if group.state is S.DEAD:
-            return effects
-        for member_id, deadline in list(group.pending_members.items()):
-            if deadline <= now_ms:
-                del group.pending_members[member_id]
-        for member in list(group.members.values()):
-            if member.awaiting_join:
-                expired = member.is_new and member.join_deadline <= now_ms
-            else:
-                expired = not member.awaiting_sync and member.heartbeat_deadline <= now_ms
-            if expired and member.member_id in group.members:
-                logger.info("group %s: member %s session expired", group.group_id,
-                            member.member_id)
-                effects.extend(self.remove_member(group, member.member_id, now_ms))
-        if group.sync_deadline is not None and group.sync_deadline <= now_ms:
-            group.sync_deadline = None
-            if group.state in (S.STABLE, S.COMPLETING_REBALANCE) and group.pending_sync:
-                for member_id in list(group.pending_sync):
-                    logger.info("group %s: member %s did not sync in time", group.group_id,
-                                member_id)
-                    effects.extend(self._drop_silently(group, member_id))
-                effects.extend(self.prepare_rebalance(group, now_ms))
-        effects.extend(self._maybe_complete_join(group, now_ms))
-        return effects
-
-    def _drop_silently(self, group: Group, member_id: str) -> Effects:
-        effects = Effects()
-        member = group.remove(member_id)
-        if member is not None and member.awaiting_sync:
-            effects.replies.append(Reply(group.group_id, member_id, "sync",
-                                         sync_body(ErrorCode.UNKNOWN_MEMBER_ID)))
-        return effects
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,20 @@ class Group:
             self.leader_id = next(iter(self.members), None)
         return member
 
+    def elect_joined_leader(self) -> bool:
+        """Kafka's maybeElectNewJoinedLeader: at the end of a join phase the leader must be a
+        member that rejoined, since only a parked JoinGroup can carry the member list. Keeps a
+        leader that rejoined, else hands the leadership to the first member that did; False
+        when no member rejoined."""
+        leader = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if leader is not None and leader.awaiting_join:
+            return True
+        joined = next((m for m in self.members.values() if m.awaiting_join), None)
+        if joined is None:
+            return False
+        self.leader_id = joined.member_id
+        return True
+
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 

@@ -136,14 +136,24 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
     return result
 
 
-def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None
-                  ) -> list[dict[str, Any]]:
+def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
+                  require_stable: bool = False) -> list[dict[str, Any]]:
     """OffsetFetch topics for one group: the requested partitions (-1 when none committed),
-    or every committed offset when `topics` is None."""
+    or every committed offset when `topics` is None. With `require_stable`, a requested
+    partition whose commit is still being written answers UNSTABLE_OFFSET_COMMIT (Kafka's
+    classic coordinator: the client retries until the commit settles)."""
     offsets = {} if group is None or group.state is GroupState.DEAD else group.offsets
+    pending: dict[TopicPartition, int] = {}
+    # Kafka's listing of every committed offset (topics None) skips the stability check.
+    if group is not None and require_stable and topics is not None:
+        pending = group.pending_offset_commits
 
     def entry(tp: TopicPartition) -> dict[str, Any]:
         value = offsets.get(tp)
+        if tp in pending:
+            return {"partition_index": tp[1], "committed_offset": -1,
+                    "committed_leader_epoch": -1, "metadata": "",
+                    "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT)}
         if value is None:
             return {"partition_index": tp[1], "committed_offset": -1,
                     "committed_leader_epoch": -1, "metadata": "", "error_code": 0}

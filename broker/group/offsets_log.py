@@ -40,7 +40,8 @@ class OffsetsLog(Protocol):
         ...
 
     def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
-        """Whole record batches from `offset` to the log end, in chunks."""
+        """Whole record batches from `offset` to the log end, in chunks; OffsetsLogError
+        when the partition cannot be read (at the start or between chunks)."""
         ...
 
     def log_start_offset(self, partition: int) -> int:
@@ -87,7 +88,11 @@ class ReplicaOffsetsLog:
         log = self._leader(partition).log
         position = max(offset, log.log_start_offset)
         while position < log.log_end_offset:
-            chunk = log.read(position, LOAD_BUFFER_BYTES, UpperBound.LEO).read_bytes()
+            try:
+                chunk = log.read(position, LOAD_BUFFER_BYTES, UpperBound.LEO).read_bytes()
+            except LogError as exc:
+                # The caller yields between chunks, so the log may have moved meanwhile.
+                raise OffsetsLogError(exc.error_code, str(exc)) from None
             whole, next_offset = _whole_batches(chunk)
             if not whole:
                 break

@@ -65,22 +65,27 @@ class OffsetsTopicCreator:
         self.settings = settings
         self._create = create
         self._in_flight = False
+        self._last_failure: str | None = None
 
-    def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> None:
-        """Start creating the topic unless it exists or a creation is under way."""
-        if (self._create is None or self._in_flight or nursery is None
+    def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> str | None:
+        """Start creating the topic unless it exists or a creation is under way. Returns why
+        the topic is not there yet when that is worth telling the client (too few live
+        brokers, or the controller refused the last attempt), else None."""
+        if (self._create is None or nursery is None
                 or image.topic(CONSUMER_OFFSETS_TOPIC) is not None):
-            return
+            return None
         live = sum(1 for broker in image.brokers.values() if broker.is_active)
         wanted = self.settings.replication_factor
         if live < wanted:
             # Kafka refuses too rather than create an under-replicated offsets topic.
-            logger.error("cannot create %s yet: %d live broker(s), offsets.topic.replication."
-                         "factor is %d (expected while the cluster is starting)",
-                         CONSUMER_OFFSETS_TOPIC, live, wanted)
-            return
-        self._in_flight = True
-        nursery.start_soon(self._run)
+            reason = (f"{CONSUMER_OFFSETS_TOPIC} cannot be created: {live} live broker(s), "
+                      f"offsets.topic.replication.factor is {wanted}")
+            logger.error("%s (expected while the cluster is starting)", reason)
+            return reason
+        if not self._in_flight:
+            self._in_flight = True
+            nursery.start_soon(self._run)
+        return self._last_failure
 
     async def _run(self) -> None:
         try:
@@ -88,6 +93,10 @@ class OffsetsTopicCreator:
         finally:
             self._in_flight = False
         if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            self._last_failure = None
             logger.info("created %s", CONSUMER_OFFSETS_TOPIC)
         else:
-            logger.warning("creating %s failed with error %d", CONSUMER_OFFSETS_TOPIC, code)
+            error = ErrorCode.from_code(code)
+            self._last_failure = (f"creating {CONSUMER_OFFSETS_TOPIC} failed: "
+                                  f"{error.name} ({int(error)}): {error.message}")
+            logger.warning("%s", self._last_failure)

@@ -10,11 +10,13 @@ once the log is compacted. Key type numbers follow Kafka's key versions (1 offse
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence, Union
+from typing import Callable, Iterator, Sequence, Union
 
 import msgpack
 
-from clients.records.batch import Record, encode_batch, iter_record_batches
+from clients.records.batch import Record, RecordBatch, decode_batch, encode_batch
+from clients.records.errors import RecordsError
+from clients.records.header import parse_header
 
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
@@ -157,15 +159,42 @@ def build_batch(entries: Sequence[Entry], now_ms: int) -> bytes:
     return encode_batch(records)
 
 
-def iter_entries(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, RecordKey,
-                                                                       RecordValue | None]]:
+def iter_entries(data: bytes | bytearray | memoryview,
+                 on_unreadable: Callable[[int, OffsetsRecordError], None] | None = None,
+                 ) -> Iterator[tuple[int, RecordKey, RecordValue | None]]:
     """(offset, key, value) of every record in `data` (whole batches; control batches and
-    keyless records are skipped, as Kafka's loader does)."""
-    for batch in iter_record_batches(data):
-        if batch.header.is_control:
+    keyless records are skipped, as Kafka's loader does).
+
+    A record whose key or value cannot be decoded, or a batch that fails its CRC or cannot
+    be decoded, raises; with `on_unreadable` it is reported there (with its offset, a
+    batch's base offset) and skipped, so one bad record does not cost the rest of the log.
+    A batch header that cannot be parsed always raises CorruptRecordError: nothing after it
+    can be found.
+    """
+    pos = 0
+    while pos < len(data):
+        header = parse_header(data, pos)
+        try:
+            batch: RecordBatch | None = decode_batch(data, pos)
+        except RecordsError as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(header.base_offset, OffsetsRecordError(
+                f"unreadable batch of offsets {header.base_offset}-{header.last_offset}: {exc}"))
+            batch = None
+        pos += header.size
+        if batch is None or batch.header.is_control:
             continue
         for record in batch.records:
             if record.key is None:
                 continue
-            key = decode_key(record.key)
-            yield record.offset or 0, key, decode_value(key, record.value)
+            offset = record.offset or 0
+            try:
+                key = decode_key(record.key)
+                value = decode_value(key, record.value)
+            except OffsetsRecordError as exc:
+                if on_unreadable is None:
+                    raise
+                on_unreadable(offset, exc)
+                continue
+            yield offset, key, value

@@ -38,10 +38,12 @@ def wait_until(probe: Callable[[], Any], what: str, timeout: float = 60.0) -> An
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[ClusterInfo]:
     info = None
-    for _ in range(6):
+    for attempt in range(6):
         try:
-            info = bootstrap_quorum(tmp_path / "cluster", nodes=NODES,
-                                    base_port=random.randrange(20000, 50000, 1000),
+            # Under the ephemeral range, so outgoing connections never take our ports; a
+            # fresh directory per attempt, as a failed one may have formatted storage.
+            info = bootstrap_quorum(tmp_path / f"cluster-{attempt}", nodes=NODES,
+                                    base_port=random.randrange(20000, 31000),
                                     overrides=GROUP_SETTINGS, timeout=60)
             break
         except LauncherError as exc:
@@ -51,11 +53,8 @@ def cluster(tmp_path: Path) -> Iterator[ClusterInfo]:
     try:
         yield info
     finally:
-        try:
-            for node in sorted(info.nodes, key=lambda n: n.node_id):
-                stop_quorum(info.dir, node_id=node.node_id, timeout=30)
-        finally:
-            stop_quorum(info.dir, kill=True)
+        # Killing keeps teardown fast; graceful shutdown is not what these tests check.
+        stop_quorum(info.dir, kill=True, timeout=10)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -170,30 +169,71 @@ def test_kafka_python_and_aiokafka_resume_from_their_commits(cluster):
     assert asyncio.run(aiokafka_read(1)) == [b"z"]
 
 
-def raftka_groups(*args: str) -> str:
+def raftka_groups(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "broker.cli.main", "groups", *args],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    assert done.returncode == code, done.stderr
+    return done
+
+
+def table(out: str, group: str) -> list[list[str]]:
+    return [line.split() for line in out.splitlines() if line.startswith(f"{group} ")]
 
 
 def test_groups_cli_shows_true_lag_and_reset_moves_consumption(cluster):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
     bootstrap = cluster.bootstrap_servers
+    servers = ("--bootstrap-server", bootstrap)
     create_topic(bootstrap, "lagging", 1)
-    produce(bootstrap, "lagging", [b"%d" % i for i in range(8)], 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(8):  # one second apart from 2023-11-14T22:13:20Z
+        producer.produce("lagging", value=b"%d" % i, timestamp=1_700_000_000_000 + 1000 * i)
+    assert producer.flush(60) == 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cli", **CONSUMER})
     consumer.commit(offsets=[TopicPartition("lagging", 0, 3)], asynchronous=False)
     consumer.close()
-    out = raftka_groups("--bootstrap-server", bootstrap, "--describe", "--group", "cli")
-    row = next(line.split() for line in out.splitlines() if line.startswith("cli "))
-    assert row[1:6] == ["lagging", "0", "3", "8", "5"]
-    raftka_groups("--bootstrap-server", bootstrap, "--reset-offsets", "--group", "cli",
-                  "--topic", "lagging", "--to-offset", "6", "--execute")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cli", **CONSUMER})
+    assert "cli" in raftka_groups(*servers, "--list").stdout.split()
+    described = raftka_groups(*servers, "--describe", "--group", "cli")
+    assert table(described.stdout, "cli") == [["cli", "lagging", "0", "3", "8", "5", "-", "-",
+                                               "-"]]
+    assert "Consumer group 'cli' has no active members." in described.stderr
+    # --to-datetime finds the first record at or after the time; --dry-run commits nothing.
+    dry = raftka_groups(*servers, "--reset-offsets", "--group", "cli", "--topic", "lagging",
+                        "--to-datetime", "2023-11-14T22:13:24.500Z", "--dry-run").stdout
+    assert table(dry, "cli") == [["cli", "lagging", "0", "5"]]
+    shifted = raftka_groups(*servers, "--reset-offsets", "--group", "cli", "--topic",
+                            "lagging", "--shift-by", "-2", "--dry-run").stdout
+    assert table(shifted, "cli") == [["cli", "lagging", "0", "1"]]
+    raftka_groups(*servers, "--reset-offsets", "--group", "cli", "--topic", "lagging",
+                  "--to-offset", "6", "--execute")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cli",
+                         "client.id": "cli-member", **CONSUMER})
     consumer.subscribe(["lagging"])
     first = wait_until(lambda: (m := consumer.poll(0.2)) is not None and not m.error() and m,
                        "a record after the reset")
-    consumer.close()
     assert first.offset() == 6
+    consumer.commit(asynchronous=False)
+
+    # While the member is active: its id, host and client id in every view; no reset, no delete.
+    member = wait_until(lambda: consumer.poll(0.1) is None and consumer.memberid(),
+                        "the member id")
+    described = raftka_groups(*servers, "--describe", "--group", "cli").stdout
+    assert table(described, "cli") == [["cli", "lagging", "0", "7", "8", "1", member,
+                                        "/127.0.0.1", "cli-member"]]
+    members = raftka_groups(*servers, "--describe", "--group", "cli", "--members").stdout
+    assert table(members, "cli") == [["cli", member, "/127.0.0.1", "cli-member", "1"]]
+    state = raftka_groups(*servers, "--describe", "--group", "cli", "--state").stdout
+    assert table(state, "cli")[0][-3:] == ["range", "Stable", "1"]
+    refused = raftka_groups(*servers, "--reset-offsets", "--group", "cli", "--topic", "lagging",
+                            "--to-earliest", "--execute", code=1)
+    assert "inactive, but the current state is Stable" in refused.stderr
+    refused = raftka_groups(*servers, "--delete", "--group", "cli", code=1)
+    assert "NON_EMPTY_GROUP" in refused.stderr
+    consumer.close()
+
+    deleted = raftka_groups(*servers, "--delete", "--group", "cli").stdout
+    assert deleted.strip() == "Deletion of requested consumer groups ('cli') was successful."
+    gone = raftka_groups(*servers, "--describe", "--group", "cli")
+    assert gone.stderr.strip() == "Error: Consumer group 'cli' does not exist."
+    assert "cli" not in raftka_groups(*servers, "--list").stdout.split()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
 from broker.cli.main import main
+from clients.connection import KafkaConnection
 from clients.protocol import ApiKey
-from tests.unit.group.harness import running_group_broker
+from tests.unit.group.harness import GroupBroker, running_group_broker
 from tests.unit.group.test_coordinator_clients import produce, ready
 
 
@@ -91,4 +94,75 @@ async def test_reset_refuses_an_active_group(tmp_path, capsys):
         assert await trio.to_thread.run_sync(reset) == 1
         assert ("inactive, but the current state is CompletingRebalance"
                 in capsys.readouterr().err)
+        await conn.aclose()
+
+
+async def committed(conn: KafkaConnection, group: str) -> dict[int, int]:
+    response = await conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None}, 7)
+    return {p["partition_index"]: p["committed_offset"]
+            for t in response["topics"] for p in t["partitions"]}
+
+
+async def two_partitions_with_records(broker: GroupBroker, group: str) -> KafkaConnection:
+    """Topic "ends": partition 0 holds offsets 2-4 (0-1 deleted), partition 1 offsets 0-4;
+    `group` has committed 3 and 1."""
+    await broker.create_topic("ends", 2)
+    await ready(broker, group)
+    await trio.to_thread.run_sync(produce, broker.bootstrap, "ends", 10, 2)
+    conn = await broker.connect()
+    deleted = await conn.request(ApiKey.DELETE_RECORDS, {"timeout_ms": 5000, "topics": [
+        {"name": "ends", "partitions": [{"partition_index": 0, "offset": 2}]}]})
+    assert deleted["topics"][0]["partitions"][0]["low_watermark"] == 2
+    response = await conn.request(ApiKey.OFFSET_COMMIT, {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+        "topics": [{"name": "ends", "partitions": [
+            {"partition_index": p, "committed_offset": o, "committed_metadata": ""}
+            for p, o in ((0, 3), (1, 1))]}]}, 8)
+    assert [p["error_code"] for p in response["topics"][0]["partitions"]] == [0, 0]
+    return conn
+
+
+def reset(broker: GroupBroker, group: str, *args: str) -> Any:
+    return main(["groups", "--bootstrap-server", broker.bootstrap, "--reset-offsets",
+                 "--group", group, *args])
+
+
+async def test_reset_to_latest_and_to_earliest_commit_the_log_end_and_start(tmp_path, capsys):
+    async with running_group_broker(tmp_path) as broker:
+        conn = await two_partitions_with_records(broker, "ends-group")
+        for target, expected in (("--to-latest", {0: 5, 1: 5}), ("--to-earliest", {0: 2, 1: 0})):
+            capsys.readouterr()
+            code = await trio.to_thread.run_sync(reset, broker, "ends-group", "--topic", "ends",
+                                                 target, "--execute")
+            out = capsys.readouterr().out
+            assert code == 0, target
+            assert [line.split() for line in out.splitlines()[1:]] == [
+                ["ends-group", "ends", str(p), str(o)] for p, o in expected.items()]
+            assert await committed(conn, "ends-group") == expected, target
+        await conn.aclose()
+
+
+async def test_reset_commits_nothing_when_an_offset_cannot_be_looked_up(tmp_path, capsys):
+    async with running_group_broker(tmp_path) as broker:
+        conn = await two_partitions_with_records(broker, "stuck")
+
+        async def refused(*args: str) -> str:
+            capsys.readouterr()
+            assert await trio.to_thread.run_sync(reset, broker, "stuck", *args) == 1
+            captured = capsys.readouterr()
+            assert captured.out == ""
+            [line] = captured.err.splitlines()
+            return line
+
+        # A partition that does not exist, named among others that do.
+        line = await refused("--topic", "ends:0,7", "--to-latest", "--execute")
+        assert line == ("raftka groups: cannot reset the offsets of group 'stuck', nothing "
+                        "was committed: no offset for ends-7 (no such partition)")
+        # A partition without a leader.
+        await broker.move_leader("ends", 1, -1)
+        for target in ("--to-latest", "--to-earliest", "--to-offset=4"):
+            for mode in ("--dry-run", "--execute"):
+                line = await refused("--topic", "ends", target, mode)
+                assert line.endswith("nothing was committed: no offset for ends-1 (no leader)")
+        assert await committed(conn, "stuck") == {0: 3, 1: 1}
         await conn.aclose()

@@ -280,6 +280,77 @@ def test_static_member_fences_its_parked_old_incarnation():
     assert outcome.parked in engine.groups["g"].members
 
 
+def static_stable_group(engine, log, instances, dynamic=0):  # type: ignore[no-untyped-def]
+    """A Stable group "g" of static members (the first leads) and then `dynamic` dynamic
+    ones, all with sessions longer than their rebalance timeout (1000): ids by join order."""
+    ids = [join(engine, join_request(instance=i, session=10_000, rebalance=1000))[0].parked
+           for i in instances]
+    ids += [join(engine, join_request(session=10_000, rebalance=1000))[0].parked
+            for _ in range(dynamic)]
+    replies = log.settle(engine.tick(100))  # the initial delay ends...
+    replies.update(log.settle(engine.tick(200)))  # ...after one extension
+    assert replies[(ids[0], "join")]["leader"] == ids[0]
+    instance_of = dict(zip(ids, [*instances, *[None] * dynamic]))
+    for member in ids[1:]:
+        engine.sync(sync_request("g", member, 1, instance=instance_of[member]), 200)
+    log.settle(engine.sync(sync_request("g", ids[0], 1, {m: m.encode() for m in ids},
+                                        instance=instance_of[ids[0]]), 200)[1])
+    assert engine.groups["g"].state is S.STABLE
+    return ids
+
+
+def test_a_member_that_rejoined_leads_when_the_static_leader_did_not():
+    engine, log = new_engine(), Log()
+    leader, other = static_stable_group(engine, log, ["i-1", "i-2"])
+    group = engine.groups["g"]
+    # i-2 rejoins with a new subscription; the static leader i-1 stays away (it is being
+    # restarted, say) and keeps its place until its session ends.
+    outcome, effects = join(engine, join_request(member=other, instance="i-2", session=10_000,
+                                                 rebalance=1000, protocols=[("range", b"new")]),
+                            300)
+    assert outcome.parked == other and log.settle(effects) == {}
+    assert log.settle(engine.tick(300 + 999)) == {}
+    replies = log.settle(engine.tick(300 + 1000))
+    # Only a parked JoinGroup can carry the member list, so the member that rejoined leads.
+    assert set(replies) == {(other, "join")}
+    body = replies[(other, "join")]
+    assert (body["error_code"], body["generation_id"], body["leader"]) == (0, 2, other)
+    assert sorted(m["member_id"] for m in body["members"]) == sorted([leader, other])
+    assert group.state is S.COMPLETING_REBALANCE and group.leader_id == other
+    replies = log.settle(engine.sync(sync_request("g", other, 2, {leader: b"L", other: b"O"},
+                                                  instance="i-2"), 1300)[1])
+    assert replies[(other, "sync")]["assignment"] == b"O"
+    assert group.state is S.STABLE
+
+
+@pytest.mark.parametrize("comes_back", [True, False])
+def test_the_join_phase_waits_while_only_static_members_that_did_not_rejoin_remain(
+        comes_back: bool):
+    engine, log = new_engine(), Log()
+    static, dynamic = static_stable_group(engine, log, ["i-1"], dynamic=1)
+    group = engine.groups["g"]
+    log.settle(engine.leave("g", [(dynamic, None)], 300)[2])
+    assert group.state is S.PREPARING_REBALANCE and group.join_deadline == 1300
+    # Nobody rejoined: no generation without anyone to lead it; another rebalance timeout.
+    for deadline in (1300, 2300):
+        assert log.settle(engine.tick(deadline)) == {}
+        assert (group.state, group.generation) == (S.PREPARING_REBALANCE, 1)
+        assert group.join_deadline == deadline + 1000 and static in group.members
+    if comes_back:
+        outcome, effects = join(engine, join_request(member=static, instance="i-1",
+                                                     session=10_000, rebalance=1000), 2500)
+        body = log.settle(effects)[(static, "join")]
+        assert (body["generation_id"], body["leader"]) == (2, static)
+        assert [m["member_id"] for m in body["members"]] == [static]
+        assert group.state is S.COMPLETING_REBALANCE
+    else:
+        # Its session (10 s from its SyncGroup at 200) ends, and the group with it.
+        log.settle(engine.tick(10_199))
+        assert static in group.members
+        log.settle(engine.tick(10_200))
+        assert (group.state, group.generation, group.members) == (S.EMPTY, 2, {})
+
+
 def test_group_max_size():
     engine, log = new_engine(max_size=1), Log()
     join(engine, join_request())

@@ -162,3 +162,35 @@ def test_loading_the_written_records_rebuilds_the_same_groups_and_offsets():
     assert "doomed" not in reloaded.groups
     unloaded = reloaded.unload(reloaded.partition_for("g"))
     assert "g" not in reloaded.groups and unloaded.replies == []
+
+
+def test_require_stable_reports_a_commit_still_being_written():
+    engine, log = new_engine(), Log()
+    commit(engine, log, commit_request("g", {("t", 0): 1, ("t", 1): 4}))
+    in_flight = engine.commit(commit_request("g", {("t", 0): 2}), 1)
+    wanted = [{"name": "t", "partition_indexes": [0, 1]}]
+
+    def fetched(require_stable: bool) -> list[tuple[int, int, int]]:
+        return [(p["partition_index"], p["committed_offset"], p["error_code"])
+                for t in engine.fetch("g", wanted, require_stable) for p in t["partitions"]]
+
+    assert fetched(True) == [(0, -1, ErrorCode.UNSTABLE_OFFSET_COMMIT), (1, 4, 0)]
+    assert fetched(False) == [(0, 1, 0), (1, 4, 0)]
+    # The listing of every offset skips the check, as Kafka's does.
+    assert [p["error_code"] for t in engine.fetch("g", None, True) for p in t["partitions"]] \
+        == [0, 0]
+    assert in_flight.write is not None
+    log.settle(Effects(writes=[in_flight.write]))
+    assert fetched(True) == [(0, 2, 0), (1, 4, 0)]
+
+
+def test_an_offset_commit_counts_as_the_members_heartbeat():
+    engine, log = new_engine(), Log()
+    ids = stable(engine, log)
+    session = engine.groups["g"].members[ids[0]].session_timeout_ms
+    # Only the first member keeps its session alive, and only by committing.
+    for now in range(session // 2, 3 * session, session // 2):
+        commit(engine, log, commit_request("g", {("t", 0): now}, generation=1, member=ids[0]),
+               now=now)
+        log.settle(engine.tick(now))
+    assert list(engine.groups["g"].members) == [ids[0]]

@@ -20,6 +20,8 @@ from broker.group.records import (
     iter_entries,
 )
 from broker.group.routing import java_string_hashcode, partition_for_group
+from clients.records.batch import Record, encode_batch
+from clients.records.errors import CorruptRecordError
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -80,3 +82,29 @@ def test_batches_carry_entries_and_tombstones_in_order():
         (0, entries[0][0], entries[0][1]), (1, entries[1][0], None), (2, entries[2][0], None)]
     with pytest.raises(ValueError):
         build_batch([], 0)
+
+
+def test_unreadable_records_and_corrupt_batches_can_be_skipped_with_their_offsets():
+    good = build_batch([(OffsetKey("g", "t", 0), OffsetValue(5))], 0)
+    bad_records = encode_batch([
+        Record(None, 0, b"\xc1", b"x"),  # not msgpack
+        Record(None, 0, encode_key(OffsetKey("g", "t", 1)), b"\x93\x09\x01\x02"),
+        Record(None, 0, encode_key(OffsetKey("g", "t", 2)), encode_value(OffsetValue(7)))],
+        base_offset=1)
+    corrupt = bytearray(build_batch([(OffsetKey("g", "t", 0), OffsetValue(6))], 0))
+    corrupt[:8] = (4).to_bytes(8, "big")  # base offset 4 (not covered by the CRC)
+    corrupt[-1] ^= 0xFF  # covered by the CRC
+    last = bytearray(build_batch([(GroupKey("g"), None)], 0))
+    last[:8] = (5).to_bytes(8, "big")
+    data = good + bad_records + bytes(corrupt) + bytes(last)
+    with pytest.raises(OffsetsRecordError):
+        list(iter_entries(data))
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        list(iter_entries(bytes(corrupt)))
+    skipped: list[tuple[int, str]] = []
+    decoded = list(iter_entries(data, lambda offset, exc: skipped.append((offset, str(exc)))))
+    assert decoded == [(0, OffsetKey("g", "t", 0), OffsetValue(5)),
+                       (3, OffsetKey("g", "t", 2), OffsetValue(7)),
+                       (5, GroupKey("g"), None)]
+    assert [offset for offset, _ in skipped] == [1, 2, 4]
+    assert "unreadable batch of offsets 4-4" in skipped[2][1] and "CRC" in skipped[2][1]
