@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from broker.group.membership import Membership
-from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member, Reply
+from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.offsets import fetch_offsets
 from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
-from broker.group.responses import Outcome, join_body, sync_body
+from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
 
@@ -138,13 +138,8 @@ class GroupEngine:
         effects = Effects()
         for group in [g for g in self.groups.values() if g.partition == partition]:
             for member in group.members.values():
-                if member.awaiting_join:
-                    effects.replies.append(Reply(group.group_id, member.member_id, "join",
-                                                 join_body(ErrorCode.NOT_COORDINATOR,
-                                                           member.member_id)))
-                if member.awaiting_sync:
-                    effects.replies.append(Reply(group.group_id, member.member_id, "sync",
-                                                 sync_body(ErrorCode.NOT_COORDINATOR)))
+                effects.replies.extend(parked_error_replies(group.group_id, member,
+                                                            ErrorCode.NOT_COORDINATOR))
             del self.groups[group.group_id]
         return effects
 

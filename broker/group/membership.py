@@ -27,6 +27,7 @@ from broker.group.responses import (
     current_generation,
     join_body,
     join_error,
+    parked_error_replies,
     store_error,
     sync_body,
 )
@@ -129,12 +130,8 @@ class Membership:
         effects = Effects()
         old = group.members[old_id]
         # The new incarnation fences the old one (Kafka's replaceStaticMember).
-        if old.awaiting_join:
-            effects.replies.append(Reply(group.group_id, old_id, "join",
-                                         join_body(ErrorCode.FENCED_INSTANCE_ID, old_id)))
-        if old.awaiting_sync:
-            effects.replies.append(Reply(group.group_id, old_id, "sync",
-                                         sync_body(ErrorCode.FENCED_INSTANCE_ID)))
+        effects.replies.extend(parked_error_replies(group.group_id, old,
+                                                    ErrorCode.FENCED_INSTANCE_ID))
         _rename_member(group, old_id, member_id)
         member = group.members[member_id]
         member.client_id, member.client_host = join.client_id, join.client_host

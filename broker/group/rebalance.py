@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Reply
-from broker.group.responses import current_generation, join_body, sync_body
+from broker.group.responses import current_generation, parked_error_replies, sync_body
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -151,12 +151,8 @@ class Rebalancer:
         member = group.members.get(member_id)
         if member is None:
             return effects
-        if member.awaiting_join:
-            effects.replies.append(Reply(group.group_id, member_id, "join",
-                                         join_body(ErrorCode.UNKNOWN_MEMBER_ID, member_id)))
-        if member.awaiting_sync:
-            effects.replies.append(Reply(group.group_id, member_id, "sync",
-                                         sync_body(ErrorCode.UNKNOWN_MEMBER_ID)))
+        effects.replies.extend(parked_error_replies(group.group_id, member,
+                                                    ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member_id)
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             effects.extend(self.prepare(group, now_ms))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from broker.group.model import Effects, Group
+from broker.group.model import Effects, Group, Member, Reply
 from clients.protocol import ErrorCode
 
 
@@ -68,3 +68,13 @@ def current_generation(group: Group, member_id: str, *, with_members: bool,
 def join_error(code: int, member_id: str = "") -> tuple[Outcome, Effects]:
     """A JoinGroup refused at once."""
     return Outcome(body=join_body(code, member_id)), Effects()
+
+
+def parked_error_replies(group_id: str, member: Member, code: int) -> list[Reply]:
+    """`code` for each request `member` has parked (a JoinGroup, a SyncGroup, or neither)."""
+    replies = []
+    if member.awaiting_join:
+        replies.append(Reply(group_id, member.member_id, "join", join_body(code, member.member_id)))
+    if member.awaiting_sync:
+        replies.append(Reply(group_id, member.member_id, "sync", sync_body(code)))
+    return replies

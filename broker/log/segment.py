@@ -126,13 +126,7 @@ class LogSegment:
         written or recovered, so unlike :meth:`recover` nothing is truncated.
         """
         was_writable = self.offset_index.writable
-        self.offset_index.make_writable()
-        self.time_index.make_writable()
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.next_offset = self.base_offset
-        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
-        self._bytes_since_index_entry = 0
+        self._reset_indexes()
         end = 0
         try:
             for position, header in self.iter_headers(0):
@@ -145,11 +139,8 @@ class LogSegment:
         if not was_writable:
             self.become_inactive()
 
-    def recover(self) -> int:
-        """Validate every batch, rebuild both indexes, truncate an invalid tail.
-
-        Returns the number of bytes truncated.
-        """
+    def _reset_indexes(self) -> None:
+        """Empty, writable indexes and the marks they imply, ready to re-index every batch."""
         self.offset_index.make_writable()
         self.time_index.make_writable()
         self.offset_index.reset()
@@ -157,6 +148,13 @@ class LogSegment:
         self.next_offset = self.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self._bytes_since_index_entry = 0
+
+    def recover(self) -> int:
+        """Validate every batch, rebuild both indexes, truncate an invalid tail.
+
+        Returns the number of bytes truncated.
+        """
+        self._reset_indexes()
         valid = 0
         if self.size:
             with mmap.mmap(self.fd, self.size, prot=mmap.PROT_READ) as data:

@@ -365,7 +365,8 @@ async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_p
     path = tmp_path / "segment.log"
     path.write_bytes(payload)
     fd = os.open(path, os.O_RDONLY)
-    pinned = FileRange.pinned(fd, 0, len(payload))
+    pinned = [FileRange.pinned(fd, 0, len(payload))]
+    own = pinned[0].fd
     os.close(fd)
     other = tmp_path / "other.log"
     other.write_bytes(b"X" * len(payload))
@@ -374,7 +375,7 @@ async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_p
 
     async def fetch(request, ctx):
         return {"responses": [{"topic": "t", "partitions": [
-            {"partition_index": 0, "records": pinned}]}]}
+            {"partition_index": 0, "records": pinned[0]}]}]}
 
     router.register(FETCH, fetch)
     try:
@@ -387,8 +388,7 @@ async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_p
         os.close(reused)
     _, body = codec.decode_response(FETCH, 12, frame)
     assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
-    own = pinned.fd
-    del pinned, fetch, router
+    pinned.clear()
     gc.collect()
     with pytest.raises(OSError):
         os.fstat(own)  # the duplicate is closed once nothing refers to the range
