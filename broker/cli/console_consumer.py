@@ -3,9 +3,11 @@
 Without `--partition` every partition of the topic is assigned; consumption starts at the
 end unless `--from-beginning` (or `--offset` with `--partition`). Output follows Kafka's
 DefaultMessageFormatter: [CreateTime:ts][Partition:p][Offset:o][key] value, fields joined by
-`key.separator` (TAB). `--group` needs the group coordinator, which does not exist yet: it
-is refused with exit 1. At the end `Processed a total of N messages` goes to stderr;
-`--timeout-ms` ends the run when no record arrives for that long.
+`key.separator` (TAB). With `--group G` the consumer joins group G (subscribe) instead and
+starts at the group's committed offsets (else at the beginning with `--from-beginning`,
+the end without); what it printed is committed as it goes (auto-commit) and on exit, so the
+next run in the group resumes after it. At the end `Processed a total of N messages` goes
+to stderr; `--timeout-ms` ends the run when no record arrives for that long.
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ import sys
 from typing import Any, BinaryIO
 
 CLIENT_ID = "console-consumer"
-GROUP_UNSUPPORTED = ("--group is not supported yet: consumer groups need the group "
-                     "coordinator; consume with --partition or all partitions by assignment")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,25 +91,16 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
                    formatter: MessageFormatter, out: BinaryIO) -> int:
     import trio
 
-    from clients.consumer import Consumer
+    from clients.consumer import CommitFailedError, Consumer
 
     processed = 0
     async with Consumer(config) as consumer:
-        if args.partition is not None:
-            partitions = [args.partition]
+        if args.group is not None:
+            consumer.subscribe([args.topic])
         else:
-            partitions = await consumer.partitions_for(args.topic)
-        tps = [(args.topic, p) for p in partitions]
-        consumer.assign(tps)
-        offset = args.offset
-        if offset is None:
-            offset = "earliest" if args.from_beginning else "latest"
-        if offset == "earliest":
-            consumer.seek_to_beginning(tps)
-        elif offset == "latest":
-            consumer.seek_to_end(tps)
-        else:
-            consumer.seek(tps[0], int(offset))
+            partitions = [args.partition] if args.partition is not None else \
+                await consumer.partitions_for(args.topic)
+            _assign(consumer, args, partitions)
         idle_deadline = None if args.timeout_ms is None else \
             trio.current_time() + args.timeout_ms / 1000
         try:
@@ -127,9 +118,29 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
                         idle_deadline = trio.current_time() + args.timeout_ms / 1000
                 elif idle_deadline is not None and trio.current_time() >= idle_deadline:
                     break
+            if args.group is not None:
+                # Everything printed is consumed: commit it before leaving the group.
+                try:
+                    await consumer.commit()
+                except CommitFailedError as exc:
+                    print(f"WARN {exc}", file=sys.stderr)
         finally:
             print(f"Processed a total of {processed} messages", file=sys.stderr)
     return 0
+
+
+def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
+    tps = [(args.topic, p) for p in partitions]
+    consumer.assign(tps)
+    offset = args.offset
+    if offset is None:
+        offset = "earliest" if args.from_beginning else "latest"
+    if offset == "earliest":
+        consumer.seek_to_beginning(tps)
+    elif offset == "latest":
+        consumer.seek_to_end(tps)
+    else:
+        consumer.seek(tps[0], int(offset))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,8 +149,9 @@ def run(args: argparse.Namespace) -> int:
     from clients.consumer import ConfigError
     from clients.protocol import KafkaError
 
-    if args.group is not None:
-        print(f"ERROR {GROUP_UNSUPPORTED}", file=sys.stderr)
+    if args.group is not None and args.partition is not None:
+        print("ERROR Options group and partition cannot be specified together.",
+              file=sys.stderr)
         return 1
     if args.offset is not None and args.partition is None:
         print("ERROR The partition is required when offset is specified.", file=sys.stderr)
@@ -156,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
             config.update(load_properties(args.consumer_config))
         config.update(parse_pairs(args.consumer_property, "--consumer-property"))
         config["bootstrap.servers"] = args.bootstrap_server
+        if args.group is not None:
+            config["group.id"] = args.group
+            # Committed offsets win; this only decides where a new group starts.
+            config["auto.offset.reset"] = "earliest" if args.from_beginning else "latest"
         formatter = MessageFormatter(parse_pairs(args.property, "--property"))
         return trio.run(_consume, args, config, formatter, sys.stdout.buffer)
     except (ConfigError, KafkaError, ValueError, OSError) as exc:

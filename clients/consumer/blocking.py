@@ -1,44 +1,105 @@
-"""The blocking consumer: the same core driven synchronously, with no threads.
+"""The blocking consumer: a facade over the trio ``Consumer`` running on a helper thread.
 
-Leaders are fetched from one after another; with several brokers each Fetch may wait up
-to its share of the poll timeout (bounded by ``fetch.max.wait.ms``).
+Group membership needs heartbeats while the application is busy between polls, so the
+trio consumer (with its heartbeat task) runs in a trio loop on one helper thread for the
+consumer's lifetime, and every method hands its call to that loop and waits for the
+result. Rebalance listeners run in a worker thread of that loop while ``poll`` waits, so
+they may call this consumer's methods (``commit`` included).
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from typing import Any, Iterable, Mapping
+import functools
+import threading
+from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import BlockingConnectionPool
+import trio
+
 from clients.consumer.config import ConsumerConfig
-from clients.consumer.core import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    ConsumerCore,
-    TopicPartition,
-)
+from clients.consumer.core import TopicPartition
 from clients.consumer.records import ConsumerRecord
-from clients.consumer.trio_consumer import GROUPS_UNSUPPORTED
-from clients.net import KafkaConnectionError
-from clients.producer.core import now_ms
-from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+from clients.consumer.trio_consumer import Consumer
 
-logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BlockingListener = Callable[[list[TopicPartition]], None]
+
+
+class _LoopThread:
+    """One trio loop on a helper thread, holding an open ``Consumer`` until stopped."""
+
+    def __init__(self, config: ConsumerConfig) -> None:
+        self.consumer: Consumer | None = None
+        self.token: trio.lowlevel.TrioToken | None = None
+        self.error: BaseException | None = None
+        self._stop: trio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(config,),
+                                        name="raftka-consumer", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self.error is not None:
+            raise self.error
+
+    def _main(self, config: ConsumerConfig) -> None:
+        async def serve() -> None:
+            self._stop = trio.Event()
+            self.token = trio.lowlevel.current_trio_token()
+            async with Consumer(config) as consumer:
+                self.consumer = consumer
+                self._ready.set()
+                await self._stop.wait()
+
+        try:
+            trio.run(serve)
+        except BaseException as exc:  # handed to the caller of close (or __init__)
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        return self._call(trio.from_thread.run, fn, *args)
+
+    def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        return self._call(trio.from_thread.run_sync, fn, *args)
+
+    def _call(self, via: Callable[..., T], fn: Callable[..., Any], *args: Any) -> T:
+        if self.token is None or not self._thread.is_alive():
+            raise RuntimeError("the consumer is closed")
+        try:
+            return via(fn, *args, trio_token=self.token)
+        except trio.RunFinishedError:
+            raise RuntimeError("the consumer is closed") from None
+
+    def stop(self) -> None:
+        if self._thread.is_alive() and self._stop is not None and self.token is not None:
+            try:
+                trio.from_thread.run_sync(self._stop.set, trio_token=self.token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join()
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
 
 
 class BlockingConsumer:
-    """A synchronous consumer with manual partition assignment (see ``Consumer``)."""
+    """A synchronous consumer with the trio ``Consumer``'s methods (see there)."""
 
     def __init__(self, config: ConsumerConfig | Mapping[str, Any] | None = None,
                  **overrides: Any) -> None:
         if not isinstance(config, ConsumerConfig):
             config = ConsumerConfig.from_mapping(config, **overrides)
         self.config = config
-        self._core = ConsumerCore(config)
-        self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
-                                            config.request_timeout_ms / 1000)
+        self._loop = _LoopThread(config)
+        self._closed = False
+
+    @property
+    def _consumer(self) -> Consumer:
+        consumer = self._loop.consumer
+        if consumer is None or self._closed:
+            raise RuntimeError("the consumer is closed")
+        return consumer
 
     def __enter__(self) -> BlockingConsumer:
         return self
@@ -46,102 +107,68 @@ class BlockingConsumer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        raise NotImplementedError(GROUPS_UNSUPPORTED)
+    # ---- assignment ----
+
+    def subscribe(self, topics: Iterable[str], on_assign: BlockingListener | None = None,
+                  on_revoke: BlockingListener | None = None) -> None:
+        """Join ``group.id`` for ``topics``; listeners run during ``poll`` (see module)."""
+        self._loop.run_sync(self._consumer.subscribe, topics, self._wrap(on_assign),
+                            self._wrap(on_revoke))
+
+    @staticmethod
+    def _wrap(listener: BlockingListener | None
+              ) -> Callable[[list[TopicPartition]], Awaitable[None]] | None:
+        if listener is None:
+            return None
+
+        async def in_worker(partitions: list[TopicPartition]) -> None:
+            # Off the loop's thread, so the listener can call back into this consumer.
+            await trio.to_thread.run_sync(functools.partial(listener, partitions))
+        return in_worker
+
+    def unsubscribe(self) -> None:
+        self._loop.run(self._consumer.unsubscribe)
+
+    def subscription(self) -> list[str]:
+        return self._loop.run_sync(self._consumer.subscription)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        self._core.assign(partitions)
+        self._loop.run_sync(self._consumer.assign, list(partitions))
 
     def assignment(self) -> list[TopicPartition]:
-        return self._core.assignment
+        return self._loop.run_sync(self._consumer.assignment)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._core.seek(tp, offset)
+        self._loop.run_sync(self._consumer.seek, tp, offset)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        self._core.request_reset(partitions, EARLIEST_TIMESTAMP)
+        self._loop.run_sync(self._consumer.seek_to_beginning, partitions)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        self._core.request_reset(partitions, LATEST_TIMESTAMP)
+        self._loop.run_sync(self._consumer.seek_to_end, partitions)
 
     def position(self, tp: TopicPartition) -> int:
-        deadline = time.monotonic() + self.config.request_timeout_ms / 1000
-        while (position := self._core.position(tp)) is None:
-            if time.monotonic() >= deadline:
-                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
-                                 f"no position for {tp[0]}-{tp[1]} in time")
-            self._update_positions()
-            self._core.raise_errors()
-            if self._core.position(tp) is None:
-                time.sleep(self.config.retry_backoff_ms / 1000)
-        return position
+        return self._loop.run(self._consumer.position, tp)
 
     def partitions_for(self, topic: str) -> list[int]:
-        response = self._pool.request_any(ApiKey.METADATA, metadata_request([topic]),
-                                          self._core.cluster.brokers.values())
-        self._core.apply_metadata(response, now_ms())
-        error = self._core.cluster.topic_error(topic)
-        if error is not None:
-            raise KafkaError(error, f"topic {topic!r}: {error.message}")
-        return sorted(self._core.cluster.topics[topic].partitions)
+        return self._loop.run(self._consumer.partitions_for, topic)
+
+    # ---- polling and offsets ----
 
     def poll(self, timeout_ms: float = 0, max_records: int | None = None
              ) -> list[ConsumerRecord]:
-        limit = max_records or self.config.max_poll_records
-        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-        while True:
-            self._core.raise_errors()
-            records = self._core.drain(limit)
-            if records:
-                return records
-            if not self._core.assignment:
-                time.sleep(max(deadline - time.monotonic(), 0))
-                return []
-            self._update_positions()
-            self._core.raise_errors()
-            remaining_ms = max((deadline - time.monotonic()) * 1000, 0)
-            requests = self._core.fetch_requests(0)
-            if requests:
-                share = int(min(self.config.fetch_max_wait_ms, remaining_ms / len(requests)))
-                for node_id, body in requests.items():
-                    body["max_wait_ms"] = share
-                    self._fetch(node_id, body)
-            elif remaining_ms > 0:
-                time.sleep(min(self.config.retry_backoff_ms, remaining_ms) / 1000)
-            if time.monotonic() >= deadline and not self._core.has_buffered():
-                self._core.raise_errors()
-                return []
+        return self._loop.run(self._consumer.poll, timeout_ms, max_records)
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        self._loop.run(self._consumer.commit, offsets)
+
+    def committed(self, partitions: Iterable[TopicPartition]
+                  ) -> dict[TopicPartition, int | None]:
+        return self._loop.run(self._consumer.committed, list(partitions))
 
     def close(self) -> None:
-        self._pool.close()
-
-    def _update_positions(self) -> None:
-        if self._core.metadata_due(now_ms()):
-            body = metadata_request(sorted(self._core.topics))
-            try:
-                response = self._pool.request_any(ApiKey.METADATA, body,
-                                                  self._core.cluster.brokers.values())
-                self._core.apply_metadata(response, now_ms())
-            except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-                logger.warning("metadata refresh failed: %s", exc)
-        if not self._core.missing_positions():
+        """Commit and leave the group as the trio ``close`` does, then stop the thread."""
+        if self._closed:
             return
-        for node_id, body in self._core.list_offsets_requests().items():
-            try:
-                response = self._pool.request(self._core.cluster.brokers[node_id],
-                                              ApiKey.LIST_OFFSETS, body)
-            except (KafkaConnectionError, ProtocolError) as exc:
-                logger.debug("ListOffsets to broker %d failed: %s", node_id, exc)
-                self._core.needs_metadata = True
-                continue
-            self._core.handle_list_offsets(response)
-
-    def _fetch(self, node_id: int, body: dict[str, Any]) -> None:
-        try:
-            response = self._pool.request(self._core.cluster.brokers[node_id],
-                                          ApiKey.FETCH, body)
-        except (KafkaConnectionError, ProtocolError) as exc:
-            logger.debug("Fetch from broker %d failed: %s", node_id, exc)
-            self._core.needs_metadata = True
-            return
-        self._core.handle_fetch(body, response)
+        self._closed = True
+        self._loop.stop()

@@ -13,9 +13,11 @@ from clients.admin.settings import (
     one_of,
     parse_bool,
     parse_int,
+    parse_list,
     parse_str,
     resolve_config,
 )
+from clients.consumer.group.assignors import assignor_names
 from clients.net import parse_bootstrap_servers
 
 CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
@@ -30,8 +32,14 @@ CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("check.crcs", parse_bool, True),
     ConfigKey("isolation.level", parse_str, "read_uncommitted",
               check=one_of("read_uncommitted", "read_committed")),
-    # Accepted for compatibility; offsets are never committed until groups exist.
+    ConfigKey("group.instance.id", parse_str, None),
+    ConfigKey("session.timeout.ms", parse_int, 45000, check=at_least(1)),
+    ConfigKey("heartbeat.interval.ms", parse_int, 3000, check=at_least(1)),
+    ConfigKey("max.poll.interval.ms", parse_int, 300000, check=at_least(1)),
     ConfigKey("enable.auto.commit", parse_bool, True),
+    ConfigKey("auto.commit.interval.ms", parse_int, 5000, check=at_least(0)),
+    ConfigKey("partition.assignment.strategy", parse_list, "range"),
+    ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
 )
 
 
@@ -54,6 +62,14 @@ class ConsumerConfig:
     retry_backoff_ms: int
     connect_timeout_ms: int
     metadata_max_age_ms: int
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    partition_assignment_strategy: tuple[str, ...] = ("range",)
+    default_api_timeout_ms: int = 60000
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -64,6 +80,12 @@ class ConsumerConfig:
                               "consumer yet")
         if values["request.timeout.ms"] <= values["fetch.max.wait.ms"]:
             raise ConfigError("request.timeout.ms should be greater than fetch.max.wait.ms")
+        if values["heartbeat.interval.ms"] >= values["session.timeout.ms"]:
+            raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
+        try:
+            strategies = assignor_names(values["partition.assignment.strategy"])
+        except ValueError as exc:
+            raise ConfigError(f"invalid partition.assignment.strategy: {exc}") from None
         try:
             servers = parse_bootstrap_servers(values["bootstrap.servers"])
         except ValueError as exc:
@@ -84,4 +106,12 @@ class ConsumerConfig:
             retry_backoff_ms=values["retry.backoff.ms"],
             connect_timeout_ms=values["socket.connection.setup.timeout.ms"],
             metadata_max_age_ms=values["metadata.max.age.ms"],
+            group_instance_id=values["group.instance.id"] or None,
+            session_timeout_ms=values["session.timeout.ms"],
+            heartbeat_interval_ms=values["heartbeat.interval.ms"],
+            max_poll_interval_ms=values["max.poll.interval.ms"],
+            enable_auto_commit=values["enable.auto.commit"],
+            auto_commit_interval_ms=values["auto.commit.interval.ms"],
+            partition_assignment_strategy=tuple(strategies),
+            default_api_timeout_ms=values["default.api.timeout.ms"],
         )

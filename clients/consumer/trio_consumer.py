@@ -1,15 +1,19 @@
-"""The trio consumer: ``async with Consumer(config) as consumer: ...`` (manual assignment).
+"""The trio consumer: ``async with Consumer(config) as consumer: ...``.
 
 ``poll`` returns buffered records, or fetches from every assigned partition's leader at
-once (one Fetch per broker) until records arrive or the timeout passes. Consumer groups
-(``subscribe``, commits) come with the group coordinator; until then ``subscribe`` raises.
+once (one Fetch per broker) until records arrive or the timeout passes. Partitions come
+from ``assign`` or, with ``group.id``, from ``subscribe``: then a background task in the
+consumer's own nursery keeps the membership alive (heartbeats) between polls, while
+revoking, taking on an assignment, rebalance listeners and auto-commits happen in ``poll``,
+as in Kafka's consumer.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
 
 import trio
 
@@ -22,6 +26,10 @@ from clients.consumer.core import (
     ConsumerCore,
     TopicPartition,
 )
+from clients.consumer.group.assignors import make_assignors
+from clients.consumer.group.membership import GroupMembership, GroupSettings
+from clients.consumer.group.offsets import CommitFailedError
+from clients.consumer.group.trio_group import GroupClient
 from clients.consumer.records import ConsumerRecord
 from clients.net import KafkaConnectionError
 from clients.producer.core import now_ms
@@ -29,12 +37,17 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
-GROUPS_UNSUPPORTED = ("consumer groups are not supported yet (no group coordinator): use "
-                      "assign() with explicit partitions")
+_NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
+
+# A rebalance listener gets the partitions; it may be a plain or an async function.
+Listener = Callable[[list[TopicPartition]], Union[None, Awaitable[None]]]
+
+NO_GROUP_ID = "subscribe and commits need group.id in the consumer configuration"
+MIXED = "subscribe() and assign() are mutually exclusive: unsubscribe() first"
 
 
 class Consumer:
-    """A trio consumer with manual partition assignment."""
+    """A trio consumer: manual assignment (``assign``) or a group member (``subscribe``)."""
 
     def __init__(self, config: ConsumerConfig | Mapping[str, Any] | None = None,
                  **overrides: Any) -> None:
@@ -45,20 +58,92 @@ class Consumer:
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
                                         config.request_timeout_ms / 1000)
+        self._group: GroupClient | None = None
+        if config.group_id is not None:
+            settings = GroupSettings(
+                config.group_id, config.session_timeout_ms, config.max_poll_interval_ms,
+                config.heartbeat_interval_ms, config.retry_backoff_ms,
+                config.request_timeout_ms, config.group_instance_id)
+            membership = GroupMembership(settings,
+                                         make_assignors(config.partition_assignment_strategy))
+            self._group = GroupClient(membership, self._pool,
+                                      lambda: self._core.cluster.brokers.values(),
+                                      config.client_id, config.connect_timeout_ms,
+                                      config.request_timeout_ms, config.retry_backoff_ms)
+        self._subscribed = False
+        self._on_assign: Listener | None = None
+        self._on_revoke: Listener | None = None
+        self._next_auto_commit = math.inf
+        self._nursery_manager: Any = None
+        self._nursery: trio.Nursery | None = None
+        self._heartbeat_scope: trio.CancelScope | None = None
+        self._closed = False
 
     async def __aenter__(self) -> Consumer:
+        # The nursery hosts the heartbeat task; it lives as long as the ``async with``.
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        try:
+            await self.close()
+        finally:
+            manager, self._nursery_manager, self._nursery = self._nursery_manager, None, None
+            if manager is not None:
+                return await manager.__aexit__(*exc_info)
+        return None
 
     # ---- assignment ----
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        raise NotImplementedError(GROUPS_UNSUPPORTED)
+    def subscribe(self, topics: Iterable[str], on_assign: Listener | None = None,
+                  on_revoke: Listener | None = None) -> None:
+        """Join ``group.id`` and consume the partitions the group assigns from ``topics``.
+
+        ``on_revoke(partitions)`` runs in ``poll`` before partitions are given up (after
+        the auto-commit), ``on_assign(partitions)`` once new ones are taken on (positions
+        come from the committed offsets, else ``auto.offset.reset``). Needs ``async with``.
+        """
+        if self._group is None:
+            raise ValueError(NO_GROUP_ID)
+        if self._core.assignment and not self._subscribed:
+            raise ValueError(MIXED)
+        if self._nursery is None:
+            raise RuntimeError("subscribe needs the consumer opened with `async with`, "
+                               "whose nursery runs the heartbeats")
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if not names:
+            raise ValueError("subscribe needs at least one topic; use unsubscribe() to stop")
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._group.membership.subscribe(names)
+        if self._heartbeat_scope is None:
+            self._nursery.start_soon(self._run_group)
+        self._subscribed = True
+        self._group.wake()
+
+    async def _run_group(self) -> None:
+        assert self._group is not None
+        with trio.CancelScope() as scope:
+            self._heartbeat_scope = scope
+            await self._group.run()
+
+    def subscription(self) -> list[str]:
+        if not self._subscribed or self._group is None:
+            return []
+        return list(self._group.membership.subscription or ())
+
+    async def unsubscribe(self) -> None:
+        """Give up the assignment (auto-commit, ``on_revoke``) and leave the group."""
+        if not self._subscribed or self._group is None:
+            return
+        await self._revoke_all()
+        await self._group.leave(self.config.request_timeout_ms / 1000)
+        self._subscribed = False
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly these (topic, partition) pairs, replacing any earlier set."""
+        if self._subscribed:
+            raise ValueError(MIXED)
         self._core.assign(partitions)
 
     def assignment(self) -> list[TopicPartition]:
@@ -101,15 +186,25 @@ class Consumer:
     async def poll(self, timeout_ms: float = 0, max_records: int | None = None
                    ) -> list[ConsumerRecord]:
         """Records from the assigned partitions, at most ``max_records`` (default
-        ``max.poll.records``); an empty list once ``timeout_ms`` passes without any."""
+        ``max.poll.records``); an empty list once ``timeout_ms`` passes without any.
+
+        A group member also rebalances and auto-commits here (see ``subscribe``)."""
         limit = max_records or self.config.max_poll_records
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
         while True:
             self._core.raise_errors()
+            if self._subscribed:
+                await self._group_step()
             records = self._core.drain(limit)
             if records:
                 return records
             if not self._core.assignment:
+                if self._subscribed:
+                    assert self._group is not None
+                    await self._group.wait_changed(deadline)
+                    if trio.current_time() < deadline:
+                        continue
+                    return []
                 await trio.sleep_until(deadline)
                 return []
             await self._update_positions()
@@ -127,8 +222,130 @@ class Consumer:
                 self._core.raise_errors()
                 return []
 
+    # ---- offsets ----
+
+    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (next offset to read per partition; default: the current
+        position of every assigned partition) and wait for the coordinator's answer.
+
+        A group member commits with its generation: CommitFailedError if the group has
+        rebalanced since (the partitions may be someone else's now)."""
+        group = self._require_group()
+        if offsets is None:
+            offsets = self._current_offsets()
+        if not offsets:
+            return
+        generation_id, member_id = -1, ""
+        if self._subscribed:
+            m = group.membership
+            if m.generation_id < 0:
+                raise CommitFailedError(ErrorCode.REBALANCE_IN_PROGRESS,
+                                        "the consumer is not a member of a stable group "
+                                        "generation; poll to rejoin")
+            generation_id, member_id = m.generation_id, m.member_id
+        await group.commit(dict(offsets), generation_id, member_id,
+                           self.config.default_api_timeout_ms / 1000)
+
+    async def committed(self, partitions: Iterable[TopicPartition]
+                        ) -> dict[TopicPartition, int | None]:
+        """The group's committed offset per partition (None where none is committed)."""
+        group = self._require_group()
+        return await group.fetch_committed(
+            [(str(t), int(p)) for t, p in partitions], self.config.default_api_timeout_ms / 1000)
+
+    def _require_group(self) -> GroupClient:
+        if self._group is None:
+            raise ValueError(NO_GROUP_ID)
+        return self._group
+
+    def _current_offsets(self) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for tp in self._core.assignment:
+            position = self._core.position(tp)
+            if position is not None:
+                out[tp] = position
+        return out
+
     async def close(self) -> None:
-        await self._pool.aclose()
+        """Commit (with ``enable.auto.commit``), revoke and leave the group, then close."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._subscribed and self._group is not None:
+                with trio.move_on_after(self.config.request_timeout_ms / 1000):
+                    try:
+                        await self.unsubscribe()
+                    except (KafkaError, *_NO_ANSWER) as exc:
+                        logger.warning("leaving group %s failed: %s", self.config.group_id, exc)
+        finally:
+            if self._heartbeat_scope is not None:
+                self._heartbeat_scope.cancel()
+            if self._group is not None:
+                await self._group.aclose()
+            await self._pool.aclose()
+
+    # ---- group steps, in poll ----
+
+    async def _group_step(self) -> None:
+        group = self._group
+        assert group is not None
+        m = group.membership
+        m.on_poll(now_ms())
+        group.wake()
+        if m.fatal_error is not None:
+            raise m.fatal_error
+        if m.partitions_to_revoke() is not None:
+            await self._revoke_all()
+            group.wake()
+        pending = m.pending_assignment
+        if pending is not None:
+            # Positions come from committed offsets; only then is the assignment taken, so
+            # a failed OffsetFetch is retried at the next poll rather than reset.
+            committed = await group.fetch_committed(
+                pending, self.config.default_api_timeout_ms / 1000)
+            if m.pending_assignment is not pending:
+                return
+            m.take_assignment()
+            self._core.assign(pending)
+            for tp, offset in committed.items():
+                if offset is not None:
+                    self._core.seek(tp, offset)
+            self._next_auto_commit = trio.current_time() + \
+                self.config.auto_commit_interval_ms / 1000
+            await self._call_listener(self._on_assign, list(pending))
+        elif self.config.enable_auto_commit and trio.current_time() >= self._next_auto_commit:
+            await self._auto_commit()
+
+    async def _auto_commit(self) -> None:
+        self._next_auto_commit = trio.current_time() + \
+            self.config.auto_commit_interval_ms / 1000
+        try:
+            await self.commit()
+        except (KafkaError, *_NO_ANSWER) as exc:
+            logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
+
+    async def _revoke_all(self) -> None:
+        """Eager rebalancing: commit (unless the partitions were lost), clear the
+        assignment, tell the listener."""
+        assert self._group is not None
+        m = self._group.membership
+        owned = list(m.owned)
+        if owned and self.config.enable_auto_commit and not m.partitions_lost \
+                and m.generation_id >= 0:
+            await self._auto_commit()
+        self._core.assign([])
+        m.revoked()
+        if owned:
+            await self._call_listener(self._on_revoke, owned)
+
+    async def _call_listener(self, listener: Listener | None,
+                             partitions: list[TopicPartition]) -> None:
+        if listener is None:
+            return
+        result = listener(partitions)
+        if inspect.isawaitable(result):
+            await result
 
     # ---- internals ----
 

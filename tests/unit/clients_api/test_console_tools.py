@@ -9,6 +9,7 @@ from pathlib import Path
 import trio
 
 from tests.unit.clients_api.stub_cluster import StubCluster
+from tests.unit.group.harness import running_group_broker
 
 RAFTKA = str(Path(sys.executable).parent / "raftka")
 
@@ -54,13 +55,34 @@ async def test_consumer_partition_offset_and_idle_timeout(nursery: trio.Nursery)
     assert b"Processed a total of 2 messages" in consumed.stderr
 
 
-async def test_group_and_bad_key_lines_are_refused(nursery: trio.Nursery) -> None:
+async def test_a_second_run_in_the_same_group_resumes_where_the_first_stopped(
+        tmp_path: Path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("t", 2)
+        lines = b"".join(b"line %d\n" % i for i in range(10))
+        produced = await run_tool("console-producer", "--bootstrap-server", broker.bootstrap,
+                                  "--topic", "t", stdin=lines)
+        assert produced.returncode == 0, produced.stderr
+        group = ("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "t",
+                 "--group", "g", "--from-beginning", "--timeout-ms", "3000")
+        first = await run_tool(*group, "--max-messages", "6")
+        assert first.returncode == 0, first.stderr
+        assert b"Processed a total of 6 messages" in first.stderr
+        second = await run_tool(*group)
+        assert second.returncode == 0, second.stderr
+        printed = first.stdout.splitlines() + second.stdout.splitlines()
+        assert sorted(printed) == sorted(lines.splitlines())
+        assert b"Processed a total of 4 messages" in second.stderr
+
+
+async def test_group_with_partition_and_bad_key_lines_are_refused(
+        nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 1)
     cluster.add_topic("t", leaders=[1])
     grouped = await run_tool("console-consumer", "--bootstrap-server", cluster.bootstrap,
-                             "--topic", "t", "--group", "g")
+                             "--topic", "t", "--group", "g", "--partition", "0")
     assert grouped.returncode == 1
-    assert b"--group is not supported yet" in grouped.stderr
+    assert b"group and partition cannot be specified together" in grouped.stderr
     bad = await run_tool("console-producer", "--bootstrap-server", cluster.bootstrap,
                          "--topic", "t", "--property", "parse.key=true", stdin=b"nokey\n")
     assert bad.returncode == 1

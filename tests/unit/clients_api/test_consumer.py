@@ -163,11 +163,20 @@ async def test_out_of_range_resets_by_policy(nursery: trio.Nursery) -> None:
             await consumer.poll(100)
 
 
-async def test_subscribe_is_refused_until_groups_exist(nursery: trio.Nursery) -> None:
-    consumer = Consumer(bootstrap_servers="127.0.0.1:1", group_id="g")
-    with pytest.raises(NotImplementedError, match="assign"):
-        consumer.subscribe(["t"])
-    await consumer.close()
+async def test_subscribe_needs_a_group_id_and_the_consumers_nursery(
+        nursery: trio.Nursery) -> None:
+    without_group = Consumer(bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(ValueError, match="group.id"):
+        without_group.subscribe(["t"])
+    await without_group.close()
+    not_entered = Consumer(bootstrap_servers="127.0.0.1:1", group_id="g")
+    with pytest.raises(RuntimeError, match="async with"):
+        not_entered.subscribe(["t"])
+    await not_entered.close()
+    async with Consumer(bootstrap_servers="127.0.0.1:1", group_id="g") as consumer:
+        consumer.assign([("t", 0)])
+        with pytest.raises(ValueError, match="mutually exclusive"):
+            consumer.subscribe(["t"])
 
 
 async def test_blocking_consumer_reads_both_partitions(nursery: trio.Nursery) -> None:

@@ -1,0 +1,32 @@
+"""Consumer groups for Raftka's consumer (Kafka's classic protocol, eager rebalancing).
+
+``protocol``: the subscription and assignment bytes; ``assignors``: range and roundrobin;
+``offsets``: OffsetCommit/OffsetFetch bodies; ``membership``: the I/O-free member state
+machine; ``trio_group``: the trio driver with its heartbeat task.
+"""
+
+from clients.consumer.group.assignors import (
+    ASSIGNORS,
+    MemberSubscription,
+    RangeAssignor,
+    RoundRobinAssignor,
+    assignor_names,
+    make_assignors,
+)
+from clients.consumer.group.membership import GroupMembership, GroupSettings, MemberState
+from clients.consumer.group.offsets import CommitFailedError
+from clients.consumer.group.protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+
+__all__ = [
+    "ASSIGNORS", "Assignment", "CommitFailedError", "GroupMembership", "GroupSettings",
+    "MemberState", "MemberSubscription", "RangeAssignor", "RoundRobinAssignor",
+    "Subscription", "assignor_names", "decode_assignment", "decode_subscription",
+    "encode_assignment", "encode_subscription", "make_assignors",
+]

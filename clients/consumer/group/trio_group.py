@@ -1,0 +1,280 @@
+"""The trio side of group membership: a background task that finds the coordinator,
+joins, syncs and heartbeats, plus the coordinator requests the consumer makes itself
+(OffsetCommit, OffsetFetch, LeaveGroup).
+
+The coordinator gets a connection of its own, as in Kafka's client: the coordinator holds
+a JoinGroup until the rebalance ends, and a broker answers one connection's requests in
+order, so sharing the fetch connection would stall fetches behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable, Iterable, Mapping
+
+import trio
+
+from clients.admin.cluster import BrokerNode
+from clients.admin.connections import TrioConnectionPool
+from clients.consumer.group.membership import GroupMembership, Send, Wait
+from clients.consumer.group.offsets import (
+    CommitFailedError,
+    Outcome,
+    classify,
+    fit_to_version,
+    offset_commit_errors,
+    offset_commit_request,
+    offset_fetch_request,
+    parse_offset_fetch,
+)
+from clients.net import KafkaConnection, KafkaConnectionError
+from clients.producer.core import now_ms
+from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+_NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
+
+
+def _at(ms: float | None) -> float:
+    """A trio deadline for a ``now_ms`` time (both clocks are monotonic seconds)."""
+    if ms is None:
+        return math.inf
+    return trio.current_time() + max(ms - now_ms(), 0) / 1000
+
+
+class GroupClient:
+    """Drives a GroupMembership over trio; ``run`` is the background task."""
+
+    def __init__(self, membership: GroupMembership, pool: TrioConnectionPool,
+                 brokers: Callable[[], Iterable[BrokerNode]], client_id: str,
+                 connect_timeout_ms: int, request_timeout_ms: int,
+                 retry_backoff_ms: int) -> None:
+        self.membership = membership
+        self._pool = pool
+        self._brokers = brokers
+        self._client_id = client_id
+        self._connect_timeout_s = connect_timeout_ms / 1000
+        self._request_timeout_ms = request_timeout_ms
+        self._retry_backoff_s = retry_backoff_ms / 1000
+        self._conn: KafkaConnection | None = None
+        self._conn_node: BrokerNode | None = None
+        self._conn_lock = trio.Lock()
+        self._wakeup = trio.Event()
+        self._changed = trio.Event()
+        self._request_scope: trio.CancelScope | None = None
+
+    # ---- notifications ----
+
+    def wake(self) -> None:
+        """Have the background task look at the membership again."""
+        self._wakeup.set()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_changed(self, deadline: float) -> None:
+        """Until the membership moves on (an answer arrived) or ``deadline`` (trio time)."""
+        event = self._changed
+        with trio.move_on_at(deadline):
+            await event.wait()
+
+    # ---- background task ----
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        task_status.started()
+        while True:
+            action = self.membership.next_action(now_ms())
+            if isinstance(action, Wait):
+                event = self._wakeup
+                with trio.move_on_at(_at(action.until_ms)):
+                    await event.wait()
+                if event.is_set():
+                    self._wakeup = trio.Event()
+                continue
+            await self._perform(action)
+            self._notify()
+
+    async def _perform(self, action: Send) -> None:
+        response: dict[str, Any] | None = None
+        with trio.CancelScope() as scope:
+            self._request_scope = scope
+            try:
+                if action.to_coordinator:
+                    response = await self.coordinator_request(action.api_key, action.body,
+                                                              action.timeout_ms)
+                else:
+                    response = await self._pool.request_any(action.api_key, action.body,
+                                                            self._brokers(), action.version)
+            except (*_NO_ANSWER, KafkaError) as exc:
+                logger.debug("%s for group %s failed: %s", action.api_key.name,
+                             self.membership.settings.group_id, exc)
+            finally:
+                self._request_scope = None
+        if scope.cancel_called:
+            # Abandoned by unsubscribe/close: any answer would be stale.
+            self.membership.abandon(action.api_key)
+        elif response is None:
+            self.membership.handle_failure(action.api_key, now_ms())
+        else:
+            self.membership.handle_response(action.api_key, response, now_ms())
+
+    def abandon_request(self) -> None:
+        if self._request_scope is not None:
+            self._request_scope.cancel()
+
+    # ---- the coordinator connection ----
+
+    async def coordinator_request(self, api_key: ApiKey, body: dict[str, Any],
+                                  timeout_ms: int | None = None) -> dict[str, Any]:
+        """One request to the current coordinator; KafkaConnectionError if there is none
+        or it does not answer (the connection is then dropped)."""
+        node = self.membership.coordinator
+        if node is None:
+            raise KafkaConnectionError("the group coordinator is not known")
+        conn = await self._connection(node)
+        try:
+            version = conn.pick_version(api_key)
+            return await conn.request(api_key, fit_to_version(api_key, version, body),
+                                      version,
+                                      timeout=(timeout_ms or self._request_timeout_ms) / 1000)
+        except _NO_ANSWER:
+            await self._drop_connection(conn)
+            raise
+
+    async def _connection(self, node: BrokerNode) -> KafkaConnection:
+        async with self._conn_lock:
+            if self._conn is not None and (self._conn.closed or self._conn_node != node):
+                await self._conn.aclose()
+                self._conn = None
+            if self._conn is None:
+                self._conn = await KafkaConnection.connect(
+                    node.host, node.port, client_id=self._client_id,
+                    timeout=self._connect_timeout_s)
+                self._conn_node = node
+            return self._conn
+
+    async def _drop_connection(self, conn: KafkaConnection | None = None) -> None:
+        if self._conn is not None and (conn is None or conn is self._conn):
+            old, self._conn = self._conn, None
+            await old.aclose()
+
+    async def ensure_coordinator(self, deadline: float) -> BrokerNode:
+        """The coordinator, looking it up here if the background task has not."""
+        m = self.membership
+        while m.coordinator is None:
+            request = m.find_coordinator_request()
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            try:
+                response = await self._pool.request_any(ApiKey.FIND_COORDINATOR,
+                                                        request.body, self._brokers(),
+                                                        request.version)
+                entry = (response.get("coordinators") or [response])[0]
+                code = ErrorCode.from_code(entry.get("error_code", 0))
+                if code == ErrorCode.NONE and m.coordinator is None:
+                    m.coordinator = BrokerNode(entry["node_id"], entry["host"], entry["port"])
+                    self.wake()
+            except _NO_ANSWER as exc:
+                logger.debug("FindCoordinator failed: %s", exc)
+            if m.coordinator is not None:
+                break
+            if code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                raise KafkaError(code, f"FindCoordinator for group {m.settings.group_id}")
+            await self._backoff_before(deadline, code)
+        assert m.coordinator is not None
+        return m.coordinator
+
+    async def _backoff_before(self, deadline: float, code: ErrorCode) -> None:
+        if trio.current_time() + self._retry_backoff_s >= deadline:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT if code == ErrorCode.NONE else code,
+                             f"group {self.membership.settings.group_id}: no answer in time")
+        await trio.sleep(self._retry_backoff_s)
+
+    async def _coordinator_call(self, api_key: ApiKey, body: dict[str, Any],
+                                deadline: float) -> dict[str, Any] | None:
+        """Send to the coordinator, finding it first; None if it was lost on the way."""
+        await self.ensure_coordinator(deadline)
+        try:
+            with trio.fail_after(max(deadline - trio.current_time(), 0)):
+                return await self.coordinator_request(api_key, body)
+        except (*_NO_ANSWER, trio.TooSlowError) as exc:
+            logger.debug("%s failed: %s", api_key.name, exc)
+            self.membership.coordinator_dead()
+            return None
+
+    # ---- offsets ----
+
+    async def commit(self, offsets: Mapping[TopicPartition, int], generation_id: int,
+                     member_id: str, timeout_s: float) -> None:
+        """OffsetCommit until it succeeds; CommitFailedError if the generation is stale."""
+        m = self.membership
+        deadline = trio.current_time() + timeout_s
+        body = offset_commit_request(m.settings.group_id, generation_id, member_id,
+                                     m.settings.group_instance_id, offsets)
+        while True:
+            response = await self._coordinator_call(ApiKey.OFFSET_COMMIT, body, deadline)
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if response is not None:
+                failed = offset_commit_errors(response)
+                if not failed:
+                    return
+                code = next(iter(failed.values()))
+            outcome = classify(code)
+            if outcome == Outcome.FIND_COORDINATOR:
+                m.coordinator_dead()
+            elif outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
+                m.group_error(code, "OffsetCommit", now_ms())
+                self.wake()
+                raise CommitFailedError(code, "the commit failed because the group "
+                                              f"rebalanced ({code.name}); poll again to rejoin")
+            elif outcome != Outcome.RETRY:
+                raise KafkaError(code, f"OffsetCommit for group {m.settings.group_id}")
+            await self._backoff_before(deadline, code)
+
+    async def fetch_committed(self, partitions: Iterable[TopicPartition], timeout_s: float
+                              ) -> dict[TopicPartition, int | None]:
+        """Committed offsets (None where there is none), retrying retriable errors."""
+        wanted = list(partitions)
+        if not wanted:
+            return {}
+        m = self.membership
+        deadline = trio.current_time() + timeout_s
+        body = offset_fetch_request(m.settings.group_id, wanted)
+        while True:
+            response = await self._coordinator_call(ApiKey.OFFSET_FETCH, body, deadline)
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if response is not None:
+                fetched = parse_offset_fetch(response)
+                if fetched.error == ErrorCode.NONE:
+                    return {tp: fetched.offsets.get(tp) for tp in wanted}
+                code = fetched.error
+            if classify(code) == Outcome.FIND_COORDINATOR:
+                m.coordinator_dead()
+            elif not code.retriable:
+                raise KafkaError(code, f"OffsetFetch for group {m.settings.group_id}")
+            await self._backoff_before(deadline, code)
+
+    async def leave(self, timeout_s: float) -> None:
+        """Leave the group (dropping any request in flight); errors are only logged."""
+        self.abandon_request()
+        body = self.membership.unsubscribe()
+        self._notify()
+        # A JoinGroup may still be held on the connection, and LeaveGroup would queue
+        # behind it: leave on a fresh one.
+        await self._drop_connection()
+        if body is None or self.membership.coordinator is None:
+            return
+        with trio.move_on_after(timeout_s):
+            try:
+                await self.coordinator_request(ApiKey.LEAVE_GROUP, body)
+            except (*_NO_ANSWER, KafkaError) as exc:
+                logger.debug("LeaveGroup failed: %s", exc)
+
+    async def aclose(self) -> None:
+        await self._drop_connection()
