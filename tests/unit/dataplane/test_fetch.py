@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import trio
 import trio.testing
 
@@ -22,7 +24,15 @@ async def fill(broker, topic: str, batches: list[bytes]) -> None:  # type: ignor
     await conn.aclose()
 
 
-async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path):
+async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path, monkeypatch):
+    sendfile_calls: list[int] = []
+    real_sendfile = os.sendfile
+
+    def counting_sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        sendfile_calls.append(count)
+        return real_sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", counting_sendfile)
     async with running_broker(tmp_path) as broker:
         broker.create_topic("t")
         await fill(broker, "t", [batch([b"a", b"b"]), batch([b"c" * 3000])])
@@ -35,6 +45,8 @@ async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path):
         log = broker.log("t")
         assert bytes(part["records"]) == log.read_bytes(0, 1 << 20)
         assert values_of(part["records"]) == [(0, b"a"), (1, b"b"), (2, b"c" * 3000)]
+        # The records left by sendfile straight from the segment file, not through Python.
+        assert sum(sendfile_calls) == len(log.read_bytes(0, 1 << 20))
         await conn.aclose()
 
 
