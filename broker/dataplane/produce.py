@@ -15,7 +15,7 @@ import trio
 
 from broker.dataplane.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.errors import CorruptMessage, InvalidRecord
-from broker.network.router import ConnectionContext, DecodedRequest, RequestRouter
+from broker.network.router import CloseConnection, ConnectionContext, DecodedRequest, RequestRouter
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from clients.protocol import ApiKey, ErrorCode
@@ -119,6 +119,11 @@ class ProduceHandler:
         if pending:
             await self._await_replication(pending, int(body.get("timeout_ms", 0)))
         if acks == 0:
+            failed = [f"{r['name']}-{e['index']}: {ErrorCode.from_code(e['error_code']).name}"
+                      for r in responses for e in r["partition_responses"] if e["error_code"]]
+            if failed:
+                # The producer reads no answer: closing is how it learns to refresh metadata.
+                raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
             return None
         return {"responses": responses, "throttle_time_ms": 0}
 

@@ -8,6 +8,7 @@ from broker.network.api_versions import (
 from broker.network.codec import WireCodec, default_codec
 from broker.network.framing import FrameError, FrameReader
 from broker.network.router import (
+    CloseConnection,
     ConnectionContext,
     DecodedRequest,
     Handler,
@@ -18,6 +19,7 @@ from broker.network.server import NetworkServer, ServerSettings
 from broker.network.transport import FileRange, write_response
 
 __all__ = [
+    "CloseConnection",
     "ConnectionContext",
     "DecodedRequest",
     "FileRange",

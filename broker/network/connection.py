@@ -11,7 +11,7 @@ import trio
 from broker.network.api_versions import API_VERSIONS_KEY, api_versions_body
 from broker.network.codec import UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION
 from broker.network.framing import FrameError, FrameReader
-from broker.network.router import ConnectionContext, DecodedRequest
+from broker.network.router import CloseConnection, ConnectionContext, DecodedRequest
 from broker.network.transport import write_response
 
 if TYPE_CHECKING:
@@ -130,6 +130,9 @@ class Connection:
         else:
             try:
                 body = await handler(request, self.ctx)
+            except CloseConnection as exc:
+                slot.fail(str(exc))
+                return
             except Exception:
                 logger.exception("handler for api %d v%d failed (correlation id %d)",
                                  request.api_key, request.api_version, request.correlation_id)

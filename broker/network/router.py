@@ -29,6 +29,12 @@ class ConnectionContext:
     scratch: dict[str, Any] = field(default_factory=dict)
 
 
+class CloseConnection(Exception):
+    """Raised by a handler whose request cannot be answered, so the connection must close
+    once the responses before it are sent (Kafka closes an acks=0 producer's connection when
+    its produce fails: the closed connection is the only error such a client ever sees)."""
+
+
 # Returns the response body, or None when no response is sent (Produce with acks=0).
 Handler = Callable[[DecodedRequest, ConnectionContext], Awaitable[dict | None]]
 # Builds a response body carrying `error_code` for an API whose top-level shape is special.

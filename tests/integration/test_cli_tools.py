@@ -14,12 +14,10 @@ from typing import Iterator
 import pytest
 
 from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
-from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
 RAFTKA = str(Path(sys.executable).parent / "raftka")
-DATAPLANE_MISSING = not (REPO_ROOT / "broker" / "dataplane").is_dir()
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +121,6 @@ def test_broker_api_versions_prints_kafka_format(cluster: ClusterInfo) -> None:
                             apis[-1])
 
 
-@pytest.mark.skipif(DATAPLANE_MISSING, reason="broker/dataplane (Produce/Fetch) does not "
-                    "exist yet")
 def test_console_producer_then_consumer_round_trip(cluster: ClusterInfo) -> None:
     b = cluster.bootstrap_servers
     created = raftka("topics", "--bootstrap-server", b, "--create", "--topic", "lines",
@@ -141,8 +137,6 @@ def test_console_producer_then_consumer_round_trip(cluster: ClusterInfo) -> None
     assert "Processed a total of 1000 messages" in consumed.stderr
 
 
-@pytest.mark.skipif(DATAPLANE_MISSING, reason="broker/dataplane (Produce/Fetch) does not "
-                    "exist yet")
 def test_console_tools_keys_and_partition_options(cluster: ClusterInfo) -> None:
     b = cluster.bootstrap_servers
     created = raftka("topics", "--bootstrap-server", b, "--create", "--topic", "keyed",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
+from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.header import iter_batches
 from metadata.records import PartitionChangeRecord
@@ -39,6 +41,21 @@ async def test_acks_zero_sends_no_response_but_appends(tmp_path):
         response = await produce(conn, produce_body("t", batch(), acks=1))
         assert response["base_offset"] == 1
         await conn.aclose()
+
+
+async def test_failed_acks_zero_produce_closes_the_connection(tmp_path, caplog):
+    """As in Kafka: a producer that reads no answers learns of the failure by the close."""
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        conn = await broker.connect()
+        assert await conn.request(ApiKey.PRODUCE, produce_body("missing", batch(), acks=0)) == {}
+        with pytest.raises(KafkaConnectionError):
+            await conn.request(ApiKey.PRODUCE, produce_body("t", batch(), acks=1))
+        assert any("acks=0 produce failed (missing-0: UNKNOWN_TOPIC_OR_PARTITION)"
+                   in r.getMessage() for r in caplog.records)
+        other = await broker.connect()  # only that connection closed
+        assert (await produce(other, produce_body("t", batch(), acks=1)))["error_code"] == 0
+        await other.aclose()
 
 
 async def test_unknown_topic_and_not_leader(tmp_path):
