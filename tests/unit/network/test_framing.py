@@ -79,6 +79,9 @@ async def test_cancelled_read_inside_a_large_frame_loses_no_bytes() -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(reader.next_frame)
                 # Cancel once the reader has taken all that was sent and waits for more.
+                with trio.fail_after(5):
+                    while reader.buffered < half - 4:
+                        await trio.sleep(0.001)
                 await trio.testing.wait_all_tasks_blocked()
                 assert reader.buffered == half - 4
                 scope.cancel()
