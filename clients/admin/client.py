@@ -45,12 +45,18 @@ class AdminConfig:
                    values["default.api.timeout.ms"])
 
 
-def _pick_target(cluster: ClusterMetadata, to_controller: bool) -> BrokerNode:
+def _pick_target(cluster: ClusterMetadata, to_controller: bool,
+                 connected: set[tuple[str, int]], avoid: set[int]) -> BrokerNode:
+    """The controller for controller calls; otherwise, like Kafka's least-loaded node, a
+    broker already connected to (the bootstrap one, usually), then the lowest id. Brokers
+    in `avoid` (one just failed) come last."""
     if not cluster.brokers:
         raise KafkaConnectionError("the cluster's Metadata lists no brokers")
     if to_controller and cluster.controller_id in cluster.brokers:
         return cluster.brokers[cluster.controller_id]
-    return cluster.brokers[min(cluster.brokers)]
+    ranked = sorted(cluster.brokers.values(), key=lambda node: (
+        node.node_id in avoid, (node.host, node.port) not in connected, node.node_id))
+    return ranked[0]
 
 
 class Admin:
@@ -115,11 +121,13 @@ class Admin:
                 return stop.value
 
     async def _call(self, call: ops.Call) -> dict[str, Any]:
+        failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:
                 response = await self._pool.request_any(ApiKey.METADATA, metadata_request([]))
                 self._cluster = ClusterMetadata.from_response(response)
-            node = _pick_target(self._cluster, call.to_controller)
+            node = _pick_target(self._cluster, call.to_controller,
+                                self._pool.connected_addresses(), failed)
             try:
                 conn = await self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
@@ -127,6 +135,7 @@ class Admin:
                                                 version)
             except KafkaConnectionError:
                 self._cluster = None
+                failed.add(node.node_id)
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
@@ -202,17 +211,20 @@ class BlockingAdmin:
                 return stop.value
 
     def _call(self, call: ops.Call) -> dict[str, Any]:
+        failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:
                 response = self._pool.request_any(ApiKey.METADATA, metadata_request([]))
                 self._cluster = ClusterMetadata.from_response(response)
-            node = _pick_target(self._cluster, call.to_controller)
+            node = _pick_target(self._cluster, call.to_controller,
+                                self._pool.connected_addresses(), failed)
             try:
                 conn = self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
                 return self._pool.request(node, call.api_key, call.build(version), version)
             except KafkaConnectionError:
                 self._cluster = None
+                failed.add(node.node_id)
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

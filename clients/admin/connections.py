@@ -57,6 +57,10 @@ class TrioConnectionPool:
             self._connections[key] = conn
             return conn
 
+    def connected_addresses(self) -> set[tuple[str, int]]:
+        """(host, port) of every open connection, bootstrap ones included."""
+        return {(c.host, c.port) for c in self._connections.values() if not c.closed}
+
     async def connection(self, node: BrokerNode) -> KafkaConnection:
         return await self._connect(node.node_id, node.host, node.port)
 
@@ -118,6 +122,10 @@ class BlockingConnectionPool:
                                            timeout=self.request_timeout_s)
             self._connections[key] = conn
         return conn
+
+    def connected_addresses(self) -> set[tuple[str, int]]:
+        """(host, port) of every open connection, bootstrap ones included."""
+        return {(c.host, c.port) for c in self._connections.values() if not c.closed}
 
     def connection(self, node: BrokerNode) -> BlockingKafkaConnection:
         return self._connect(node.node_id, node.host, node.port)

@@ -177,3 +177,16 @@ def test_describe_shows_every_config_not_from_the_defaults() -> None:
 
     assert _non_default_configs(ConfigsOnlyAdmin(), "t") == {"retention.ms": "1000",
                                                   "min.insync.replicas": "2"}
+
+
+def test_admin_calls_go_to_a_connected_broker_and_away_from_one_that_failed() -> None:
+    from clients.admin.client import _pick_target
+    from clients.admin.cluster import BrokerNode, ClusterMetadata
+
+    cluster = ClusterMetadata(brokers={i: BrokerNode(i, "127.0.0.1", 9090 + i) for i in (1, 2, 3)},
+                              controller_id=3)
+    # A broker that is listed but stalled must not be chosen just for its low id.
+    assert _pick_target(cluster, False, {("127.0.0.1", 9092)}, set()).node_id == 2
+    assert _pick_target(cluster, False, set(), set()).node_id == 1
+    assert _pick_target(cluster, False, {("127.0.0.1", 9092)}, {2}).node_id == 1
+    assert _pick_target(cluster, True, {("127.0.0.1", 9092)}, set()).node_id == 3
