@@ -170,8 +170,17 @@ def run(args: argparse.Namespace) -> int:
         config["bootstrap.servers"] = args.bootstrap_server
         if args.group is not None:
             config["group.id"] = args.group
-            # Committed offsets win; this only decides where a new group starts.
-            config["auto.offset.reset"] = "earliest" if args.from_beginning else "latest"
+            # Committed offsets win; this only decides where a new group starts. As in
+            # Kafka's tool, a value the user set is kept, and --from-beginning asks for
+            # earliest (contradicting it is an error).
+            if args.from_beginning:
+                if config.setdefault("auto.offset.reset", "earliest") != "earliest":
+                    print("ERROR Found conflicting configs: auto.offset.reset="
+                          f"{config['auto.offset.reset']} and --from-beginning",
+                          file=sys.stderr)
+                    return 1
+            else:
+                config.setdefault("auto.offset.reset", "latest")
         formatter = MessageFormatter(parse_pairs(args.property, "--property"))
         return trio.run(_consume, args, config, formatter, sys.stdout.buffer)
     except (ConfigError, KafkaError, ValueError, OSError) as exc:

@@ -3,15 +3,17 @@
 Group membership needs heartbeats while the application is busy between polls, so the
 trio consumer (with its heartbeat task) runs in a trio loop on one helper thread for the
 consumer's lifetime, and every method hands its call to that loop and waits for the
-result. Rebalance listeners run in a worker thread of that loop while ``poll`` waits, so
-they may call this consumer's methods (``commit`` included).
+result. Rebalance listeners run in a worker thread of that loop while ``poll`` (or
+``unsubscribe``/``close``) waits, so they may call this consumer's methods (``commit``,
+``position``, ``committed`` ...), except ``close``: that would wait for the very ``poll``
+that waits for the listener, so it raises RuntimeError there.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar, cast
 
 import trio
 
@@ -21,6 +23,24 @@ from clients.consumer.records import ConsumerRecord
 from clients.consumer.trio_consumer import Consumer
 
 T = TypeVar("T")
+
+# The consumers whose rebalance listener the current thread is running.
+_listening = threading.local()
+
+
+def _listening_to() -> set[int]:
+    consumers: set[int] | None = getattr(_listening, "consumers", None)
+    if consumers is None:
+        consumers = _listening.consumers = set()
+    return consumers
+
+
+def _only_cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is trio's Cancelled, alone or in groups: how a call still waiting
+    ends when the loop shuts down."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_cancelled(e) for e in exc.exceptions)
+    return isinstance(exc, trio.Cancelled)
 
 BlockingListener = Callable[[list[TopicPartition]], None]
 
@@ -32,6 +52,7 @@ class _LoopThread:
         self.consumer: Consumer | None = None
         self.token: trio.lowlevel.TrioToken | None = None
         self.error: BaseException | None = None
+        self._error_reported = False
         self._stop: trio.Event | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, args=(config,),
@@ -58,18 +79,32 @@ class _LoopThread:
             self._ready.set()
 
     def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        return self._call(trio.from_thread.run, fn, *args)
+        return cast(T, self._call(trio.from_thread.run, fn, *args))
 
     def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        return self._call(trio.from_thread.run_sync, fn, *args)
+        return cast(T, self._call(trio.from_thread.run_sync, fn, *args))
 
-    def _call(self, via: Callable[..., T], fn: Callable[..., Any], *args: Any) -> T:
+    def _call(self, via: Callable[..., Any], fn: Callable[..., Any], *args: Any) -> Any:
         if self.token is None or not self._thread.is_alive():
-            raise RuntimeError("the consumer is closed")
+            raise self._closed_error() from self.error
         try:
             return via(fn, *args, trio_token=self.token)
         except trio.RunFinishedError:
-            raise RuntimeError("the consumer is closed") from None
+            raise self._closed_error() from self.error
+        except BaseException as exc:
+            if not _only_cancelled(exc):
+                raise
+            # The loop is ending under this call: say why rather than trio's Cancelled.
+            # (A listener's thread must not wait for the loop, which waits for it.)
+            if id(self) not in _listening_to():
+                self._thread.join(timeout=30)
+            raise self._closed_error() from self.error
+
+    def _closed_error(self) -> RuntimeError:
+        if self.error is not None:
+            self._error_reported = True    # raised here with its cause, not again by stop
+            return RuntimeError(f"the consumer failed: {self.error!r}")
+        return RuntimeError("the consumer is closed")
 
     def stop(self) -> None:
         if self._thread.is_alive() and self._stop is not None and self.token is not None:
@@ -78,7 +113,7 @@ class _LoopThread:
             except trio.RunFinishedError:
                 pass
         self._thread.join()
-        if self.error is not None:
+        if self.error is not None and not self._error_reported:
             error, self.error = self.error, None
             raise error
 
@@ -115,15 +150,23 @@ class BlockingConsumer:
         self._loop.run_sync(self._consumer.subscribe, topics, self._wrap(on_assign),
                             self._wrap(on_revoke))
 
-    @staticmethod
-    def _wrap(listener: BlockingListener | None
+    def _wrap(self, listener: BlockingListener | None
               ) -> Callable[[list[TopicPartition]], Awaitable[None]] | None:
         if listener is None:
             return None
+        key = id(self._loop)
+
+        def call(partitions: list[TopicPartition]) -> None:
+            listening = _listening_to()
+            listening.add(key)
+            try:
+                listener(partitions)
+            finally:
+                listening.discard(key)
 
         async def in_worker(partitions: list[TopicPartition]) -> None:
             # Off the loop's thread, so the listener can call back into this consumer.
-            await trio.to_thread.run_sync(functools.partial(listener, partitions))
+            await trio.to_thread.run_sync(functools.partial(call, partitions))
         return in_worker
 
     def unsubscribe(self) -> None:
@@ -167,7 +210,13 @@ class BlockingConsumer:
         return self._loop.run(self._consumer.committed, list(partitions))
 
     def close(self) -> None:
-        """Commit and leave the group as the trio ``close`` does, then stop the thread."""
+        """Commit and leave the group as the trio ``close`` does, then stop the thread.
+
+        Not from a rebalance listener (RuntimeError): close once ``poll`` has returned."""
+        if id(self._loop) in _listening_to():
+            raise RuntimeError("close() cannot be called from a rebalance listener: the "
+                               "listener runs inside poll, which close would wait for; "
+                               "close after poll returns")
         if self._closed:
             return
         self._closed = True

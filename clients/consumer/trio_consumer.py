@@ -4,8 +4,10 @@
 once (one Fetch per broker) until records arrive or the timeout passes. Partitions come
 from ``assign`` or, with ``group.id``, from ``subscribe``: then a background task in the
 consumer's own nursery keeps the membership alive (heartbeats) between polls, while
-revoking, taking on an assignment, rebalance listeners and auto-commits happen in ``poll``,
-as in Kafka's consumer.
+revoking, taking on an assignment and rebalance listeners happen in ``poll``, as in Kafka's
+consumer. Work that may wait on an unavailable coordinator (periodic auto-commits, the
+committed offsets of a new assignment, watching the subscribed topics' metadata) runs in
+background tasks of that nursery, so ``poll`` keeps to its timeout.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Union
 
 import trio
 
-from clients.admin.cluster import metadata_request
+from clients.admin.cluster import ClusterMetadata, metadata_request
 from clients.admin.connections import TrioConnectionPool
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import (
@@ -77,6 +79,15 @@ class Consumer:
         self._nursery_manager: Any = None
         self._nursery: trio.Nursery | None = None
         self._heartbeat_scope: trio.CancelScope | None = None
+        self._tasks: set[trio.CancelScope] = set()     # background tasks, cancelled by close
+        self._auto_commit_done: trio.Event | None = None   # the auto-commit in flight
+        # The committed-offset lookup for a pending assignment: which one, and its result
+        # (None while in flight) or the error that ended it.
+        self._lookup_for: list[TopicPartition] | None = None
+        self._looked_up: dict[TopicPartition, int | None] | None = None
+        self._lookup_error: KafkaError | None = None
+        self._next_metadata_watch = math.inf
+        self._watching_metadata = False
         self._closed = False
 
     async def __aenter__(self) -> Consumer:
@@ -100,9 +111,12 @@ class Consumer:
                   on_revoke: Listener | None = None) -> None:
         """Join ``group.id`` and consume the partitions the group assigns from ``topics``.
 
-        ``on_revoke(partitions)`` runs in ``poll`` before partitions are given up (after
-        the auto-commit), ``on_assign(partitions)`` once new ones are taken on (positions
-        come from the committed offsets, else ``auto.offset.reset``). Needs ``async with``.
+        Listeners run inside ``poll`` (and ``unsubscribe``/``close``). ``on_revoke(partitions)``
+        runs before the partitions are given up and before the member rejoins (after the
+        auto-commit), so it may still ``commit()`` and read ``position()`` for them under
+        the old generation. ``on_assign(partitions)`` runs once new ones are taken on
+        (positions come from the committed offsets, else ``auto.offset.reset``). Needs
+        ``async with``.
         """
         if self._group is None:
             raise ValueError(NO_GROUP_ID)
@@ -117,15 +131,28 @@ class Consumer:
         self._on_assign, self._on_revoke = on_assign, on_revoke
         self._group.membership.subscribe(names)
         if self._heartbeat_scope is None:
-            self._nursery.start_soon(self._run_group)
+            self._heartbeat_scope = self._spawn(self._group.run)
+        if not self._subscribed:
+            self._next_metadata_watch = trio.current_time() + \
+                self.config.metadata_max_age_ms / 1000
         self._subscribed = True
         self._group.wake()
 
-    async def _run_group(self) -> None:
-        assert self._group is not None
-        with trio.CancelScope() as scope:
-            self._heartbeat_scope = scope
-            await self._group.run()
+    def _spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> trio.CancelScope:
+        """Start ``fn`` in the consumer's nursery under a scope made here, so ``close`` can
+        cancel it even before it starts (a scope cancelled before entry cancels at once)."""
+        assert self._nursery is not None
+        scope = trio.CancelScope()
+        self._tasks.add(scope)
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn(*args)
+            finally:
+                self._tasks.discard(scope)
+        self._nursery.start_soon(run)
+        return scope
 
     def subscription(self) -> list[str]:
         if not self._subscribed or self._group is None:
@@ -201,7 +228,7 @@ class Consumer:
             if not self._core.assignment:
                 if self._subscribed:
                     assert self._group is not None
-                    await self._group.wait_changed(deadline)
+                    await self._group.wait_changed(min(deadline, self._next_metadata_watch))
                     if trio.current_time() < deadline:
                         continue
                     return []
@@ -279,11 +306,14 @@ class Consumer:
                     except (KafkaError, *_NO_ANSWER) as exc:
                         logger.warning("leaving group %s failed: %s", self.config.group_id, exc)
         finally:
-            if self._heartbeat_scope is not None:
-                self._heartbeat_scope.cancel()
-            if self._group is not None:
-                await self._group.aclose()
-            await self._pool.aclose()
+            for scope in list(self._tasks):
+                scope.cancel()
+            # Shielded: a cancelled close (its caller's scope was cancelled) must still
+            # close every connection; closing sockets does not wait on the network.
+            with trio.CancelScope(shield=True):
+                if self._group is not None:
+                    await self._group.aclose()
+                await self._pool.aclose()
 
     # ---- group steps, in poll ----
 
@@ -295,16 +325,16 @@ class Consumer:
         group.wake()
         if m.fatal_error is not None:
             raise m.fatal_error
+        self._maybe_watch_metadata()
         if m.partitions_to_revoke() is not None:
             await self._revoke_all()
             group.wake()
         pending = m.pending_assignment
         if pending is not None:
-            # Positions come from committed offsets; only then is the assignment taken, so
-            # a failed OffsetFetch is retried at the next poll rather than reset.
-            committed = await group.fetch_committed(
-                pending, self.config.default_api_timeout_ms / 1000)
-            if m.pending_assignment is not pending:
+            # Positions come from committed offsets; only then is the assignment taken,
+            # so a failed OffsetFetch is retried rather than reset by policy.
+            committed = self._committed_for(pending)
+            if committed is None:
                 return
             m.take_assignment()
             self._core.assign(pending)
@@ -315,9 +345,71 @@ class Consumer:
                 self.config.auto_commit_interval_ms / 1000
             await self._call_listener(self._on_assign, list(pending))
         elif self.config.enable_auto_commit and trio.current_time() >= self._next_auto_commit:
-            await self._auto_commit()
+            self._start_auto_commit()
+
+    def _committed_for(self, pending: list[TopicPartition]
+                       ) -> dict[TopicPartition, int | None] | None:
+        """The committed offsets of ``pending``; None while they are looked up (in the
+        background, so ``poll`` keeps to its timeout; its end wakes ``poll``)."""
+        if self._lookup_error is not None:
+            error, self._lookup_error = self._lookup_error, None
+            raise error
+        if self._lookup_for is pending:
+            return self._looked_up
+        self._lookup_for, self._looked_up = pending, None
+        self._spawn(self._look_up_committed, pending)
+        return None
+
+    async def _look_up_committed(self, pending: list[TopicPartition]) -> None:
+        assert self._group is not None
+        try:
+            committed = await self._group.fetch_committed(
+                pending, self.config.default_api_timeout_ms / 1000)
+        except (KafkaError, *_NO_ANSWER) as exc:
+            if self._lookup_for is pending:
+                self._lookup_for = None         # looked up again at the next poll
+                if isinstance(exc, KafkaError) and not exc.code.retriable:
+                    self._lookup_error = exc
+                else:
+                    logger.warning("group %s: reading committed offsets failed (%s); "
+                                   "retrying", self.config.group_id, exc)
+            return
+        finally:
+            self._group.notify()
+        if self._lookup_for is pending:
+            self._looked_up = committed
+
+    def _start_auto_commit(self) -> None:
+        """Commit the positions in the background (one commit at a time), as Kafka's
+        consumer auto-commits asynchronously from ``poll``."""
+        assert self._group is not None
+        m = self._group.membership
+        self._next_auto_commit = trio.current_time() + \
+            self.config.auto_commit_interval_ms / 1000
+        offsets = self._current_offsets()
+        if self._auto_commit_done is not None or not offsets or m.generation_id < 0:
+            return
+        done = self._auto_commit_done = trio.Event()
+        self._spawn(self._commit_in_background, offsets, m.generation_id, m.member_id, done)
+
+    async def _commit_in_background(self, offsets: dict[TopicPartition, int],
+                                     generation_id: int, member_id: str,
+                                     done: trio.Event) -> None:
+        assert self._group is not None
+        try:
+            await self._group.commit(offsets, generation_id, member_id,
+                                     self.config.default_api_timeout_ms / 1000)
+        except (KafkaError, *_NO_ANSWER) as exc:
+            logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
+        finally:
+            self._auto_commit_done = None
+            done.set()
 
     async def _auto_commit(self) -> None:
+        """Commit the positions now (before revoking), after any auto-commit in flight so
+        an older commit cannot land last."""
+        if self._auto_commit_done is not None:
+            await self._auto_commit_done.wait()
         self._next_auto_commit = trio.current_time() + \
             self.config.auto_commit_interval_ms / 1000
         try:
@@ -326,18 +418,60 @@ class Consumer:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
 
     async def _revoke_all(self) -> None:
-        """Eager rebalancing: commit (unless the partitions were lost), clear the
-        assignment, tell the listener."""
+        """Eager rebalancing: commit (unless the partitions were lost) and tell the
+        listener while the partitions and the generation are still this member's; only
+        then clear the assignment, which lets the member rejoin."""
         assert self._group is not None
         m = self._group.membership
         owned = list(m.owned)
-        if owned and self.config.enable_auto_commit and not m.partitions_lost \
-                and m.generation_id >= 0:
-            await self._auto_commit()
-        self._core.assign([])
-        m.revoked()
-        if owned:
-            await self._call_listener(self._on_revoke, owned)
+        try:
+            if owned and self.config.enable_auto_commit and not m.partitions_lost \
+                    and m.generation_id >= 0:
+                await self._auto_commit()
+            if owned:
+                await self._call_listener(self._on_revoke, owned)
+        finally:
+            # Even when the listener raises: the revocation completes, and its error
+            # reaches the caller afterwards (as in Kafka).
+            self._core.assign([])
+            m.revoked()
+
+    def _maybe_watch_metadata(self) -> None:
+        if self._watching_metadata or trio.current_time() < self._next_metadata_watch:
+            return
+        self._watching_metadata = True
+        self._next_metadata_watch = trio.current_time() + \
+            self.config.metadata_max_age_ms / 1000
+        self._spawn(self._watch_metadata)
+
+    async def _watch_metadata(self) -> None:
+        """Refresh the subscribed topics' metadata; the membership rebalances when their
+        partition counts no longer match the assignment (a topic appeared or grew)."""
+        assert self._group is not None
+        m = self._group.membership
+        topics = m.watched_topics()
+        try:
+            response = await self._pool.request_any(ApiKey.METADATA, metadata_request(topics),
+                                                    self._core.cluster.brokers.values())
+        except (KafkaError, *_NO_ANSWER) as exc:
+            logger.debug("metadata refresh for group %s failed: %s", self.config.group_id, exc)
+            return
+        finally:
+            self._watching_metadata = False
+        self._core.apply_metadata(response, now_ms())
+        fresh = ClusterMetadata.from_response(response)
+        counts: dict[str, int | None] = {}
+        for topic in topics:
+            error = fresh.topic_error(topic)
+            if error is None:
+                counts[topic] = fresh.partition_count(topic)
+            elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                counts[topic] = None
+            # Any other error is likely passing: that topic is compared next time.
+        m.metadata_update(counts)
+        if m.rejoin_needed:
+            self._group.wake()
+            self._group.notify()
 
     async def _call_listener(self, listener: Listener | None,
                              partitions: list[TopicPartition]) -> None:

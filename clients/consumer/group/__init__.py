@@ -2,7 +2,8 @@
 
 ``protocol``: the subscription and assignment bytes; ``assignors``: range and roundrobin;
 ``offsets``: OffsetCommit/OffsetFetch bodies; ``membership``: the I/O-free member state
-machine; ``trio_group``: the trio driver with its heartbeat task.
+machine, with its vocabulary and request bodies in ``actions`` and the leader's
+assignment in ``leader``; ``trio_group``: the trio driver with its heartbeat task.
 """
 
 from clients.consumer.group.assignors import (

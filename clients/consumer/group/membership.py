@@ -9,73 +9,43 @@ revoked before joining again.
 
 FindCoordinator -> JoinGroup (a MEMBER_ID_REQUIRED answer gives the id to join with) ->
 leader only: Metadata, then the assignment -> SyncGroup -> Heartbeat every
-``heartbeat.interval.ms`` until an answer asks for a rejoin.
+``heartbeat.interval.ms`` until an answer asks for a rejoin, or (leader) the partition
+counts the assignment was computed from change (``metadata_update``).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
-from clients.consumer.group.assignors import Assignor, MemberSubscription
-from clients.consumer.group.offsets import Outcome, classify
-from clients.consumer.group.protocol import (
-    ASSIGNMENT_MAX_VERSION,
-    PROTOCOL_TYPE,
-    Assignment,
-    Subscription,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
+from clients.consumer.group.actions import (
+    GroupSettings,
+    MemberState,
+    Send,
+    Wait,
+    join_request,
+    sync_request,
 )
+from clients.consumer.group.assignors import Assignor
+from clients.consumer.group.leader import (
+    Member,
+    compute_assignments,
+    counts_changed,
+    group_topics,
+    read_members,
+)
+from clients.consumer.group.offsets import Outcome, classify
+from clients.consumer.group.protocol import decode_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+
+__all__ = ["GroupMembership", "GroupSettings", "MemberState", "Send", "Wait"]
 
 logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
 FIND_COORDINATOR_VERSION = 3
-
-
-class MemberState(Enum):
-    UNJOINED = "unjoined"
-    JOINING = "joining"              # JoinGroup sent
-    ASSIGNING = "assigning"          # leader: reading partition counts to assign
-    SYNCING = "syncing"              # SyncGroup sent
-    STABLE = "stable"
-
-
-@dataclass(frozen=True)
-class Send:
-    """Send ``body`` as ``api_key``: to the coordinator, or to any broker when not."""
-
-    api_key: ApiKey
-    body: dict[str, Any]
-    to_coordinator: bool
-    timeout_ms: int | None = None
-    version: int | None = None      # None: the highest both sides support
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Nothing to send before ``until_ms`` (None: until something changes)."""
-
-    until_ms: float | None
-
-
-@dataclass(frozen=True)
-class GroupSettings:
-    group_id: str
-    session_timeout_ms: int = 45000
-    rebalance_timeout_ms: int = 300000
-    heartbeat_interval_ms: int = 3000
-    retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30000
-    group_instance_id: str | None = None
 
 
 class GroupMembership:
@@ -100,8 +70,11 @@ class GroupMembership:
         self._lost = False                        # owned partitions may be someone else's
         self._inflight: ApiKey | None = None
         self._retry_at = 0.0
-        self._members: list[tuple[MemberSubscription, int]] = []   # leader: (member, version)
+        self._members: list[Member] = []          # leader: the members to assign
         self._assignments: dict[str, bytes] = {}
+        # Leader: the partition count (None: no such topic) per group topic that the
+        # current assignment was computed from; a change means assigning again.
+        self._assigned_from: dict[str, int | None] = {}
         self._next_heartbeat = 0.0
         self._last_heartbeat_ok = 0.0
         self._last_poll: float | None = None
@@ -153,6 +126,23 @@ class GroupMembership:
         self.owned = []
         self._lost = False
 
+    def watched_topics(self) -> list[str]:
+        """Topics whose metadata the consumer should refresh for this member: its own
+        subscription and, for the leader, every topic the group subscribes to."""
+        return sorted(set(self.subscription or ()) | set(self._assigned_from))
+
+    def metadata_update(self, counts: Mapping[str, int | None]) -> None:
+        """Fresh partition counts (None: the topic does not exist). The leader asks for
+        a rebalance when they differ from those it assigned from, as Kafka's consumer
+        does, so new partitions and newly created topics get consumed."""
+        if self.state != MemberState.STABLE or self.rejoin_needed:
+            return
+        changed = counts_changed(self._assigned_from, counts)
+        if changed:
+            logger.info("group %s: partitions of %s changed since the assignment; "
+                        "rebalancing", self.settings.group_id, ", ".join(changed))
+            self.rejoin_needed = True
+
     @property
     def pending_assignment(self) -> list[TopicPartition] | None:
         """The assignment from the last SyncGroup that the application has not taken."""
@@ -188,10 +178,12 @@ class GroupMembership:
                 return Wait(None)    # the application revokes first, in poll
             return self._join()
         if self.state == MemberState.ASSIGNING:
-            topics = sorted({t for m, _ in self._members for t in m.topics})
-            return self._send(ApiKey.METADATA, metadata_request(topics), to_coordinator=False)
+            return self._send(ApiKey.METADATA, metadata_request(group_topics(self._members)),
+                              to_coordinator=False)
         if self.state == MemberState.SYNCING:
-            return self._send(ApiKey.SYNC_GROUP, self._sync_request())
+            return self._send(ApiKey.SYNC_GROUP, sync_request(
+                self.settings, self.generation_id, self.member_id, self.protocol_name,
+                self._assignments))
         return Wait(None)
 
     def _stable_action(self, now: float) -> Send | Wait:
@@ -242,33 +234,15 @@ class GroupMembership:
         self.state = MemberState.JOINING
         self.rejoin_needed = False
         self._pending = None
+        self._assigned_from = {}
         assert self.subscription is not None
-        subscription = Subscription(self.subscription,
-                                    owned_partitions=tuple(sorted(self.owned)))
-        metadata = encode_subscription(subscription)
-        body = {
-            "group_id": self.settings.group_id,
-            "session_timeout_ms": self.settings.session_timeout_ms,
-            "rebalance_timeout_ms": self.settings.rebalance_timeout_ms,
-            "member_id": self.member_id,
-            "group_instance_id": self.settings.group_instance_id,
-            "protocol_type": PROTOCOL_TYPE,
-            "protocols": [{"name": a.name, "metadata": metadata} for a in self.assignors],
-            "reason": None,
-        }
+        body = join_request(self.settings, self.member_id, self.subscription, self.owned,
+                            [a.name for a in self.assignors])
         # The coordinator holds JoinGroup until the rebalance completes (up to the
         # rebalance timeout), so the request may wait that long, as Kafka's client allows.
         timeout = max(self.settings.request_timeout_ms,
                       self.settings.rebalance_timeout_ms + 5000)
         return self._send(ApiKey.JOIN_GROUP, body, timeout_ms=timeout)
-
-    def _sync_request(self) -> dict[str, Any]:
-        return {"group_id": self.settings.group_id, "generation_id": self.generation_id,
-                "member_id": self.member_id,
-                "group_instance_id": self.settings.group_instance_id,
-                "protocol_type": PROTOCOL_TYPE, "protocol_name": self.protocol_name,
-                "assignments": [{"member_id": m, "assignment": a}
-                                for m, a in self._assignments.items()]}
 
     def leave_request(self) -> dict[str, Any] | None:
         """The LeaveGroup body for this member; None when it has nothing to leave.
@@ -295,8 +269,15 @@ class GroupMembership:
         if self.state in (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING):
             self.state = MemberState.UNJOINED
 
-    def group_error(self, code: ErrorCode, what: str, now: float) -> None:
-        """Apply an error another request (OffsetCommit) got about the membership."""
+    def group_error(self, code: ErrorCode, what: str, now: float, generation_id: int,
+                    member_id: str) -> None:
+        """Apply an error another request (OffsetCommit) sent for ``generation_id`` and
+        ``member_id`` got about the membership. Ignored when the member has moved on
+        since (as Kafka's consumer does): a stale answer must not reset a newer one."""
+        if (generation_id, member_id) != (self.generation_id, self.member_id):
+            logger.debug("group %s: ignoring %s from %s for generation %d",
+                         self.settings.group_id, code.name, what, generation_id)
+            return
         self._react(code, what, now)
 
     def coordinator_dead(self) -> None:
@@ -312,6 +293,13 @@ class GroupMembership:
 
     def handle_response(self, api_key: ApiKey, response: dict[str, Any], now: float) -> None:
         self._inflight = None
+        expected = _ANSWER_STATE.get(api_key)
+        if expected is not None and self.state != expected:
+            # The member moved on while the request was out (left, or was reset):
+            # the answer belongs to a join it no longer makes.
+            logger.debug("group %s: ignoring a %s answer in state %s",
+                         self.settings.group_id, api_key.name, self.state.name)
+            return
         handler = {
             ApiKey.FIND_COORDINATOR: self._on_find_coordinator,
             ApiKey.JOIN_GROUP: self._on_join,
@@ -359,6 +347,8 @@ class GroupMembership:
         self.generation_id = -1
         self.leader_id = None
         self.protocol_name = None
+        self._pending = None        # from a generation this member no longer holds
+        self._assigned_from = {}
 
     def _on_find_coordinator(self, response: dict[str, Any], now: float) -> None:
         entry = (response.get("coordinators") or [response])[0]
@@ -396,46 +386,30 @@ class GroupMembership:
             self._assignments = {}
             self.state = MemberState.SYNCING
             return
-        members: list[tuple[MemberSubscription, int]] = []
-        for member in response["members"]:
-            try:
-                sub = decode_subscription(member["metadata"])
-            except ProtocolError as exc:
-                logger.warning("group %s: member %s sent unreadable metadata (%s); it gets "
-                               "nothing", self.settings.group_id, member["member_id"], exc)
-                sub = Subscription(())
-            members.append((MemberSubscription(member["member_id"], sub.topics,
-                                               member.get("group_instance_id")),
-                            sub.version))
+        members = read_members(self.settings.group_id, response["members"])
         self._members = members
         self.state = MemberState.ASSIGNING
 
     def _on_metadata(self, response: dict[str, Any], now: float) -> None:
         cluster = ClusterMetadata.from_response(response)
         counts: dict[str, int] = {}
-        for topic in {t for m, _ in self._members for t in m.topics}:
+        self._assigned_from = {}
+        for topic in group_topics(self._members):
             count = cluster.partition_count(topic)
+            self._assigned_from[topic] = count
             if count is not None:
                 counts[topic] = count
             else:
                 logger.info("group %s: topic %s has no metadata; not assigned",
                             self.settings.group_id, topic)
-        self._assignments = self.compute_assignments(counts)
-        self.state = MemberState.SYNCING
-
-    def compute_assignments(self, partition_counts: dict[str, int]) -> dict[str, bytes]:
-        """Leader: every member's assignment bytes under the chosen protocol."""
         assignor = next((a for a in self.assignors if a.name == self.protocol_name), None)
         if assignor is None:
             self._fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                        f"assignment with unknown protocol {self.protocol_name!r}")
-            return {}
-        chosen = assignor.assign(partition_counts, [m for m, _ in self._members])
-        # Encode at the lowest subscription version in the group, so every member can read it.
-        version = min([v for _, v in self._members] + [ASSIGNMENT_MAX_VERSION])
-        return {m.member_id: encode_assignment(Assignment(tuple(chosen.get(m.member_id, ())),
-                                                          None, max(version, 0)))
-                for m, _ in self._members}
+            self._assignments = {}
+        else:
+            self._assignments = compute_assignments(assignor, self._members, counts)
+        self.state = MemberState.SYNCING
 
     def _on_sync(self, response: dict[str, Any], now: float) -> None:
         code = ErrorCode.from_code(response["error_code"])
@@ -474,3 +448,9 @@ class GroupMembership:
         code = ErrorCode.from_code(response.get("error_code", 0))
         if code != ErrorCode.NONE:
             logger.debug("group %s: LeaveGroup answered %s", self.settings.group_id, code.name)
+
+
+# The state a JoinGroup/Metadata/SyncGroup answer is for; in any other it is stale.
+_ANSWER_STATE = {ApiKey.JOIN_GROUP: MemberState.JOINING,
+                 ApiKey.METADATA: MemberState.ASSIGNING,
+                 ApiKey.SYNC_GROUP: MemberState.SYNCING}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-from clients.protocol import APIS, ErrorCode, KafkaError
+from clients.protocol import APIS, ApiKey, ErrorCode, KafkaError
 from clients.protocol.schema import in_versions
 
 TopicPartition = tuple[str, int]
@@ -51,7 +51,7 @@ def classify(code: ErrorCode) -> Outcome:
     return Outcome.FATAL
 
 
-def fit_to_version(api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+def fit_to_version(api_key: ApiKey, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` without the top-level fields ``version`` lacks, for bodies that carry
     both an old and a new shape (OffsetFetch's topics/groups, LeaveGroup's member_id/
     members): the codec refuses a field set to a non-default value where it is absent."""

@@ -2,16 +2,19 @@
 joins, syncs and heartbeats, plus the coordinator requests the consumer makes itself
 (OffsetCommit, OffsetFetch, LeaveGroup).
 
-The coordinator gets a connection of its own, as in Kafka's client: the coordinator holds
-a JoinGroup until the rebalance ends, and a broker answers one connection's requests in
-order, so sharing the fetch connection would stall fetches behind it.
+The coordinator gets connections of its own: the coordinator holds a JoinGroup until the
+rebalance ends, and a broker answers one connection's requests in order, so sharing the
+fetch connection would stall fetches behind it. For the same reason the background task's
+requests (JoinGroup, SyncGroup, Heartbeat) and the application's (OffsetCommit,
+OffsetFetch, LeaveGroup) use one connection each: a commit must neither wait behind a held
+JoinGroup nor, timing out there, take the join down with it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 import trio
 
@@ -38,6 +41,9 @@ TopicPartition = tuple[str, int]
 
 _NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
 
+# Which coordinator connection a request uses (see the module docstring).
+Channel = Literal["member", "app"]
+
 
 def _at(ms: float | None) -> float:
     """A trio deadline for a ``now_ms`` time (both clocks are monotonic seconds)."""
@@ -60,8 +66,7 @@ class GroupClient:
         self._connect_timeout_s = connect_timeout_ms / 1000
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_s = retry_backoff_ms / 1000
-        self._conn: KafkaConnection | None = None
-        self._conn_node: BrokerNode | None = None
+        self._conns: dict[Channel, tuple[KafkaConnection, BrokerNode]] = {}
         self._conn_lock = trio.Lock()
         self._wakeup = trio.Event()
         self._changed = trio.Event()
@@ -73,7 +78,8 @@ class GroupClient:
         """Have the background task look at the membership again."""
         self._wakeup.set()
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Wake whoever waits in ``wait_changed``."""
         self._changed.set()
         self._changed = trio.Event()
 
@@ -98,7 +104,7 @@ class GroupClient:
                     self._wakeup = trio.Event()
                 continue
             await self._perform(action)
-            self._notify()
+            self.notify()
 
     async def _perform(self, action: Send) -> None:
         response: dict[str, Any] | None = None
@@ -107,7 +113,7 @@ class GroupClient:
             try:
                 if action.to_coordinator:
                     response = await self.coordinator_request(action.api_key, action.body,
-                                                              action.timeout_ms)
+                                                              action.timeout_ms, "member")
                 else:
                     response = await self._pool.request_any(action.api_key, action.body,
                                                             self._brokers(), action.version)
@@ -131,13 +137,14 @@ class GroupClient:
     # ---- the coordinator connection ----
 
     async def coordinator_request(self, api_key: ApiKey, body: dict[str, Any],
-                                  timeout_ms: int | None = None) -> dict[str, Any]:
+                                  timeout_ms: int | None = None,
+                                  channel: Channel = "app") -> dict[str, Any]:
         """One request to the current coordinator; KafkaConnectionError if there is none
         or it does not answer (the connection is then dropped)."""
         node = self.membership.coordinator
         if node is None:
             raise KafkaConnectionError("the group coordinator is not known")
-        conn = await self._connection(node)
+        conn = await self._connection(node, channel)
         try:
             version = conn.pick_version(api_key)
             return await conn.request(api_key, fit_to_version(api_key, version, body),
@@ -147,22 +154,27 @@ class GroupClient:
             await self._drop_connection(conn)
             raise
 
-    async def _connection(self, node: BrokerNode) -> KafkaConnection:
+    async def _connection(self, node: BrokerNode, channel: Channel) -> KafkaConnection:
         async with self._conn_lock:
-            if self._conn is not None and (self._conn.closed or self._conn_node != node):
-                await self._conn.aclose()
-                self._conn = None
-            if self._conn is None:
-                self._conn = await KafkaConnection.connect(
+            current = self._conns.get(channel)
+            if current is not None and (current[0].closed or current[1] != node):
+                del self._conns[channel]
+                await current[0].aclose()
+                current = None
+            if current is None:
+                conn = await KafkaConnection.connect(
                     node.host, node.port, client_id=self._client_id,
                     timeout=self._connect_timeout_s)
-                self._conn_node = node
-            return self._conn
+                current = self._conns[channel] = (conn, node)
+            return current[0]
 
-    async def _drop_connection(self, conn: KafkaConnection | None = None) -> None:
-        if self._conn is not None and (conn is None or conn is self._conn):
-            old, self._conn = self._conn, None
-            await old.aclose()
+    async def _drop_connection(self, conn: KafkaConnection | None = None,
+                               channel: Channel | None = None) -> None:
+        """Close ``conn``, or the channel's connection, or (neither given) all of them."""
+        for name, (open_conn, _) in list(self._conns.items()):
+            if (conn is None or conn is open_conn) and (channel is None or channel == name):
+                del self._conns[name]
+                await open_conn.aclose()
 
     async def ensure_coordinator(self, deadline: float) -> BrokerNode:
         """The coordinator, looking it up here if the background task has not."""
@@ -229,7 +241,7 @@ class GroupClient:
             if outcome == Outcome.FIND_COORDINATOR:
                 m.coordinator_dead()
             elif outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
-                m.group_error(code, "OffsetCommit", now_ms())
+                m.group_error(code, "OffsetCommit", now_ms(), generation_id, member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")
@@ -264,10 +276,10 @@ class GroupClient:
         """Leave the group (dropping any request in flight); errors are only logged."""
         self.abandon_request()
         body = self.membership.unsubscribe()
-        self._notify()
-        # A JoinGroup may still be held on the connection, and LeaveGroup would queue
-        # behind it: leave on a fresh one.
-        await self._drop_connection()
+        self.notify()
+        # A JoinGroup may still be held on the member connection; the abandoned request
+        # leaves it unusable, and LeaveGroup goes on the application's.
+        await self._drop_connection(channel="member")
         if body is None or self.membership.coordinator is None:
             return
         with trio.move_on_after(timeout_s):

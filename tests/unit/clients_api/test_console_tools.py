@@ -64,15 +64,36 @@ async def test_a_second_run_in_the_same_group_resumes_where_the_first_stopped(
                                   "--topic", "t", stdin=lines)
         assert produced.returncode == 0, produced.stderr
         group = ("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "t",
-                 "--group", "g", "--from-beginning", "--timeout-ms", "3000")
+                 "--group", "g", "--from-beginning", "--timeout-ms", "20000")
+        # --max-messages ends both runs; the idle timeout is only a safety net (it starts
+        # before the group join, which may be slow on a loaded machine).
         first = await run_tool(*group, "--max-messages", "6")
         assert first.returncode == 0, first.stderr
         assert b"Processed a total of 6 messages" in first.stderr
-        second = await run_tool(*group)
+        second = await run_tool(*group, "--max-messages", "4")
         assert second.returncode == 0, second.stderr
         printed = first.stdout.splitlines() + second.stdout.splitlines()
         assert sorted(printed) == sorted(lines.splitlines())
         assert b"Processed a total of 4 messages" in second.stderr
+
+
+async def test_group_keeps_a_user_supplied_auto_offset_reset(tmp_path: Path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("t", 1)
+        produced = await run_tool("console-producer", "--bootstrap-server", broker.bootstrap,
+                                  "--topic", "t", stdin=b"a\nb\n")
+        assert produced.returncode == 0, produced.stderr
+        group = ("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "t",
+                 "--group", "reset")
+        # Without --from-beginning the tool would start at the end; the property wins.
+        consumed = await run_tool(*group, "--consumer-property", "auto.offset.reset=earliest",
+                                  "--max-messages", "2", "--timeout-ms", "20000")
+        assert consumed.returncode == 0, consumed.stderr
+        assert consumed.stdout == b"a\nb\n"
+        clash = await run_tool(*group, "--from-beginning", "--consumer-property",
+                               "auto.offset.reset=latest")
+        assert clash.returncode == 1
+        assert b"conflicting configs" in clash.stderr
 
 
 async def test_group_with_partition_and_bad_key_lines_are_refused(

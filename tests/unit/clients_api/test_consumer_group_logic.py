@@ -286,3 +286,39 @@ def test_unsubscribe_gives_the_leave_request_and_stops() -> None:
     body = m.unsubscribe()
     assert body is not None and body["member_id"] == "me"
     assert m.next_action(5000) == Wait(None) and m.member_id == ""
+
+
+def _syncing_follower(generation: int) -> GroupMembership:
+    m = GroupMembership(SETTINGS, make_assignors(["range"]))
+    m.subscribe(["t"])
+    expect_send(m, 0, ApiKey.FIND_COORDINATOR)
+    m.handle_response(ApiKey.FIND_COORDINATOR,
+                      {"error_code": 0, "node_id": 1, "host": "h", "port": 9}, 0)
+    expect_send(m, 0, ApiKey.JOIN_GROUP)
+    m.handle_response(ApiKey.JOIN_GROUP, {"error_code": 0, "member_id": "b",
+                                          "generation_id": generation,
+                                          "protocol_name": "range", "leader": "a",
+                                          "members": []}, 0)
+    expect_send(m, 0, ApiKey.SYNC_GROUP)
+    return m
+
+
+def test_a_commit_error_from_an_older_generation_keeps_the_membership() -> None:
+    m = _syncing_follower(6)
+    m.group_error(ErrorCode.ILLEGAL_GENERATION, "OffsetCommit", 10, 5, "b")
+    assert (m.state, m.member_id, m.generation_id) == (MemberState.SYNCING, "b", 6)
+    m.handle_response(ApiKey.SYNC_GROUP, {
+        "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
+    assert m.active and m.take_assignment() == [("t", 0)]
+    # The same error for the generation the member holds does reset it.
+    m.group_error(ErrorCode.ILLEGAL_GENERATION, "OffsetCommit", 30, 6, "b")
+    assert (m.state, m.member_id, m.generation_id) == (MemberState.UNJOINED, "", -1)
+
+
+def test_a_sync_answer_for_a_join_the_member_gave_up_is_ignored() -> None:
+    m = _syncing_follower(3)
+    m.group_error(ErrorCode.UNKNOWN_MEMBER_ID, "OffsetCommit", 10, 3, "b")
+    m.handle_response(ApiKey.SYNC_GROUP, {
+        "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
+    assert m.state == MemberState.UNJOINED and m.pending_assignment is None
+    assert expect_send(m, 30, ApiKey.JOIN_GROUP).body["member_id"] == ""

@@ -1,0 +1,71 @@
+"""The vocabulary of the member state machine (``membership``): its states, its settings,
+and what it asks its driver to do next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Sequence
+
+from clients.consumer.group.protocol import PROTOCOL_TYPE, Subscription, encode_subscription
+from clients.protocol import ApiKey
+
+
+class MemberState(Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"              # JoinGroup sent
+    ASSIGNING = "assigning"          # leader: reading partition counts to assign
+    SYNCING = "syncing"              # SyncGroup sent
+    STABLE = "stable"
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send ``body`` as ``api_key``: to the coordinator, or to any broker when not."""
+
+    api_key: ApiKey
+    body: dict[str, Any]
+    to_coordinator: bool
+    timeout_ms: int | None = None
+    version: int | None = None      # None: the highest both sides support
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing to send before ``until_ms`` (None: until something changes)."""
+
+    until_ms: float | None
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    group_id: str
+    session_timeout_ms: int = 45000
+    rebalance_timeout_ms: int = 300000
+    heartbeat_interval_ms: int = 3000
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    group_instance_id: str | None = None
+
+
+def join_request(settings: GroupSettings, member_id: str, topics: Sequence[str],
+                 owned: Sequence[tuple[str, int]], protocols: Sequence[str]
+                 ) -> dict[str, Any]:
+    """The JoinGroup body: one protocol per assignor, all with the same subscription."""
+    metadata = encode_subscription(Subscription(tuple(topics),
+                                                owned_partitions=tuple(sorted(owned))))
+    return {"group_id": settings.group_id, "session_timeout_ms": settings.session_timeout_ms,
+            "rebalance_timeout_ms": settings.rebalance_timeout_ms, "member_id": member_id,
+            "group_instance_id": settings.group_instance_id, "protocol_type": PROTOCOL_TYPE,
+            "protocols": [{"name": name, "metadata": metadata} for name in protocols],
+            "reason": None}
+
+
+def sync_request(settings: GroupSettings, generation_id: int, member_id: str,
+                 protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
+    """The SyncGroup body; only the leader sends ``assignments``."""
+    return {"group_id": settings.group_id, "generation_id": generation_id,
+            "member_id": member_id, "group_instance_id": settings.group_instance_id,
+            "protocol_type": PROTOCOL_TYPE, "protocol_name": protocol_name,
+            "assignments": [{"member_id": m, "assignment": a}
+                            for m, a in assignments.items()]}
