@@ -6,9 +6,9 @@ wakes trio tasks through `TrioToken.run_sync_soon`.
 
 On-disk layout under `log_dir/__cluster_metadata-0/`: `raft.journal` (pysyncobj's journal: each
 entry is little-endian length/index/term framing around our command bytes, marker `R` + msgpack),
-`raft.journal.meta` ({currentTerm, votedForNodeId, raftCommitIndex} in msgpack, see kraft.journal_meta) and
-`raft.snapshot` (msgpack, see kraft.snapshot). Observers keep the same files, so a restart only
-fetches what it missed.
+`raft.journal.meta` ({currentTerm, votedForNodeId, raftCommitIndex} in msgpack, see
+kraft.journal_meta) and `raft.snapshot` (msgpack, see kraft.snapshot). Observers keep the same
+files, so a restart only fetches what it missed.
 """
 
 from __future__ import annotations
