@@ -176,6 +176,22 @@ def test_deleted_indexes_are_rebuilt_after_a_crash(tmp_path: Path) -> None:
     reopened.close()
 
 
+Records = list[tuple[int, bytes | None, bytes | None]]
+
+
+def _indexed_segment(tmp_path: Path) -> tuple[Records, list[tuple[int, int]], Path, int]:
+    """A closed log of 40 batches: its records, its first segment's index entries, that
+    index's path and the segment's next offset."""
+    log = open_log(tmp_path, OVERRIDES)
+    for n in range(40):
+        log.append_as_leader(batch([b"%03d" % n * 40]), 0, NOW)
+    segment = log.segments[0]
+    found = (read_all(log), list(segment.offset_index), segment.offset_index.path,
+             segment.next_offset)
+    log.close()
+    return found
+
+
 def _shift_entry(index: Path, slot: int, new_position: int) -> None:
     raw = bytearray(index.read_bytes())
     relative, _ = struct.unpack_from(">ii", raw, slot * 8)
@@ -185,13 +201,7 @@ def _shift_entry(index: Path, slot: int, new_position: int) -> None:
 
 @pytest.mark.parametrize("where", ["mid-batch", "next batch"])
 def test_ordered_but_wrong_index_entry_is_not_followed(tmp_path: Path, where: str) -> None:
-    log = open_log(tmp_path, OVERRIDES)
-    for n in range(40):
-        log.append_as_leader(batch([b"%03d" % n * 40]), 0, NOW)
-    records = read_all(log)
-    entries = list(log.segments[0].offset_index)
-    index = log.segments[0].offset_index.path
-    log.close()
+    records, entries, index, _ = _indexed_segment(tmp_path)
     assert len(entries) >= 3
     # Entry 1 still lies between its neighbours, so the index looks ordered; but its position
     # points into a batch, or at the batch after the one ending at its offset.
@@ -212,14 +222,7 @@ def test_ordered_but_wrong_index_entry_is_not_followed(tmp_path: Path, where: st
 
 @pytest.mark.parametrize("where", ["mid-batch", "earlier batch"])
 def test_last_index_entry_is_checked_at_load(tmp_path: Path, where: str) -> None:
-    log = open_log(tmp_path, OVERRIDES)
-    for n in range(40):
-        log.append_as_leader(batch([b"%03d" % n * 40]), 0, NOW)
-    records = read_all(log)
-    entries = list(log.segments[0].offset_index)
-    index = log.segments[0].offset_index.path
-    next_offset = log.segments[0].next_offset
-    log.close()
+    records, entries, index, next_offset = _indexed_segment(tmp_path)
     # The loader derives the segment's next offset from the last entry, so it checks that
     # one against the log before anything reads the segment.
     position = entries[-1][1] + 10 if where == "mid-batch" else entries[-2][1]

@@ -267,29 +267,34 @@ async def test_connections_beyond_max_connections_are_closed(caplog) -> None:
         await second.aclose()
 
 
+async def fetched_records(records: object, correlation_id: int = 31) -> bytes:
+    """Serve one Fetch whose single partition carries `records`; the bytes the client got."""
+    router = api_versions_router()
+
+    async def fetch(request, ctx):
+        return {"responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "records": records}]}]}
+
+    router.register(FETCH, fetch)
+    async with running_server(router) as (_, address):
+        async with await connect(address) as stream:
+            request = codec.encode_request(FETCH, 12, correlation_id, "test", {"topics": []})
+            await stream.send_all(framed(request))
+            frame = await read_frame(stream)
+    answered_id, body = codec.decode_response(FETCH, 12, frame)
+    assert answered_id == correlation_id
+    return bytes(body["responses"][0]["partitions"][0]["records"])
+
+
 async def test_file_range_records_are_sent_from_the_file(tmp_path) -> None:
     payload = os.urandom(300_000)
     path = tmp_path / "segment.log"
     path.write_bytes(b"H" * 17 + payload + b"T" * 5)
     fd = os.open(path, os.O_RDONLY)
-    router = RequestRouter()
-
-    async def fetch(request, ctx):
-        return {"responses": [{"topic": "t", "partitions": [
-            {"partition_index": 0, "records": FileRange(fd, 17, len(payload))}]}]}
-
-    router.register(FETCH, fetch)
     try:
-        async with running_server(router) as (_, address):
-            async with await connect(address) as stream:
-                request = codec.encode_request(FETCH, 12, 31, "test", {"topics": []})
-                await stream.send_all(framed(request))
-                frame = await read_frame(stream)
+        assert await fetched_records(FileRange(fd, 17, len(payload))) == payload
     finally:
         os.close(fd)
-    correlation_id, body = codec.decode_response(FETCH, 12, frame)
-    assert correlation_id == 31
-    assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
 
 
 async def test_failed_file_send_ends_only_that_connection(tmp_path, caplog) -> None:
@@ -365,30 +370,17 @@ async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_p
     path = tmp_path / "segment.log"
     path.write_bytes(payload)
     fd = os.open(path, os.O_RDONLY)
-    pinned = [FileRange.pinned(fd, 0, len(payload))]
-    own = pinned[0].fd
+    pinned = FileRange.pinned(fd, 0, len(payload))
+    own = pinned.fd
     os.close(fd)
     other = tmp_path / "other.log"
     other.write_bytes(b"X" * len(payload))
     reused = os.open(other, os.O_RDONLY)  # likely takes the number just freed
-    router = api_versions_router()
-
-    async def fetch(request, ctx):
-        return {"responses": [{"topic": "t", "partitions": [
-            {"partition_index": 0, "records": pinned[0]}]}]}
-
-    router.register(FETCH, fetch)
     try:
-        async with running_server(router) as (_, address):
-            async with await connect(address) as stream:
-                request = codec.encode_request(FETCH, 12, 9, "test", {"topics": []})
-                await stream.send_all(framed(request))
-                frame = await read_frame(stream)
+        assert await fetched_records(pinned) == payload
     finally:
         os.close(reused)
-    _, body = codec.decode_response(FETCH, 12, frame)
-    assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
-    pinned.clear()
+    del pinned
     gc.collect()
     with pytest.raises(OSError):
         os.fstat(own)  # the duplicate is closed once nothing refers to the range
