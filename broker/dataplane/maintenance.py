@@ -45,7 +45,7 @@ class LogMaintenance:
                                self._logs.run_retention)
             if self.cleaner_enabled:
                 nursery.start_soon(self._every, "cleaner", self.cleaner_backoff_ms,
-                                   self._logs.run_cleaner_yielding)
+                                   self._logs.run_cleaner)
             nursery.start_soon(self._every, "flush", self.flush_check_ms, self._logs.flush_due)
             nursery.start_soon(self._every, "checkpoint", self.checkpoint_ms,
                                lambda _now: self._logs.checkpoint())

@@ -1,8 +1,9 @@
 """The LogManager: every partition log on this broker across its ``log.dirs``.
 
 It locks each directory, loads (and after an unclean stop, recovers) the logs found there,
-creates and deletes logs as metadata changes, and offers the periodic jobs as plain methods
-for the broker's trio tasks: retention, compaction, time-based flush and checkpointing.
+creates and deletes logs as metadata changes, and offers the periodic jobs for the broker's
+trio tasks: retention, compaction (a trio task itself, so it can yield), time-based flush
+and checkpointing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Mapping, Sequence
 
 import trio
 
-from broker.log.cleaner import clean_log, clean_log_steps
+from broker.log.cleaner import clean_log_steps
 from broker.log.config import LogConfig
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
@@ -71,8 +72,9 @@ class LogManager:
             raise
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, LogDir] = {}
+        # The topic overrides applied to each log; a log loaded at startup has no entry
+        # until metadata supplies its topic's config.
         self._overrides: dict[TopicPartition, dict[str, str]] = {}
-        self._config_pending: set[TopicPartition] = set()  # loaded, topic config not yet applied
         now_ms = now_millis() if now_ms is None else now_ms
         for log_dir in self._dirs:
             self._load_dir(log_dir, now_ms)
@@ -112,7 +114,6 @@ class LogManager:
                 self._logs[key].log_start_offset, log_dir.cleaner_offsets.get(key, 0)
             )
             self._dir_of[key] = log_dir
-            self._config_pending.add(key)
         logger.info("loaded %d logs from %s", sum(1 for d in self._dir_of.values() if d is log_dir), log_dir.path)
 
     @property
@@ -128,7 +129,7 @@ class LogManager:
         """Whether the log runs with its topic's config (False for a log loaded at startup
         that metadata has not configured yet; retention and cleaning skip those)."""
         key = (topic, partition)
-        return key in self._logs and key not in self._config_pending
+        return key in self._logs and key in self._overrides
 
     def get_or_create_log(
         self,
@@ -150,7 +151,6 @@ class LogManager:
             if config is not None:
                 self._overrides[key] = dict(config)
                 log.update_config(self._config(config))
-                self._config_pending.discard(key)
             if topic_id is not None and log.topic_id != topic_id:
                 log.topic_id = log._check_topic_id(topic_id)
             return log
@@ -171,7 +171,6 @@ class LogManager:
             if t == topic:
                 self._overrides[(t, p)] = dict(overrides)
                 log.update_config(config)
-                self._config_pending.discard((t, p))
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close the log and remove its directory; returns whether it existed."""
@@ -181,7 +180,6 @@ class LogManager:
             return False
         self._dir_of.pop(key)
         self._overrides.pop(key, None)
-        self._config_pending.discard(key)
         log.close_and_remove_files()
         # Renamed first so a crash mid-delete leaves a dir the next start removes.
         doomed = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
@@ -194,7 +192,7 @@ class LogManager:
         return list(self._logs.values())
 
     def _configured_logs(self) -> list[PartitionLog]:
-        return [log for key, log in self._logs.items() if key not in self._config_pending]
+        return [log for key, log in self._logs.items() if key in self._overrides]
 
     # -- periodic jobs -------------------------------------------------------------------
 
@@ -205,26 +203,19 @@ class LogManager:
         """
         deleted = 0
         for log in self.logs():
-            if (log.topic, log.partition) not in self._config_pending:
+            if (log.topic, log.partition) in self._overrides:
                 deleted += log.delete_old_segments(now_ms)
             log.delete_pending_files(now_ms)
         return deleted
 
-    def run_cleaner(self, now_ms: int) -> int:
+    async def run_cleaner(self, now_ms: int) -> int:
         """Compact every compacted log that is due; returns how many logs were cleaned.
 
-        Logs whose topic config has not been applied yet are skipped (see the class doc).
+        Other tasks run between logs and every `cleaner.STEP_BYTES` of a pass, so a long pass
+        does not stall produce and fetch; a pass whose log changed under it (retention,
+        truncation, deletion) is dropped. Logs whose topic config has not been applied yet
+        are skipped (see the class doc).
         """
-        cleaned = 0
-        for log in self._configured_logs():
-            if log.config.compact and clean_log(log, now_ms) is not None:
-                cleaned += 1
-        return cleaned
-
-    async def run_cleaner_yielding(self, now_ms: int) -> int:
-        """:meth:`run_cleaner` for a trio task: it lets other tasks run between logs and every
-        `cleaner.STEP_BYTES` of a pass, so that a long pass does not stall produce and fetch.
-        A pass whose log changed under it (retention, truncation, deletion) is dropped."""
         cleaned = 0
         for log in self._configured_logs():
             await trio.lowlevel.checkpoint()
@@ -270,4 +261,4 @@ class LogManager:
         self._release_dirs()
         self._logs.clear()
         self._dir_of.clear()
-        self._config_pending.clear()
+        self._overrides.clear()

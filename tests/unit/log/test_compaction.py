@@ -203,7 +203,7 @@ async def test_the_yielding_cleaner_lets_appends_run_and_can_be_cancelled(
     appended_during_pass: list[int] = []
 
     async def cleaner_task() -> None:
-        assert await manager.run_cleaner_yielding(NOW) == 1
+        assert await manager.run_cleaner(NOW) == 1
 
     async def producer_task(cleaning: trio.Nursery) -> None:
         while cleaning.child_tasks:
@@ -224,7 +224,7 @@ async def test_the_yielding_cleaner_lets_appends_run_and_can_be_cancelled(
     log.update_high_watermark(log.log_end_offset)
     before = read_all(log)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(manager.run_cleaner_yielding, NOW)
+        nursery.start_soon(manager.run_cleaner, NOW)
         with trio.fail_after(5):
             while not list(log.directory.glob("*.cleaned")):  # in the middle of rewriting
                 await trio.lowlevel.checkpoint()

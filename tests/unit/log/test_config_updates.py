@@ -77,18 +77,18 @@ def test_new_retention_ms_applies_at_the_next_check(tmp_path: Path) -> None:
     log.close()
 
 
-def test_switching_cleanup_policy_to_compact(tmp_path: Path) -> None:
+async def test_switching_cleanup_policy_to_compact(tmp_path: Path) -> None:
     manager = LogManager([tmp_path], now_ms=NOW)
     overrides = {"segment.bytes": "200", "retention.ms": str(HOUR)}
     log = manager.get_or_create_log("t", 0, config=overrides, now_ms=NOW)
     for _ in range(8):
         log.append_as_leader(batch([b"v" * 50], keys=[b"k"]), 0, NOW)
     log.update_high_watermark(log.log_end_offset)
-    assert manager.run_cleaner(NOW) == 0  # delete policy: no compaction
+    assert await manager.run_cleaner(NOW) == 0  # delete policy: no compaction
     manager.update_topic_config("t", {**overrides, "cleanup.policy": "compact"})
     assert log.config.compact and not log.config.delete
     assert manager.run_retention(NOW + DAY) == 0  # compact only: retention.ms no longer deletes
-    assert manager.run_cleaner(NOW) == 1
+    assert await manager.run_cleaner(NOW) == 1
     assert [r[0] for r in read_all(log)] == [6, 7]  # 7 is in the active segment
     manager.update_topic_config("t", {**overrides, "cleanup.policy": "compact,delete"})
     log.append_as_leader(batch([b"v" * 50], keys=[b"k"]), 0, NOW)
@@ -99,7 +99,7 @@ def test_switching_cleanup_policy_to_compact(tmp_path: Path) -> None:
     manager.close()
 
 
-def test_a_loaded_log_is_left_alone_until_its_config_is_applied(tmp_path: Path) -> None:
+async def test_a_loaded_log_is_left_alone_until_its_config_is_applied(tmp_path: Path) -> None:
     manager = LogManager([tmp_path], now_ms=NOW)
     compacted = {"cleanup.policy": "compact", "segment.bytes": "300"}
     short = {"retention.ms": str(HOUR), "segment.bytes": "300"}
@@ -118,7 +118,7 @@ def test_a_loaded_log_is_left_alone_until_its_config_is_applied(tmp_path: Path) 
     assert offsets.config.cleanup_policy == ("delete",)
     assert not manager.config_applied("__consumer_offsets", 0)
     assert manager.run_retention(NOW + 30 * DAY) == 0
-    assert manager.run_cleaner(NOW) == 0
+    assert await manager.run_cleaner(NOW) == 0
     assert len(offsets.segments) == 6 and offsets.log_start_offset == 0
     assert len(events.segments) == 6 and events.log_start_offset == 0
 
@@ -129,7 +129,7 @@ def test_a_loaded_log_is_left_alone_until_its_config_is_applied(tmp_path: Path) 
     assert manager.run_retention(NOW + 2 * HOUR) == 5
     assert events.log_start_offset == 5
     assert offsets.log_start_offset == 0  # compacted: retention never deletes it
-    assert manager.run_cleaner(NOW) == 1
+    assert await manager.run_cleaner(NOW) == 1
     assert [r[0] for r in read_all(offsets)] == [3, 4, 5]  # 5 is in the active segment
     manager.close()
 

@@ -98,13 +98,13 @@ def test_topic_id_text_form() -> None:
     assert topic_id_from_string(text) == topic_id
 
 
-def test_cleaner_runs_from_the_manager(tmp_path: Path) -> None:
+async def test_cleaner_runs_from_the_manager(tmp_path: Path) -> None:
     manager = LogManager([tmp_path], now_ms=NOW)
     log = manager.get_or_create_log("c", 0, config={"cleanup.policy": "compact", "segment.bytes": "200"}, now_ms=NOW)
     for n in range(12):
         log.append_as_leader(batch([b"v" * 50], keys=[b"k"]), 0, NOW)
     log.update_high_watermark(log.log_end_offset)
-    assert manager.run_cleaner(NOW) == 1
+    assert await manager.run_cleaner(NOW) == 1
     assert len(read_all(log)) < 12
     manager.close()
     assert read_offset_checkpoint(tmp_path.resolve() / "cleaner-offset-checkpoint")[("c", 0)] > 0
