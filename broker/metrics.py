@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import trio
+
+from broker.dataplane.common import now_ms as wall_clock_ms
+from broker.log.checkpoints import write_atomically
+from broker.periodic import run_every
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +47,7 @@ class MetricsRegistry:
 def write_metrics_file(path: Path, document: dict[str, Any]) -> None:
     """Replace `path` with `document` as JSON; readers see the old file or the new one, never
     half of one. No fsync: a snapshot lost in a crash is rewritten one interval later."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(document) + "\n")
-    os.replace(temporary, path)
+    write_atomically(path, json.dumps(document) + "\n", durable=False)
 
 
 def read_metrics_file(path: Path) -> dict[str, Any]:
@@ -70,7 +70,7 @@ class MetricsReporter:
     def report(self, now_ms: int | None = None) -> dict[str, int]:
         """Take a snapshot, write it out, and log it if it differs from the previous one."""
         gauges = self.registry.snapshot()
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         try:
             write_metrics_file(self.path, {"node_id": self.node_id, "timestamp_ms": now_ms,
                                            "gauges": gauges})
@@ -86,11 +86,5 @@ class MetricsReporter:
                   ) -> None:
         """Report every interval until cancelled (an interval of 0 or less reports never)."""
         task_status.started()
-        if self.interval_ms <= 0:
-            return
-        while True:
-            await trio.sleep(self.interval_ms / 1000)
-            try:
-                self.report()
-            except Exception:
-                logger.exception("metrics report failed")
+        if self.interval_ms > 0:
+            await run_every("metrics report", self.interval_ms, self.report)

@@ -8,19 +8,15 @@ read inactive segments and give up when the log changes under them.
 
 from __future__ import annotations
 
-import logging
-import inspect
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
-from broker.dataplane.common import now_ms
 from broker.log.manager import LogManager
+from broker.periodic import run_every
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
-
-logger = logging.getLogger(__name__)
 
 # Kafka's LogManager.InitialTaskDelayMs.
 INITIAL_TASK_DELAY_MS = 30_000
@@ -51,17 +47,8 @@ class LogMaintenance:
                                lambda _now: self._logs.checkpoint())
             task_status.started()
 
-    async def _every(self, name: str, period_ms: int, job: Callable[[int], Any]) -> None:
-        """Run `job(now_ms)` every `period_ms` (awaiting it when it is a coroutine)."""
+    async def _every(self, name: str, period_ms: int, job: Callable[[int], object]) -> None:
         if period_ms >= _NEVER_MS:
             return
-        first = min(self.initial_delay_ms, period_ms)
-        await trio.sleep(first / 1000)
-        while True:
-            try:
-                result = job(now_ms())
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                logger.exception("log %s job failed", name)
-            await trio.sleep(period_ms / 1000)
+        await run_every(f"log {name}", period_ms, job,
+                        first_delay_ms=min(self.initial_delay_ms, period_ms))

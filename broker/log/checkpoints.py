@@ -26,15 +26,18 @@ CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``: write a temp file, fsync it, rename, fsync the dir."""
+def write_atomically(path: Path, text: str, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``text``: readers see the old file or the new one, never part
+    of one. ``durable`` also fsyncs the file before the rename and the dir after it."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
         out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(directory: Path) -> None:
