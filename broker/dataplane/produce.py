@@ -166,7 +166,7 @@ class ProduceHandler:
             return True
         if partition.high_watermark < item.required_offset:
             return False
-        if len(partition.isr) < partition.min_insync_replicas:
+        if partition.is_under_min_isr:
             _fail(item.entry, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                   "the ISR shrank below min.insync.replicas after the append")
         return True

@@ -96,7 +96,7 @@ class ReplicaManager:
         """Led partitions whose ISR is below min.insync.replicas: acks=all writes to them
         fail (Kafka's UnderMinIsrPartitionCount)."""
         return sum(1 for p in self._partitions.values()
-                   if p.is_leader and len(p.isr) < p.min_insync_replicas)
+                   if p.is_leader and p.is_under_min_isr)
 
     @property
     def leader_count(self) -> int:

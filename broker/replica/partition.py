@@ -98,6 +98,11 @@ class Partition:
     def is_under_replicated(self) -> bool:
         return self.is_leader and len(self.isr) < len(self.replicas)
 
+    @property
+    def is_under_min_isr(self) -> bool:
+        """Fewer in-sync replicas than min.insync.replicas: acks=all writes cannot succeed."""
+        return len(self.isr) < self.min_insync_replicas
+
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition_id}, leader={self.leader_id}, "
                 f"epoch={self.leader_epoch}, isr={list(self.isr)})")
@@ -178,7 +183,7 @@ class Partition:
                          now_ms: int | None = None) -> AppendResult:
         """Append a producer's batches (stamped in place); may raise broker.log errors."""
         self.require_leader()
-        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+        if required_acks == -1 and self.is_under_min_isr:
             raise NotEnoughReplicas(
                 f"{self.topic}-{self.partition_id}: {len(self.isr)} in-sync replica(s), "
                 f"min.insync.replicas is {self.min_insync_replicas}")
