@@ -105,7 +105,7 @@ class MemoryBroker:
         try:
             header = parse_header(records, 0)
         except (CorruptRecordError, TypeError, ValueError) as exc:
-            logger.debug("produce to %s-%d: unreadable batch: %s %r", topic, index, exc)
+            logger.debug("produce to %s-%d: unreadable batch: %r", topic, index, exc)
             entry["error_code"] = ErrorCode.CORRUPT_MESSAGE
             return entry
         key = (topic, index)

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import trio
 
-from broker.config import ServerConfig
 from broker.dataplane.maintenance import LogMaintenance
 from broker.log import LogManager
 from broker.log.partition_log import now_millis
 from clients.protocol import ApiKey
 from tests.unit.dataplane.batches import batch, now_ms, only_partition, produce_body
-from tests.unit.dataplane.harness import running_broker
+from tests.unit.dataplane.harness import broker_config, running_broker
 from tests.unit.log.helpers import batch as log_batch, read_all
 
 
@@ -37,15 +36,6 @@ async def test_retention_job_deletes_old_segments(tmp_path):
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "300"}
 
 
-def _server_config(tmp_path: Path) -> ServerConfig:
-    return ServerConfig({
-        "process.roles": "broker,controller", "node.id": "1",
-        "controller.quorum.voters": "1@127.0.0.1:9093",
-        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-        "controller.listener.names": "CONTROLLER", "log.dirs": str(tmp_path / "data"),
-        "log.cleaner.backoff.ms": "10", "log.retention.check.interval.ms": "10"})
-
-
 async def test_cleaner_job_compacts_a_compacted_log(tmp_path: Path) -> None:
     manager = LogManager([tmp_path / "data"])
     log = manager.get_or_create_log("compacted", 0, config=COMPACT)
@@ -54,7 +44,8 @@ async def test_cleaner_job_compacts_a_compacted_log(tmp_path: Path) -> None:
         log.append_as_leader(log_batch([b"v" * 100], keys=[b"k%d" % (n % 3)]), 0, now)
     log.update_high_watermark(log.log_end_offset)
     before = len(read_all(log))
-    maintenance = LogMaintenance(manager, _server_config(tmp_path))
+    maintenance = LogMaintenance(manager, broker_config(tmp_path / "data", {
+        "log.cleaner.backoff.ms": "10", "log.retention.check.interval.ms": "10"}))
     maintenance.initial_delay_ms = 0
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:

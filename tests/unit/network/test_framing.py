@@ -12,10 +12,7 @@ import trio
 import trio.testing
 
 from broker.network.framing import DIRECT_INITIAL_MAX, DIRECT_READ_MIN, FrameError, FrameReader
-
-
-def framed(payload: bytes) -> bytes:
-    return len(payload).to_bytes(4, "big") + payload
+from tests.unit.network.wire import framed
 
 
 @asynccontextmanager
