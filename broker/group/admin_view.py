@@ -3,12 +3,12 @@ targets and laying out Kafka's kafka-consumer-groups.sh tables."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
-TopicPartition = tuple[str, int]
+from clients.consumer.group.protocol import TopicPartition, decode_assignment
+from clients.protocol import ProtocolError
 
 DESCRIBE_OFFSETS_HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
                            "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
@@ -22,21 +22,8 @@ INACTIVE_STATES = ("Empty", "Dead")
 def consumer_assignment(data: bytes) -> list[TopicPartition]:
     """The partitions in a ConsumerProtocol assignment (empty when unreadable)."""
     try:
-        pos = 2  # version
-        (topics,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        out: list[TopicPartition] = []
-        for _ in range(max(topics, 0)):
-            (size,) = struct.unpack_from(">h", data, pos)
-            pos += 2
-            topic = bytes(data[pos:pos + size]).decode()
-            pos += size
-            (count,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            out += [(topic, p) for p in struct.unpack_from(f">{max(count, 0)}i", data, pos)]
-            pos += 4 * max(count, 0)
-        return out
-    except (struct.error, UnicodeDecodeError):
+        return list(decode_assignment(data).partitions)
+    except ProtocolError:
         return []
 
 

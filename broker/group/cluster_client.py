@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from broker.group.admin_view import MemberRow, TopicPartition, consumer_assignment
 from clients.connection import BlockingKafkaConnection, KafkaConnectionError, parse_bootstrap_servers
+from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -150,17 +151,10 @@ class GroupAdmin:
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit as a group without members would (generation -1, no member id)."""
         _, address = self._coordinator(group)
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            topics.setdefault(topic, []).append({
-                "partition_index": partition, "committed_offset": offset,
-                "committed_leader_epoch": -1, "committed_metadata": ""})
-        response = self._request(address, ApiKey.OFFSET_COMMIT, {
-            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
-        for topic in response["topics"]:
-            for p in topic["partitions"]:
-                _check(p["error_code"], f"committing {topic['name']}-{p['partition_index']}")
+        response = self._request(address, ApiKey.OFFSET_COMMIT, offset_commit_request(
+            group, -1, "", None, dict(sorted(offsets.items()))))
+        for (topic, partition), code in offset_commit_errors(response).items():
+            _check(code, f"committing {topic}-{partition}")
 
     def delete_group(self, group: str) -> None:
         _, address = self._coordinator(group)

@@ -5,14 +5,14 @@ an Empty group's offsets expire `offsets.retention.minutes` after it became Empt
 from __future__ import annotations
 
 import logging
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from broker.group.membership import validate_member
 from broker.group.model import CONSUMER_PROTOCOL_TYPE, Effects, Group, GroupState, GroupWrite
 from broker.group.records import GroupKey, OffsetKey, OffsetValue
-from clients.protocol import ErrorCode
+from clients.consumer.group.protocol import decode_subscription
+from clients.protocol import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
 
@@ -174,19 +174,10 @@ def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
 
 
 def consumer_subscription(metadata: bytes) -> set[str] | None:
-    """Topics of a ConsumerProtocol subscription (version, topics, ...); None if unreadable."""
+    """Topics of a ConsumerProtocol subscription; None if unreadable."""
     try:
-        pos = 2
-        (count,) = struct.unpack_from(">i", metadata, pos)
-        pos += 4
-        topics = set()
-        for _ in range(max(count, 0)):
-            (size,) = struct.unpack_from(">h", metadata, pos)
-            pos += 2
-            topics.add(bytes(metadata[pos:pos + size]).decode())
-            pos += size
-        return topics
-    except (struct.error, UnicodeDecodeError):
+        return set(decode_subscription(metadata).topics)
+    except ProtocolError:
         return None
 
 

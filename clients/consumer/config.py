@@ -13,7 +13,6 @@ from clients.admin.settings import (
     one_of,
     parse_bool,
     parse_int,
-    parse_list,
     parse_str,
     resolve_config,
 )
@@ -38,7 +37,8 @@ CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("max.poll.interval.ms", parse_int, 300000, check=at_least(1)),
     ConfigKey("enable.auto.commit", parse_bool, True),
     ConfigKey("auto.commit.interval.ms", parse_int, 5000, check=at_least(0)),
-    ConfigKey("partition.assignment.strategy", parse_list, "range"),
+    ConfigKey("partition.assignment.strategy", lambda v: tuple(assignor_names(v)),
+              ("range",)),
     ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
 )
 
@@ -62,14 +62,14 @@ class ConsumerConfig:
     retry_backoff_ms: int
     connect_timeout_ms: int
     metadata_max_age_ms: int
-    group_instance_id: str | None = None
-    session_timeout_ms: int = 45000
-    heartbeat_interval_ms: int = 3000
-    max_poll_interval_ms: int = 300000
-    enable_auto_commit: bool = True
-    auto_commit_interval_ms: int = 5000
-    partition_assignment_strategy: tuple[str, ...] = ("range",)
-    default_api_timeout_ms: int = 60000
+    group_instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    enable_auto_commit: bool
+    auto_commit_interval_ms: int
+    partition_assignment_strategy: tuple[str, ...]
+    default_api_timeout_ms: int
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -82,10 +82,6 @@ class ConsumerConfig:
             raise ConfigError("request.timeout.ms should be greater than fetch.max.wait.ms")
         if values["heartbeat.interval.ms"] >= values["session.timeout.ms"]:
             raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
-        try:
-            strategies = assignor_names(values["partition.assignment.strategy"])
-        except ValueError as exc:
-            raise ConfigError(f"invalid partition.assignment.strategy: {exc}") from None
         try:
             servers = parse_bootstrap_servers(values["bootstrap.servers"])
         except ValueError as exc:
@@ -112,6 +108,6 @@ class ConsumerConfig:
             max_poll_interval_ms=values["max.poll.interval.ms"],
             enable_auto_commit=values["enable.auto.commit"],
             auto_commit_interval_ms=values["auto.commit.interval.ms"],
-            partition_assignment_strategy=tuple(strategies),
+            partition_assignment_strategy=values["partition.assignment.strategy"],
             default_api_timeout_ms=values["default.api.timeout.ms"],
         )

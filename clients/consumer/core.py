@@ -14,12 +14,11 @@ from typing import Any, Iterable
 
 from clients.admin.cluster import ClusterMetadata
 from clients.consumer.config import ConsumerConfig
+from clients.consumer.group.protocol import TopicPartition
 from clients.consumer.records import ConsumerRecord, parse_fetched_records
 from clients.protocol import ErrorCode, KafkaError
 
 logger = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1

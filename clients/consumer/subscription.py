@@ -18,13 +18,11 @@ from clients.admin.connections import TrioConnectionPool
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import ConsumerCore, TopicPartition
 from clients.consumer.group.trio_group import GroupClient
-from clients.net import KafkaConnectionError
+from clients.net import NO_ANSWER
 from clients.producer.core import now_ms
-from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 logger = logging.getLogger(__name__)
-
-_NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
 
 # A rebalance listener gets the partitions; it may be a plain or an async function.
 Listener = Callable[[list[TopicPartition]], Union[None, Awaitable[None]]]
@@ -59,7 +57,6 @@ class SubscriptionDriver:
 
     async def step(self) -> None:
         group = self.group
-        assert group is not None
         m = group.membership
         m.on_poll(now_ms())
         group.wake()
@@ -101,11 +98,10 @@ class SubscriptionDriver:
         return None
 
     async def _look_up_committed(self, pending: list[TopicPartition]) -> None:
-        assert self.group is not None
         try:
             committed = await self.group.fetch_committed(
                 pending, self.config.default_api_timeout_ms / 1000)
-        except (KafkaError, *_NO_ANSWER) as exc:
+        except (KafkaError, *NO_ANSWER) as exc:
             if self._lookup_for is pending:
                 self._lookup_for = None         # looked up again at the next poll
                 if isinstance(exc, KafkaError) and not exc.code.retriable:
@@ -122,7 +118,6 @@ class SubscriptionDriver:
     def _start_auto_commit(self) -> None:
         """Commit the positions in the background (one commit at a time), as Kafka's
         consumer auto-commits asynchronously from ``poll``."""
-        assert self.group is not None
         m = self.group.membership
         self._next_auto_commit = trio.current_time() + \
             self.config.auto_commit_interval_ms / 1000
@@ -135,11 +130,10 @@ class SubscriptionDriver:
     async def _commit_in_background(self, offsets: dict[TopicPartition, int],
                                      generation_id: int, member_id: str,
                                      done: trio.Event) -> None:
-        assert self.group is not None
         try:
             await self.group.commit(offsets, generation_id, member_id,
                                      self.config.default_api_timeout_ms / 1000)
-        except (KafkaError, *_NO_ANSWER) as exc:
+        except (KafkaError, *NO_ANSWER) as exc:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
         finally:
             self._auto_commit_done = None
@@ -154,14 +148,13 @@ class SubscriptionDriver:
             self.config.auto_commit_interval_ms / 1000
         try:
             await self.commit()
-        except (KafkaError, *_NO_ANSWER) as exc:
+        except (KafkaError, *NO_ANSWER) as exc:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
 
     async def revoke_all(self) -> None:
         """Eager rebalancing: commit (unless the partitions were lost) and tell the
         listener while the partitions and the generation are still this member's; only
         then clear the assignment, which lets the member rejoin."""
-        assert self.group is not None
         m = self.group.membership
         owned = list(m.owned)
         try:
@@ -187,13 +180,12 @@ class SubscriptionDriver:
     async def _watch_metadata(self) -> None:
         """Refresh the subscribed topics' metadata; the membership rebalances when their
         partition counts no longer match the assignment (a topic appeared or grew)."""
-        assert self.group is not None
         m = self.group.membership
         topics = m.watched_topics()
         try:
             response = await self.pool.request_any(ApiKey.METADATA, metadata_request(topics),
                                                     self.core.cluster.brokers.values())
-        except (KafkaError, *_NO_ANSWER) as exc:
+        except (KafkaError, *NO_ANSWER) as exc:
             logger.debug("metadata refresh for group %s failed: %s", self.config.group_id, exc)
             return
         finally:

@@ -33,13 +33,11 @@ from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
 from clients.consumer.records import ConsumerRecord
 from clients.consumer.subscription import Listener, SubscriptionDriver
-from clients.net import KafkaConnectionError
+from clients.net import NO_ANSWER, KafkaConnectionError
 from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
-
-_NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
 
 NO_GROUP_ID = "subscribe and commits need group.id in the consumer configuration"
 MIXED = "subscribe() and assign() are mutually exclusive: unsubscribe() first"
@@ -60,15 +58,17 @@ class Consumer:
         self._group: GroupClient | None = None
         if config.group_id is not None:
             settings = GroupSettings(
-                config.group_id, config.session_timeout_ms, config.max_poll_interval_ms,
-                config.heartbeat_interval_ms, config.retry_backoff_ms,
-                config.request_timeout_ms, config.group_instance_id)
+                group_id=config.group_id, session_timeout_ms=config.session_timeout_ms,
+                rebalance_timeout_ms=config.max_poll_interval_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                retry_backoff_ms=config.retry_backoff_ms,
+                request_timeout_ms=config.request_timeout_ms,
+                group_instance_id=config.group_instance_id)
             membership = GroupMembership(settings,
                                          make_assignors(config.partition_assignment_strategy))
             self._group = GroupClient(membership, self._pool,
                                       lambda: self._core.cluster.brokers.values(),
-                                      config.client_id, config.connect_timeout_ms,
-                                      config.request_timeout_ms, config.retry_backoff_ms)
+                                      config.retry_backoff_ms)
         self._subscribed = False
         self._driver: SubscriptionDriver | None = None
         if self._group is not None:
@@ -298,7 +298,7 @@ class Consumer:
                 with trio.move_on_after(self.config.request_timeout_ms / 1000):
                     try:
                         await self.unsubscribe()
-                    except (KafkaError, *_NO_ANSWER) as exc:
+                    except (KafkaError, *NO_ANSWER) as exc:
                         logger.warning("leaving group %s failed: %s", self.config.group_id, exc)
         finally:
             for scope in list(self._tasks):

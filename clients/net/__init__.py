@@ -2,7 +2,7 @@
 
 from clients.net.addresses import parse_bootstrap_servers, parse_host_port
 from clients.net.blocking_connection import BlockingKafkaConnection
-from clients.net.errors import KafkaConnectionError
+from clients.net.errors import NO_ANSWER, KafkaConnectionError
 from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
 from clients.net.trio_connection import KafkaConnection
 
@@ -11,6 +11,7 @@ __all__ = [
     "FrameBuffer",
     "KafkaConnection",
     "KafkaConnectionError",
+    "NO_ANSWER",
     "OutgoingRequest",
     "ProtocolSession",
     "parse_bootstrap_servers",

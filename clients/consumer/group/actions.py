@@ -39,11 +39,14 @@ class Wait:
 
 @dataclass(frozen=True)
 class GroupSettings:
+    """The consumer's group settings (``max.poll.interval.ms`` is the rebalance timeout);
+    the consumer builds them from its configuration, whose defaults apply."""
+
     group_id: str
-    session_timeout_ms: int = 45000
-    rebalance_timeout_ms: int = 300000
-    heartbeat_interval_ms: int = 3000
-    retry_backoff_ms: int = 100
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_interval_ms: int
+    retry_backoff_ms: int
     request_timeout_ms: int = 30000
     group_instance_id: str | None = None
 

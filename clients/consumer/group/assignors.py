@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol
 
-TopicPartition = tuple[str, int]
+from clients.consumer.group.protocol import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -91,15 +91,11 @@ class RoundRobinAssignor:
 
 
 ASSIGNORS: dict[str, type[RangeAssignor] | type[RoundRobinAssignor]] = {
-    "range": RangeAssignor,
-    "roundrobin": RoundRobinAssignor,
-}
+    c.name: c for c in (RangeAssignor, RoundRobinAssignor)}
 
 # The class names Java's consumer accepts for the same strategies.
-_JAVA_NAMES = {
-    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
-    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
-}
+_JAVA_NAMES = {f"org.apache.kafka.clients.consumer.{c.__name__}": name
+               for name, c in ASSIGNORS.items()}
 
 
 def assignor_names(value: str | Iterable[str]) -> list[str]:

@@ -50,7 +50,7 @@ def compute_assignments(assignor: Assignor, members: Sequence[Member],
     # Encode at the lowest subscription version in the group, so every member can read it.
     version = min([v for _, v in members] + [ASSIGNMENT_MAX_VERSION])
     return {m.member_id: encode_assignment(Assignment(tuple(chosen.get(m.member_id, ())),
-                                                      None, max(version, 0)))
+                                                      None, version))
             for m, _ in members}
 
 

@@ -36,16 +36,27 @@ from clients.consumer.group.leader import (
     read_members,
 )
 from clients.consumer.group.offsets import Outcome, classify
-from clients.consumer.group.protocol import decode_assignment
+from clients.consumer.group.protocol import TopicPartition, decode_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
-__all__ = ["GroupMembership", "GroupSettings", "MemberState", "Send", "Wait"]
+__all__ = ["GroupMembership", "GroupSettings", "MemberState", "Send", "Wait",
+           "coordinator_from"]
 
 logger = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
-
 FIND_COORDINATOR_VERSION = 3
+
+
+def coordinator_from(response: Mapping[str, Any]) -> tuple[BrokerNode | None, ErrorCode]:
+    """The coordinator a FindCoordinator answer (v3: one key, no ``coordinators`` array)
+    names, or None with the error; an answer without a node counts as
+    COORDINATOR_NOT_AVAILABLE."""
+    code = ErrorCode.from_code(response.get("error_code", 0))
+    if code != ErrorCode.NONE:
+        return None, code
+    if response.get("node_id", -1) < 0:
+        return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return BrokerNode(response["node_id"], response["host"], response["port"]), code
 
 
 class GroupMembership:
@@ -61,7 +72,6 @@ class GroupMembership:
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
-        self.leader_id: str | None = None
         self.subscription: tuple[str, ...] | None = None
         self.rejoin_needed = False
         self.fatal_error: KafkaError | None = None
@@ -95,7 +105,6 @@ class GroupMembership:
         self.rejoin_needed = False
         self._reset_member()
         self.state = MemberState.UNJOINED
-        self._pending = None
         return body
 
     def on_poll(self, now: float) -> None:
@@ -260,7 +269,7 @@ class GroupMembership:
         self._inflight = None
         if api_key != ApiKey.FIND_COORDINATOR:
             self.coordinator_dead()
-        self._retry_at = now + self.settings.retry_backoff_ms
+        self._backoff(now)
         self._after_failed_join_step()
 
     def abandon(self, api_key: ApiKey) -> None:
@@ -273,10 +282,14 @@ class GroupMembership:
                     member_id: str) -> None:
         """Apply an error another request (OffsetCommit) sent for ``generation_id`` and
         ``member_id`` got about the membership. Ignored when the member has moved on
-        since (as Kafka's consumer does): a stale answer must not reset a newer one."""
-        if (generation_id, member_id) != (self.generation_id, self.member_id):
-            logger.debug("group %s: ignoring %s from %s for generation %d",
-                         self.settings.group_id, code.name, what, generation_id)
+        since (as Kafka's consumer does): a stale answer must not reset a newer one.
+        A rebalance in progress is news only to a stable member: one that is joining or
+        syncing is in that rebalance already, and must not give up its join for it."""
+        if (generation_id, member_id) != (self.generation_id, self.member_id) or (
+                classify(code) == Outcome.REJOIN and self.state != MemberState.STABLE):
+            logger.debug("group %s: ignoring %s from %s for generation %d in state %s",
+                         self.settings.group_id, code.name, what, generation_id,
+                         self.state.name)
             return
         self._react(code, what, now)
 
@@ -320,14 +333,13 @@ class GroupMembership:
                                             f"failed: {code.message}")
 
     def _react(self, code: ErrorCode, what: str, now: float) -> None:
-        """Common reaction to a failed join, sync or heartbeat."""
+        """Common reaction to a failed join, sync or heartbeat: a join step in progress
+        is over (the member joins again), then whatever ``code`` asks for."""
+        self._after_failed_join_step()
         outcome = classify(code)
         if outcome == Outcome.FIND_COORDINATOR:
             self.coordinator_dead()
-            self._after_failed_join_step()
         elif outcome == Outcome.REJOIN:
-            self.state = MemberState.UNJOINED if self.state != MemberState.STABLE \
-                else self.state
             self.rejoin_needed = True
         elif outcome == Outcome.RESET_AND_REJOIN:
             logger.info("group %s: %s answered %s; joining as a new member",
@@ -337,7 +349,6 @@ class GroupMembership:
             self.state = MemberState.UNJOINED
             self.rejoin_needed = True
         elif outcome == Outcome.RETRY:
-            self._after_failed_join_step()
             self._backoff(now)
         else:
             self._fail(code, what)
@@ -345,16 +356,14 @@ class GroupMembership:
     def _reset_member(self) -> None:
         self.member_id = ""
         self.generation_id = -1
-        self.leader_id = None
         self.protocol_name = None
         self._pending = None        # from a generation this member no longer holds
         self._assigned_from = {}
 
     def _on_find_coordinator(self, response: dict[str, Any], now: float) -> None:
-        entry = (response.get("coordinators") or [response])[0]
-        code = ErrorCode.from_code(entry.get("error_code", 0))
-        if code == ErrorCode.NONE and entry.get("node_id", -1) >= 0:
-            self.coordinator = BrokerNode(entry["node_id"], entry["host"], entry["port"])
+        node, code = coordinator_from(response)
+        if node is not None:
+            self.coordinator = node
             self._last_heartbeat_ok = now
             return
         if code in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUEST):
@@ -375,14 +384,11 @@ class GroupMembership:
             if code == ErrorCode.REBALANCE_IN_PROGRESS:
                 self._backoff(now)
             self._react(code, "JoinGroup", now)
-            if self.state == MemberState.JOINING:
-                self.state = MemberState.UNJOINED
             return
         self.member_id = response["member_id"]
         self.generation_id = response["generation_id"]
         self.protocol_name = response["protocol_name"]
-        self.leader_id = response["leader"]
-        if self.leader_id != self.member_id:
+        if response["leader"] != self.member_id:
             self._assignments = {}
             self.state = MemberState.SYNCING
             return
@@ -415,9 +421,6 @@ class GroupMembership:
         code = ErrorCode.from_code(response["error_code"])
         if code != ErrorCode.NONE:
             self._react(code, "SyncGroup", now)
-            if self.state == MemberState.SYNCING:
-                self.state = MemberState.UNJOINED
-                self.rejoin_needed = True
             return
         try:
             assignment = decode_assignment(response.get("assignment"))

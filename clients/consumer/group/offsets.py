@@ -10,10 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-from clients.protocol import APIS, ApiKey, ErrorCode, KafkaError
-from clients.protocol.schema import in_versions
-
-TopicPartition = tuple[str, int]
+from clients.consumer.group.protocol import TopicPartition, group_by_topic
+from clients.protocol import ErrorCode, KafkaError
 
 
 class CommitFailedError(KafkaError):
@@ -51,21 +49,6 @@ def classify(code: ErrorCode) -> Outcome:
     return Outcome.FATAL
 
 
-def fit_to_version(api_key: ApiKey, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
-    """``body`` without the top-level fields ``version`` lacks, for bodies that carry
-    both an old and a new shape (OffsetFetch's topics/groups, LeaveGroup's member_id/
-    members): the codec refuses a field set to a non-default value where it is absent."""
-    present = {f.name for f in APIS[api_key].request if in_versions(f.versions, version)}
-    return {k: v for k, v in body.items() if k in present}
-
-
-def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
-    grouped: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        grouped.setdefault(topic, []).append(partition)
-    return grouped
-
-
 def offset_commit_request(group_id: str, generation_id: int, member_id: str,
                           group_instance_id: str | None,
                           offsets: Mapping[TopicPartition, int]) -> dict[str, Any]:
@@ -94,7 +77,7 @@ def offset_commit_errors(response: Mapping[str, Any]) -> dict[TopicPartition, Er
 
 def offset_fetch_request(group_id: str, partitions: Iterable[TopicPartition]
                          ) -> dict[str, Any]:
-    topics = [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()]
+    topics = [{"name": t, "partition_indexes": ps} for t, ps in group_by_topic(partitions).items()]
     return {"group_id": group_id, "topics": topics, "require_stable": True,
             "groups": [{"group_id": group_id, "topics": topics}]}
 
@@ -109,7 +92,7 @@ class FetchedOffsets:
 
 
 def parse_offset_fetch(response: Mapping[str, Any]) -> FetchedOffsets:
-    if "groups" in response and response.get("groups"):
+    if response.get("groups"):
         group = response["groups"][0]
         top_error, topics = group.get("error_code", 0), group.get("topics", ())
     else:

@@ -45,11 +45,8 @@ class Assignment:
     user_data: bytes | None = None
     version: int = 0
 
-    def by_topic(self) -> dict[str, list[int]]:
-        return _group_by_topic(self.partitions)
 
-
-def _group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+def group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     grouped: dict[str, list[int]] = {}
     for topic, partition in partitions:
         grouped.setdefault(topic, []).append(partition)
@@ -82,7 +79,7 @@ class _Writer:
         self.parts.append(bytes(value))
 
     def topic_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        grouped = _group_by_topic(partitions)
+        grouped = group_by_topic(partitions)
         self.int32(len(grouped))
         for topic, ids in grouped.items():
             self.string(topic)
@@ -213,5 +210,5 @@ def decode_assignment(data: bytes | None) -> Assignment:
 __all__ = [
     "ASSIGNMENT_MAX_VERSION", "Assignment", "PROTOCOL_TYPE", "SUBSCRIPTION_MAX_VERSION",
     "SUBSCRIPTION_VERSION", "Subscription", "decode_assignment", "decode_subscription",
-    "encode_assignment", "encode_subscription",
+    "TopicPartition", "encode_assignment", "encode_subscription", "group_by_topic",
 ]

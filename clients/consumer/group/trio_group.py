@@ -14,32 +14,32 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import trio
 
 from clients.admin.cluster import BrokerNode
 from clients.admin.connections import TrioConnectionPool
-from clients.consumer.group.membership import GroupMembership, Send, Wait
+from clients.consumer.group.membership import GroupMembership, Send, Wait, coordinator_from
 from clients.consumer.group.offsets import (
     CommitFailedError,
+    FetchedOffsets,
     Outcome,
     classify,
-    fit_to_version,
     offset_commit_errors,
     offset_commit_request,
     offset_fetch_request,
     parse_offset_fetch,
 )
-from clients.net import KafkaConnection, KafkaConnectionError
+from clients.consumer.group.protocol import TopicPartition
+from clients.net import NO_ANSWER, KafkaConnection, KafkaConnectionError
 from clients.producer.core import now_ms
-from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
+from clients.protocol import ApiKey, ErrorCode, KafkaError
+from clients.protocol.fit import fit_request
 
 logger = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
-
-_NO_ANSWER = (KafkaConnectionError, ProtocolError, OSError)
+T = TypeVar("T")
 
 # Which coordinator connection a request uses (see the module docstring).
 Channel = Literal["member", "app"]
@@ -56,15 +56,11 @@ class GroupClient:
     """Drives a GroupMembership over trio; ``run`` is the background task."""
 
     def __init__(self, membership: GroupMembership, pool: TrioConnectionPool,
-                 brokers: Callable[[], Iterable[BrokerNode]], client_id: str,
-                 connect_timeout_ms: int, request_timeout_ms: int,
-                 retry_backoff_ms: int) -> None:
+                 brokers: Callable[[], Iterable[BrokerNode]], retry_backoff_ms: int) -> None:
+        """``pool`` also gives the coordinator connections their client id and timeouts."""
         self.membership = membership
         self._pool = pool
         self._brokers = brokers
-        self._client_id = client_id
-        self._connect_timeout_s = connect_timeout_ms / 1000
-        self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_s = retry_backoff_ms / 1000
         self._conns: dict[Channel, tuple[KafkaConnection, BrokerNode]] = {}
         self._conn_lock = trio.Lock()
@@ -117,7 +113,7 @@ class GroupClient:
                 else:
                     response = await self._pool.request_any(action.api_key, action.body,
                                                             self._brokers(), action.version)
-            except (*_NO_ANSWER, KafkaError) as exc:
+            except (*NO_ANSWER, KafkaError) as exc:
                 logger.debug("%s for group %s failed: %s", action.api_key.name,
                              self.membership.settings.group_id, exc)
             finally:
@@ -147,10 +143,10 @@ class GroupClient:
         conn = await self._connection(node, channel)
         try:
             version = conn.pick_version(api_key)
-            return await conn.request(api_key, fit_to_version(api_key, version, body),
-                                      version,
-                                      timeout=(timeout_ms or self._request_timeout_ms) / 1000)
-        except _NO_ANSWER:
+            timeout_s = timeout_ms / 1000 if timeout_ms else self._pool.request_timeout_s
+            return await conn.request(api_key, fit_request(api_key, version, body), version,
+                                      timeout=timeout_s)
+        except NO_ANSWER:
             await self._drop_connection(conn)
             raise
 
@@ -163,8 +159,8 @@ class GroupClient:
                 current = None
             if current is None:
                 conn = await KafkaConnection.connect(
-                    node.host, node.port, client_id=self._client_id,
-                    timeout=self._connect_timeout_s)
+                    node.host, node.port, client_id=self._pool.client_id,
+                    timeout=self._pool.connect_timeout_s)
                 current = self._conns[channel] = (conn, node)
             return current[0]
 
@@ -183,15 +179,12 @@ class GroupClient:
             request = m.find_coordinator_request()
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             try:
-                response = await self._pool.request_any(ApiKey.FIND_COORDINATOR,
-                                                        request.body, self._brokers(),
-                                                        request.version)
-                entry = (response.get("coordinators") or [response])[0]
-                code = ErrorCode.from_code(entry.get("error_code", 0))
-                if code == ErrorCode.NONE and m.coordinator is None:
-                    m.coordinator = BrokerNode(entry["node_id"], entry["host"], entry["port"])
+                node, code = coordinator_from(await self._pool.request_any(
+                    ApiKey.FIND_COORDINATOR, request.body, self._brokers(), request.version))
+                if node is not None and m.coordinator is None:
+                    m.coordinator = node
                     self.wake()
-            except _NO_ANSWER as exc:
+            except NO_ANSWER as exc:
                 logger.debug("FindCoordinator failed: %s", exc)
             if m.coordinator is not None:
                 break
@@ -204,8 +197,8 @@ class GroupClient:
 
     async def _backoff_before(self, deadline: float, code: ErrorCode) -> None:
         if trio.current_time() + self._retry_backoff_s >= deadline:
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT if code == ErrorCode.NONE else code,
-                             f"group {self.membership.settings.group_id}: no answer in time")
+            raise KafkaError(code, f"group {self.membership.settings.group_id}: "
+                                   "no answer in time")
         await trio.sleep(self._retry_backoff_s)
 
     async def _coordinator_call(self, api_key: ApiKey, body: dict[str, Any],
@@ -215,10 +208,30 @@ class GroupClient:
         try:
             with trio.fail_after(max(deadline - trio.current_time(), 0)):
                 return await self.coordinator_request(api_key, body)
-        except (*_NO_ANSWER, trio.TooSlowError) as exc:
+        except (*NO_ANSWER, trio.TooSlowError) as exc:
             logger.debug("%s failed: %s", api_key.name, exc)
-            self.membership.coordinator_dead()
             return None
+
+    async def _until_done(self, api_key: ApiKey, body: dict[str, Any], timeout_s: float,
+                          read: Callable[[dict[str, Any]], tuple[T, ErrorCode]],
+                          give_up: Callable[[ErrorCode], None]) -> T:
+        """Send ``body`` to the coordinator until ``read`` finds no error in the answer,
+        and return what it read. On an error the coordinator is looked up again if it is
+        gone (no answer counts as that), else ``give_up`` raises unless the error is worth
+        retrying; KafkaError when ``timeout_s`` passes first."""
+        deadline = trio.current_time() + timeout_s
+        while True:
+            response = await self._coordinator_call(api_key, body, deadline)
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if response is not None:
+                result, code = read(response)
+                if code == ErrorCode.NONE:
+                    return result
+            if classify(code) == Outcome.FIND_COORDINATOR:
+                self.membership.coordinator_dead()
+            else:
+                give_up(code)
+            await self._backoff_before(deadline, code)
 
     # ---- offsets ----
 
@@ -226,28 +239,23 @@ class GroupClient:
                      member_id: str, timeout_s: float) -> None:
         """OffsetCommit until it succeeds; CommitFailedError if the generation is stale."""
         m = self.membership
-        deadline = trio.current_time() + timeout_s
         body = offset_commit_request(m.settings.group_id, generation_id, member_id,
                                      m.settings.group_instance_id, offsets)
-        while True:
-            response = await self._coordinator_call(ApiKey.OFFSET_COMMIT, body, deadline)
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if response is not None:
-                failed = offset_commit_errors(response)
-                if not failed:
-                    return
-                code = next(iter(failed.values()))
+
+        def read(response: dict[str, Any]) -> tuple[None, ErrorCode]:
+            return None, next(iter(offset_commit_errors(response).values()), ErrorCode.NONE)
+
+        def give_up(code: ErrorCode) -> None:
             outcome = classify(code)
-            if outcome == Outcome.FIND_COORDINATOR:
-                m.coordinator_dead()
-            elif outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
+            if outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
                 m.group_error(code, "OffsetCommit", now_ms(), generation_id, member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")
-            elif outcome != Outcome.RETRY:
+            if outcome != Outcome.RETRY:
                 raise KafkaError(code, f"OffsetCommit for group {m.settings.group_id}")
-            await self._backoff_before(deadline, code)
+
+        await self._until_done(ApiKey.OFFSET_COMMIT, body, timeout_s, read, give_up)
 
     async def fetch_committed(self, partitions: Iterable[TopicPartition], timeout_s: float
                               ) -> dict[TopicPartition, int | None]:
@@ -255,22 +263,20 @@ class GroupClient:
         wanted = list(partitions)
         if not wanted:
             return {}
-        m = self.membership
-        deadline = trio.current_time() + timeout_s
-        body = offset_fetch_request(m.settings.group_id, wanted)
-        while True:
-            response = await self._coordinator_call(ApiKey.OFFSET_FETCH, body, deadline)
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if response is not None:
-                fetched = parse_offset_fetch(response)
-                if fetched.error == ErrorCode.NONE:
-                    return {tp: fetched.offsets.get(tp) for tp in wanted}
-                code = fetched.error
-            if classify(code) == Outcome.FIND_COORDINATOR:
-                m.coordinator_dead()
-            elif not code.retriable:
-                raise KafkaError(code, f"OffsetFetch for group {m.settings.group_id}")
-            await self._backoff_before(deadline, code)
+        group_id = self.membership.settings.group_id
+
+        def read(response: dict[str, Any]) -> tuple[FetchedOffsets, ErrorCode]:
+            fetched = parse_offset_fetch(response)
+            return fetched, fetched.error
+
+        def give_up(code: ErrorCode) -> None:
+            if not code.retriable:
+                raise KafkaError(code, f"OffsetFetch for group {group_id}")
+
+        fetched = await self._until_done(ApiKey.OFFSET_FETCH,
+                                         offset_fetch_request(group_id, wanted), timeout_s,
+                                         read, give_up)
+        return {tp: fetched.offsets.get(tp) for tp in wanted}
 
     async def leave(self, timeout_s: float) -> None:
         """Leave the group (dropping any request in flight); errors are only logged."""
@@ -285,7 +291,7 @@ class GroupClient:
         with trio.move_on_after(timeout_s):
             try:
                 await self.coordinator_request(ApiKey.LEAVE_GROUP, body)
-            except (*_NO_ANSWER, KafkaError) as exc:
+            except (*NO_ANSWER, KafkaError) as exc:
                 logger.debug("LeaveGroup failed: %s", exc)
 
     async def aclose(self) -> None:

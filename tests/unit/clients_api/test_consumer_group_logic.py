@@ -25,8 +25,9 @@ from clients.consumer.group import (
     make_assignors,
 )
 from clients.consumer.group.membership import Send, Wait
-from clients.consumer.group.offsets import fit_to_version, parse_offset_fetch
+from clients.consumer.group.offsets import parse_offset_fetch
 from clients.protocol import ApiKey, ErrorCode, ProtocolError
+from clients.protocol.fit import fit_request
 
 # ---- protocol ----
 
@@ -122,9 +123,9 @@ def test_strategy_names_follow_kafka() -> None:
 def test_bodies_fit_the_negotiated_version() -> None:
     body = {"group_id": "g", "topics": [], "groups": [{"group_id": "g"}],
             "require_stable": True}
-    assert set(fit_to_version(ApiKey.OFFSET_FETCH, 7, body)) == {
+    assert set(fit_request(ApiKey.OFFSET_FETCH, 7, body)) == {
         "group_id", "topics", "require_stable"}
-    assert set(fit_to_version(ApiKey.OFFSET_FETCH, 8, body)) == {"groups", "require_stable"}
+    assert set(fit_request(ApiKey.OFFSET_FETCH, 8, body)) == {"groups", "require_stable"}
     v8 = {"groups": [{"group_id": "g", "error_code": 0, "topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "error_code": 0},
         {"partition_index": 1, "committed_offset": -1, "error_code": 0}]}]}]}
@@ -322,3 +323,19 @@ def test_a_sync_answer_for_a_join_the_member_gave_up_is_ignored() -> None:
         "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
     assert m.state == MemberState.UNJOINED and m.pending_assignment is None
     assert expect_send(m, 30, ApiKey.JOIN_GROUP).body["member_id"] == ""
+
+
+def test_a_commit_rebalancing_error_during_sync_keeps_the_join() -> None:
+    # A manual commit made while SyncGroup is out carries the new generation; the
+    # coordinator answers REBALANCE_IN_PROGRESS (the group is completing its rebalance).
+    # The member is in that rebalance already: its SyncGroup answer still counts.
+    m = _syncing_follower(4)
+    m.group_error(ErrorCode.REBALANCE_IN_PROGRESS, "OffsetCommit", 10, 4, "b")
+    assert (m.state, m.member_id, m.generation_id) == (MemberState.SYNCING, "b", 4)
+    assert not m.rejoin_needed
+    m.handle_response(ApiKey.SYNC_GROUP, {
+        "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
+    assert m.state == MemberState.STABLE and m.take_assignment() == [("t", 0)]
+    # Once stable, the same error does ask for a rejoin.
+    m.group_error(ErrorCode.REBALANCE_IN_PROGRESS, "OffsetCommit", 30, 4, "b")
+    assert m.state == MemberState.STABLE and m.rejoin_needed
