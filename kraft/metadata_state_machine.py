@@ -87,7 +87,7 @@ class MetadataStateMachine:
             else:
                 for record in decoded:
                     delta.replay(record, offset, epoch)
-                image = delta.apply()
+                image = previous.apply(delta)
         except Exception as exc:
             # Anything but a record error is a bug in replay: keep its traceback.
             logger.error("skipping metadata batch at offset %d (epoch %d): %s", offset, epoch, exc,

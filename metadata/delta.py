@@ -340,7 +340,7 @@ def apply_records(
     offset = image.offset + 1 if first_offset is None else first_offset
     for i, record in enumerate(records):
         delta.replay(record, offset + i)
-    return delta, delta.apply()
+    return delta, image.apply(delta)
 
 
 _HANDLERS = {

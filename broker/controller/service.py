@@ -101,7 +101,10 @@ class QuorumController:
         # None: the quorum's controller.quorum.request.timeout.ms.
         self.append_timeout_ms = append_timeout_ms
         self.leadership_poll_interval_s = leadership_poll_interval_s
-        self.fence_check_interval_s = fence_check_interval_s
+        # Checking at least every twentieth of the session keeps the fencing delay (and the
+        # produce gap after a broker dies) within 5% of broker.session.timeout.ms.
+        self.fence_check_interval_s = min(fence_check_interval_s,
+                                          settings.broker_session_timeout_ms / 1000 / 20)
         self.tracker = BrokerHeartbeatTracker()
         # Decisions touch the tracker on the trio thread while the Raft thread feeds it.
         self._tracker_lock = threading.Lock()

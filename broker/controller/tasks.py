@@ -38,12 +38,8 @@ async def watch_leadership(controller: "QuorumController") -> None:
 async def fence_loop(controller: "QuorumController") -> None:
     """Fence brokers whose session expired (no heartbeat for broker.session.timeout.ms)."""
     settings = controller.settings
-    # Checking every twentieth of the session keeps the fencing delay (and the produce gap
-    # after a broker dies) within 5% of broker.session.timeout.ms.
-    interval_s = min(controller.fence_check_interval_s,
-                     settings.broker_session_timeout_ms / 1000 / 20)
     while True:
-        await trio.sleep(interval_s)
+        await trio.sleep(controller.fence_check_interval_s)
         if controller.is_active:
             fenced = await controller.write(
                 "fencing expired brokers",

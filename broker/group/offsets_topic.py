@@ -10,14 +10,16 @@ import trio
 
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.protocol import ApiKey, ErrorCode
+from metadata.controller.assignments import usable_brokers
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
 CREATE_TIMEOUT_MS = 30_000
 
-# Sends one CreateTopics topic entry to the controller; returns its error code.
-CreateTopic = Callable[[dict[str, Any]], Awaitable[int]]
+# Sends one CreateTopics topic entry to the controller; returns its error code and the
+# controller's error message (None when it gave none).
+CreateTopic = Callable[[dict[str, Any]], Awaitable[tuple[int, str | None]]]
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class OffsetsTopicSettings:
 
 def channel_create_topic(channel: Any) -> CreateTopic:
     """A `CreateTopic` over `broker.controller_channel.ControllerChannel`."""
-    async def create(topic: dict[str, Any]) -> int:
+    async def create(topic: dict[str, Any]) -> tuple[int, str | None]:
         from broker.controller_channel import ControllerUnavailableError
 
         body = {"topics": [topic], "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
@@ -51,9 +53,10 @@ def channel_create_topic(channel: Any) -> CreateTopic:
             response = await channel.send(ApiKey.CREATE_TOPICS, body, CREATE_TIMEOUT_MS)
         except ControllerUnavailableError as exc:
             logger.warning("cannot create %s: %s", topic["name"], exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
         results = response.get("topics") or [{}]
-        return int(results[0].get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+        return (int(results[0].get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR)),
+                results[0].get("error_message"))
 
     return create
 
@@ -74,7 +77,8 @@ class OffsetsTopicCreator:
         if (self._create is None or nursery is None
                 or image.topic(CONSUMER_OFFSETS_TOPIC) is not None):
             return None
-        live = sum(1 for broker in image.brokers.values() if broker.is_active)
+        # Counted as the controller counts the brokers it may place replicas on.
+        live = len(usable_brokers(image))
         wanted = self.settings.replication_factor
         if live < wanted:
             # Kafka refuses too rather than create an under-replicated offsets topic.
@@ -89,7 +93,8 @@ class OffsetsTopicCreator:
 
     async def _run(self) -> None:
         try:
-            code = await self._create(self.settings.create_request())  # type: ignore[misc]
+            code, message = await self._create(  # type: ignore[misc]
+                self.settings.create_request())
         finally:
             self._in_flight = False
         if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
@@ -98,5 +103,5 @@ class OffsetsTopicCreator:
         else:
             error = ErrorCode.from_code(code)
             self._last_failure = (f"creating {CONSUMER_OFFSETS_TOPIC} failed: "
-                                  f"{error.name} ({int(error)}): {error.message}")
+                                  f"{error.name} ({int(error)}): {message or error.message}")
             logger.warning("%s", self._last_failure)

@@ -80,12 +80,13 @@ class Rebalancer:
         group.join_deadline = None
         group.initial_delay_remaining_ms = None
         group.new_member_added = False
+        # Before the removals: removing the leader makes another member leader at once.
+        previous_leader = group.leader_id
         for member in list(group.members.values()):
             if not member.awaiting_join and member.group_instance_id is None:
                 logger.info("group %s: member %s did not rejoin in time", group.group_id,
                             member.member_id)
                 group.remove(member.member_id)
-        previous_leader = group.leader_id
         if group.members and not group.elect_joined_leader():
             # Only static members that have not rejoined are left. As Kafka does, wait
             # another rebalance timeout: they either come back or their sessions expire,
@@ -200,15 +201,8 @@ class Rebalancer:
                 for member_id in list(group.pending_sync):
                     logger.info("group %s: member %s did not sync in time", group.group_id,
                                 member_id)
-                    effects.extend(self._drop_silently(group, member_id))
+                    # Nothing to answer: a member that sent SyncGroup left pending_sync.
+                    group.remove(member_id)
                 effects.extend(self.prepare(group, now_ms))
         effects.extend(self.maybe_complete_join(group, now_ms))
-        return effects
-
-    def _drop_silently(self, group: Group, member_id: str) -> Effects:
-        effects = Effects()
-        member = group.remove(member_id)
-        if member is not None and member.awaiting_sync:
-            effects.replies.append(Reply(group.group_id, member_id, "sync",
-                                         sync_body(ErrorCode.UNKNOWN_MEMBER_ID)))
         return effects

@@ -42,15 +42,11 @@ def _round_trip(port: int, api_key: int, api_version: int, body: dict,
 
 
 def _receive(sock: socket.socket, size: int, deadline: float) -> bytes:
+    from clients.net.blocking_connection import recv_by
+
     data = bytearray()
     while len(data) < size:
-        # A socket timeout bounds each recv only; a node trickling bytes could otherwise
-        # stretch one probe far past its timeout.
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("no complete response in time")
-        sock.settimeout(remaining)
-        chunk = sock.recv(size - len(data))
+        chunk = recv_by(sock, size - len(data), deadline)
         if not chunk:
             raise EOFError("connection closed")
         data += chunk

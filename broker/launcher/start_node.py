@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from broker.launcher.cluster import start_node
+from broker.launcher.cluster import DEFAULT_TIMEOUT, start_node
 from broker.launcher.processes import LauncherError
 from broker.launcher.readiness import READINESS_CHECKS
 
@@ -17,7 +17,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", required=True, help="cluster directory")
     parser.add_argument("--node", type=int, required=True, help="node id")
     parser.add_argument("--readiness", choices=sorted(READINESS_CHECKS), default="kraft")
-    parser.add_argument("--timeout", type=float, default=45.0, help="seconds to wait")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds to wait")
     args = parser.parse_args(argv)
     try:
         start_node(args.dir, args.node, ready=READINESS_CHECKS[args.readiness],

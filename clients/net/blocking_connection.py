@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from typing import Any
 
 from clients.net.base import ConnectionBase
@@ -17,6 +18,17 @@ from clients.protocol import ProtocolError
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
+
+
+def recv_by(sock: socket.socket, size: int, deadline: float) -> bytes:
+    """One `recv` of up to `size` bytes that gives up at `deadline` (a time.monotonic()
+    value), raising TimeoutError. A socket timeout bounds each recv only, so a peer trickling
+    bytes could otherwise stretch one response far past any timeout."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("no complete response in time")
+    sock.settimeout(remaining)
+    return sock.recv(size)
 
 
 class BlockingKafkaConnection(ConnectionBase):
@@ -74,12 +86,15 @@ class BlockingKafkaConnection(ConnectionBase):
         self._sock.close()
 
     def _exchange(self, outgoing: OutgoingRequest) -> bytes | None:
+        # One deadline for the whole request: sending, then every recv of the response.
+        deadline = time.monotonic() + self.timeout
         try:
+            self._sock.settimeout(self.timeout)
             self._sock.sendall(outgoing.data)
             if not outgoing.expects_response:
                 return None
             while (frame := self._frames.next_frame()) is None:
-                data = self._sock.recv(self._receive_size())
+                data = recv_by(self._sock, self._receive_size(), deadline)
                 if not data:
                     raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
                 self._frames.feed(data)

@@ -50,6 +50,10 @@ FAST_OVERRIDES: dict[str, str] = {
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
 }
+# confluent-kafka consumer settings of the consumer-group tests: short sessions, fast
+# heartbeats, reading from the start, committing only when a test asks.
+CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
 
 
 # --- waiting -------------------------------------------------------------------------------
@@ -187,6 +191,16 @@ def create_topics(port: int, topics: Mapping[str, tuple[int, int]],
                         f"{timeout:g} s; last answer {last!r}")
         if pending:
             time.sleep(0.1)
+
+
+def produce(servers: str, topic: str, values: list[bytes], partitions: int) -> None:
+    """Produce `values` with confluent-kafka (acks=all), round-robin over `partitions`."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": servers, "acks": "all"})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % partitions)
+    assert producer.flush(60) == 0
 
 
 def alter_topic_config(port: int, topic: str, name: str, value: str) -> int | None:

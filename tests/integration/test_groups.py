@@ -3,16 +3,19 @@ it: real clients, offsets in a replicated `__consumer_offsets`, and `raftka grou
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
-import time
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.launcher import ClusterInfo
+from tests.integration.quorum_helpers import (
+    CONSUMER,
+    produce,
+    start_cluster,  # noqa: F401  (fixture)
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -20,41 +23,15 @@ NODES = 3
 GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": "0",
                   "offsets.topic.replication.factor": str(NODES),
                   "offsets.topic.num.partitions": "6",
-                  "group.min.session.timeout.ms": "1000"}
-CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False}
-
-
-def wait_until(probe: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+                  "group.min.session.timeout.ms": "1000",
+                  # Kafka's defaults, instead of start_cluster's short fencing timings.
+                  "broker.session.timeout.ms": "9000",
+                  "broker.heartbeat.interval.ms": "2000"}
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterInfo]:
-    info = None
-    for attempt in range(6):
-        try:
-            # Under the ephemeral range, so outgoing connections never take our ports; a
-            # fresh directory per attempt, as a failed one may have formatted storage.
-            info = bootstrap_quorum(tmp_path / f"cluster-{attempt}", nodes=NODES,
-                                    base_port=random.randrange(20000, 31000),
-                                    overrides=GROUP_SETTINGS, timeout=60)
-            break
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    assert info is not None, "no free port range found"
-    try:
-        yield info
-    finally:
-        # Killing keeps teardown fast; graceful shutdown is not what these tests check.
-        stop_quorum(info.dir, kill=True, timeout=10)
+def cluster(start_cluster) -> ClusterInfo:
+    return start_cluster(nodes=NODES, overrides=GROUP_SETTINGS, timeout=60).info
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -63,15 +40,6 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(name, partitions, NODES)])
     futures[name].result(60)
-
-
-def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for i, value in enumerate(values):
-        producer.produce(topic, value=value, partition=i % partitions)
-    assert producer.flush(60) == 0
 
 
 def _poll(consumers: list[Any], into: list[bytes]) -> None:
@@ -100,9 +68,9 @@ def test_three_consumers_share_six_partitions_and_two_take_over(cluster, strateg
         _poll(consumers, seen)
         return [len(c.assignment()) for c in consumers] == [2, 2, 2]
 
-    wait_until(balanced, "two partitions per consumer")
-    wait_until(lambda: _poll(consumers, seen) or set(first_values) <= set(seen),
-               "every record of the first batch")
+    wait_for(balanced, 60, "two partitions per consumer", interval=0)
+    wait_for(lambda: _poll(consumers, seen) or set(first_values) <= set(seen), 60,
+             "every record of the first batch", interval=0)
     for consumer in consumers:
         consumer.commit(asynchronous=False)
     consumers[0].close()
@@ -113,11 +81,12 @@ def test_three_consumers_share_six_partitions_and_two_take_over(cluster, strateg
         _poll(rest, later)
         return sorted(p.partition for c in rest for p in c.assignment()) == list(range(6))
 
-    wait_until(covered, "the two remaining consumers covering all six partitions")
+    wait_for(covered, 60, "the two remaining consumers covering all six partitions",
+             interval=0)
     second_values = [b"b%d" % i for i in range(30)]
     produce(bootstrap, "six", second_values, 6)
-    wait_until(lambda: _poll(rest, later) or set(second_values) <= set(later),
-               "every record of the second batch")
+    wait_for(lambda: _poll(rest, later) or set(second_values) <= set(later), 60,
+             "every record of the second batch", interval=0)
     assert sorted(v for v in later if v.startswith(b"b")) == sorted(second_values)
     for consumer in rest:
         consumer.close()
@@ -210,14 +179,14 @@ def test_groups_cli_shows_true_lag_and_reset_moves_consumption(cluster):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cli",
                          "client.id": "cli-member", **CONSUMER})
     consumer.subscribe(["lagging"])
-    first = wait_until(lambda: (m := consumer.poll(0.2)) is not None and not m.error() and m,
-                       "a record after the reset")
+    first = wait_for(lambda: (m := consumer.poll(0.2)) is not None and not m.error() and m,
+                     60, "a record after the reset", interval=0)
     assert first.offset() == 6
     consumer.commit(asynchronous=False)
 
     # While the member is active: its id, host and client id in every view; no reset, no delete.
-    member = wait_until(lambda: consumer.poll(0.1) is None and consumer.memberid(),
-                        "the member id")
+    member = wait_for(lambda: consumer.poll(0.1) is None and consumer.memberid(), 60,
+                      "the member id", interval=0)
     described = raftka_groups(*servers, "--describe", "--group", "cli").stdout
     assert table(described, "cli") == [["cli", "lagging", "0", "7", "8", "1", member,
                                         "/127.0.0.1", "cli-member"]]

@@ -23,11 +23,13 @@ from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from clients.records.header import iter_batches
 from tests.integration.quorum_helpers import (
+    CONSUMER,
     HOST,
     QuorumCluster,
     create_topics,
     metadata,
     partition_views,
+    produce,
     send,
     start_cluster,  # noqa: F401  (fixture)
     wait_for,
@@ -39,8 +41,6 @@ OFFSETS_PARTITIONS = 3
 GROUPS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
           "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
           "offsets.topic.replication.factor": "3"}
-CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False}
 
 
 def bootstrap(cluster: QuorumCluster, without: int | None = None) -> str:
@@ -78,15 +78,6 @@ def fetch_committed(cluster: QuorumCluster, node: int, group: str, topic: str,
     if any(p["error_code"] for p in parts):
         return None
     return {p["partition_index"]: p["committed_offset"] for p in parts}
-
-
-def produce(servers: str, topic: str, values: list[bytes], partitions: int) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": servers, "acks": "all"})
-    for i, value in enumerate(values):
-        producer.produce(topic, value=value, partition=i % partitions)
-    assert producer.flush(60) == 0
 
 
 def consume_until(consumer: Any, got: list[bytes], done: Callable[[], bool], what: str,

@@ -65,8 +65,10 @@ class GroupBroker:
         await self.plane.on_metadata(delta, self.image)
         await self.component.on_metadata(delta, self.image)
 
-    async def create_topic(self, name: str, partitions: int = 1,
-                           configs: Mapping[str, str] | None = None) -> None:
+    def topic_records(self, name: str, partitions: int = 1,
+                      configs: Mapping[str, str] | None = None) -> list[Any]:
+        """The records of a new topic led by this broker (under a fresh id, remembered in
+        `topic_ids`), not yet published: a test may hand them to one listener only."""
         topic_id = uuid.uuid4()
         self.topic_ids[name] = topic_id
         records: list[Any] = [TopicRecord(name=name, topic_id=topic_id)]
@@ -75,7 +77,11 @@ class GroupBroker:
         records += [PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(BROKER_ID,),
                                     isr=(BROKER_ID,), leader=BROKER_ID, leader_epoch=0,
                                     partition_epoch=0) for p in range(partitions)]
-        await self.publish(records)
+        return records
+
+    async def create_topic(self, name: str, partitions: int = 1,
+                           configs: Mapping[str, str] | None = None) -> None:
+        await self.publish(self.topic_records(name, partitions, configs))
 
     async def move_leader(self, name: str, partition: int, leader: int) -> None:
         await self.publish([PartitionChangeRecord(partition_id=partition,
@@ -106,11 +112,11 @@ async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None =
     plane = DataPlane(config, log_manager)
     holder: list[GroupBroker] = []
 
-    async def create_offsets_topic(topic: dict[str, Any]) -> int:
+    async def create_offsets_topic(topic: dict[str, Any]) -> tuple[int, str | None]:
         broker = holder[0]
         await broker.create_topic(topic["name"], topic["num_partitions"],
                                   {c["name"]: c["value"] for c in topic["configs"]})
-        return ErrorCode.NONE
+        return ErrorCode.NONE, None
 
     component = GroupCoordinatorComponent(
         config, ReplicaOffsetsLog(plane.replica_manager, 5000), lambda: holder[0].image,

@@ -4,8 +4,6 @@ reads that keep failing, and large partitions loaded without stalling the broker
 from __future__ import annotations
 
 import logging
-import uuid
-from typing import Any
 
 import trio
 
@@ -16,7 +14,6 @@ from clients.connection import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.batch import Record, encode_batch
 from metadata.delta import apply_records
-from metadata.records import PartitionRecord, TopicRecord
 from tests.unit.group.harness import BROKER_ID, GroupBroker, running_group_broker
 from tests.unit.group.test_group_apis_wire import commit_body, commit_codes, join_body, started
 
@@ -72,22 +69,13 @@ async def test_unreadable_records_are_logged_and_skipped_and_the_rest_loads(tmp_
         await conn.aclose()
 
 
-def offsets_topic_records(broker: GroupBroker) -> list[Any]:
-    topic_id = broker.topic_ids[CONSUMER_OFFSETS_TOPIC] = uuid.uuid4()
-    records: list[Any] = [TopicRecord(name=CONSUMER_OFFSETS_TOPIC, topic_id=topic_id)]
-    records += [PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(BROKER_ID,),
-                                isr=(BROKER_ID,), leader=BROKER_ID, leader_epoch=0,
-                                partition_epoch=0)
-                for p in range(broker.coordinator.settings.num_partitions)]
-    return records
-
-
 async def test_a_load_that_gave_up_starts_over_on_its_own(tmp_path, caplog):
     async with running_group_broker(tmp_path) as broker:
         broker.coordinator.load_settings = LoadSettings(
             retry_s=0.01, max_retry_s=0.02, attempts=3, give_up_s=0.3)
         await broker.create_topic("t", 1)
-        delta, broker.image = apply_records(broker.image, offsets_topic_records(broker))
+        delta, broker.image = apply_records(broker.image, broker.topic_records(
+            CONSUMER_OFFSETS_TOPIC, broker.coordinator.settings.num_partitions))
         conn = await broker.connect()
 
         async def join_code() -> int:

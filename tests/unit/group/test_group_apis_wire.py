@@ -3,7 +3,6 @@ broker whose `__consumer_offsets` lives in real partition logs."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import trio
@@ -13,7 +12,7 @@ from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.connection import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from metadata.delta import apply_records
-from metadata.records import PartitionChangeRecord, PartitionRecord, TopicRecord
+from metadata.records import PartitionChangeRecord
 from tests.unit.group.harness import BROKER_ID, GroupBroker, running_group_broker
 from tests.unit.group.test_coordinator_clients import ready
 
@@ -274,12 +273,8 @@ async def test_leave_group_batched_by_instance_id(tmp_path):
 async def test_coordinator_load_in_progress_until_the_partition_is_loaded(tmp_path):
     async with running_group_broker(tmp_path) as broker:
         await broker.create_topic("t", 1)
-        topic_id = broker.topic_ids[CONSUMER_OFFSETS_TOPIC] = uuid.uuid4()
-        partitions = broker.coordinator.settings.num_partitions
-        records: list[Any] = [TopicRecord(name=CONSUMER_OFFSETS_TOPIC, topic_id=topic_id)]
-        records += [PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(BROKER_ID,),
-                                    isr=(BROKER_ID,), leader=BROKER_ID, leader_epoch=0,
-                                    partition_epoch=0) for p in range(partitions)]
+        records = broker.topic_records(CONSUMER_OFFSETS_TOPIC,
+                                       broker.coordinator.settings.num_partitions)
         delta, broker.image = apply_records(broker.image, records)
         # The coordinator hears of its leadership before the replica manager has the
         # partitions, so loading cannot finish yet.
