@@ -7,7 +7,6 @@ from typing import Callable
 from broker.controller_channel import ControllerChannel
 from broker.handlers.forwarding import FORWARDED_APIS, ForwardingHandlers, forwarding_error_body
 from broker.handlers.metadata import AutoCreateTopics, MetadataHandlers
-from broker.handlers.versions import fit_response
 from broker.network.api_versions import install_api_versions
 from broker.network.router import RequestRouter
 from metadata.image import MetadataImage
@@ -17,7 +16,6 @@ __all__ = [
     "AutoCreateTopics",
     "ForwardingHandlers",
     "MetadataHandlers",
-    "fit_response",
     "forwarding_error_body",
     "install_broker_handlers",
 ]

@@ -13,9 +13,9 @@ import logging
 from typing import Any, Callable
 
 from broker.controller_channel import ControllerChannel, ControllerUnavailableError
-from broker.handlers.versions import fit_response
 from broker.network.router import ConnectionContext, DecodedRequest, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.fit import fit_response
 from metadata.records import ZERO_UUID
 
 logger = logging.getLogger(__name__)
