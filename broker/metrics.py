@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker.dataplane.common import now_ms as wall_clock_ms
+from broker.log.partition_log import now_millis
 from broker.log.checkpoints import write_atomically
 from broker.periodic import run_every
 
@@ -70,7 +70,7 @@ class MetricsReporter:
     def report(self, now_ms: int | None = None) -> dict[str, int]:
         """Take a snapshot, write it out, and log it if it differs from the previous one."""
         gauges = self.registry.snapshot()
-        now_ms = wall_clock_ms() if now_ms is None else now_ms
+        now_ms = now_millis() if now_ms is None else now_ms
         try:
             write_metrics_file(self.path, {"node_id": self.node_id, "timestamp_ms": now_ms,
                                            "gauges": gauges})
