@@ -132,7 +132,7 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("min.insync.replicas", "int", 1, "min.insync.replicas",
               "Fewest in-sync replicas an acks=all write needs.", _at_least(1)),
     ConfigDef("preallocate", "boolean", False, "log.preallocate",
-              "Preallocate segment files on creation.", _no_check),
+              "Reserve disk blocks for a whole segment when it is first written.", _no_check),
     ConfigDef("retention.bytes", "long", -1, "log.retention.bytes",
               "Largest partition size before old segments are deleted; -1 for no limit.",
               _no_check),

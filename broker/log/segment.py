@@ -1,6 +1,7 @@
 """One log segment: ``<base>.log`` of wire-format batches plus its two indexes.
 
-Only batch headers are ever parsed here. Appends are one os.write of the caller's bytes.
+Only batch headers are ever parsed here. Appends are one os.write of the caller's bytes, into
+blocks reserved ahead of them (block_reservation).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from broker.log.block_reservation import BlockReservation
 from broker.log.errors import KafkaStorageError
 from broker.log.index import OffsetIndex, TimeIndex
 from broker.log.results import FileRange
@@ -70,6 +72,7 @@ class LogSegment:
         existed = self.log_path.exists()
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self.fd).st_size
+        self._blocks = BlockReservation(self.fd)
         self.index_rebuild_needed = False
         index_path = directory / (file_name(base_offset, INDEX_SUFFIX) + suffix)
         time_path = directory / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
@@ -162,8 +165,10 @@ class LogSegment:
         truncated = self.size - valid
         if truncated:
             logger.warning("truncating %d invalid bytes at position %d of %s", truncated, valid, self.log_path)
-            os.ftruncate(self.fd, valid)
-            self.size = valid
+        # Even at the same size: truncation also frees blocks reserved past the end before a crash.
+        os.ftruncate(self.fd, valid)
+        self._blocks.forget()
+        self.size = valid
         self.index_rebuild_needed = False
         return truncated
 
@@ -209,6 +214,8 @@ class LogSegment:
     def _write_all(self, data: bytes | bytearray | memoryview) -> None:
         """One os.write of the caller's buffer (more only if the kernel writes it short)."""
         start = self.size
+        settings = self.settings
+        self._blocks.ahead_of(start, len(data), settings.segment_bytes, whole=settings.preallocate)
         try:
             written = os.write(self.fd, data)
             if written < len(data):
@@ -219,6 +226,7 @@ class LogSegment:
             # Never leave a partial batch behind a failed write: cut the file back.
             try:
                 os.ftruncate(self.fd, start)
+                self._blocks.forget()
             except OSError:
                 logger.exception("%s: cannot cut back a failed write", self.log_path)
             raise
@@ -329,6 +337,7 @@ class LogSegment:
         self.time_index.truncate_to(header.base_offset)
         removed = self.size - position
         os.ftruncate(self.fd, position)
+        self._blocks.forget()
         self.size = position
         self.unflushed = True  # the next flush makes the truncation (and the indexes') durable
         self.offset_index.make_writable()
@@ -348,7 +357,8 @@ class LogSegment:
         self.time_index.flush()
 
     def become_inactive(self) -> None:
-        """On roll: record the final max timestamp and trim the indexes."""
+        """On roll: record the final max timestamp, trim the indexes, free reserved blocks."""
+        self._blocks.release_beyond(self.size)
         if self.time_index.writable:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
         self.offset_index.trim()
