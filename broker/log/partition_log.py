@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from broker.log import errors, retention
-from broker.log.checkpoints import read_partition_metadata, write_partition_metadata
+from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_partition_metadata
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
@@ -69,6 +69,10 @@ class PartitionLog:
         self.topic = topic
         self.partition = partition
         self.config = config
+        # A new partition directory, and every segment file created later, is durable only
+        # once the directory holding it is fsynced too: the next flush does that.
+        self._parent_unsynced = not directory.exists()
+        self._directory_unsynced = self._parent_unsynced
         directory.mkdir(parents=True, exist_ok=True)
         self.topic_id = self._check_topic_id(topic_id)
         self.segments: list[LogSegment] = load_segments(
@@ -113,6 +117,7 @@ class PartitionLog:
         return topic_id
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        self._directory_unsynced = True
         return LogSegment(self.directory, base_offset, self.config.segment_settings(),
                           active=True, created_ms=now_ms)
 
@@ -346,6 +351,12 @@ class PartitionLog:
         for segment in self.segments:
             if segment.next_offset > self.recovery_point or segment.unflushed:
                 segment.flush()
+        if self._directory_unsynced:
+            fsync_dir(self.directory)
+            self._directory_unsynced = False
+        if self._parent_unsynced:
+            fsync_dir(self.directory.parent)
+            self._parent_unsynced = False
         self.recovery_point = self.log_end_offset
         self._unflushed_messages = 0
         self._last_flush_ms = now_millis() if now_ms is None else now_ms

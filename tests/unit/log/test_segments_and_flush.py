@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log import LogManager, errors
+from broker.log import LogManager, errors, partition_log
 from broker.log.results import UpperBound
 from clients.records.header import crc_is_valid, iter_batches
 
@@ -70,6 +70,29 @@ def test_flush_messages_one_fsyncs_every_append(tmp_path: Path) -> None:
         log.append_as_leader(batch([b"d"]), 0, NOW)
         assert not log.active_segment.unflushed
         assert log.recovery_point == log.log_end_offset == n + 1
+    log.close()
+
+
+def test_fsync_per_append_makes_new_files_durable_in_their_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[Path] = []
+    real = partition_log.fsync_dir
+
+    def recording(directory: Path) -> None:
+        synced.append(directory)
+        real(directory)
+
+    monkeypatch.setattr(partition_log, "fsync_dir", recording)
+    log = open_log(tmp_path, {"flush.messages": "1", "segment.bytes": "400"})
+    log.append_as_leader(batch([b"h" * 100]), 0, NOW)
+    # The new partition directory in its log dir, and the first segment in the partition's.
+    assert set(synced) == {tmp_path, log.directory}
+    synced.clear()
+    log.append_as_leader(batch([b"i" * 100]), 0, NOW)
+    assert len(log.segments) == 1 and synced == []  # no new file: no directory fsync
+    log.append_as_leader(batch([b"j" * 100]), 0, NOW)
+    assert len(log.segments) == 2 and synced == [log.directory]  # the rolled-in segment's entry
     log.close()
 
 
