@@ -8,10 +8,12 @@ read inactive segments and give up when the log changes under them.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 import trio
 
+from broker.log import offset_map
 from broker.log.manager import LogManager
 from broker.periodic import run_every
 
@@ -31,6 +33,10 @@ class LogMaintenance:
         self.retention_check_ms = int(config.get("log.retention.check.interval.ms"))  # type: ignore[call-overload]
         self.cleaner_backoff_ms = int(config.get("log.cleaner.backoff.ms"))  # type: ignore[call-overload]
         self.cleaner_enabled = bool(config.get("log.cleaner.enable"))
+        self.cleaner_map_capacity = offset_map.capacity(
+            int(config.get("log.cleaner.dedupe.buffer.size")),  # type: ignore[call-overload]
+            float(config.get("log.cleaner.io.buffer.load.factor")),  # type: ignore[arg-type]
+        )
         self.flush_check_ms = int(config.get("log.flush.scheduler.interval.ms"))  # type: ignore[call-overload]
         self.checkpoint_ms = int(config.get("log.flush.offset.checkpoint.interval.ms"))  # type: ignore[call-overload]
         self.initial_delay_ms = INITIAL_TASK_DELAY_MS
@@ -41,7 +47,8 @@ class LogMaintenance:
                                self._logs.run_retention)
             if self.cleaner_enabled:
                 nursery.start_soon(self._every, "cleaner", self.cleaner_backoff_ms,
-                                   self._logs.run_cleaner)
+                                   functools.partial(self._logs.run_cleaner,
+                                                     map_capacity=self.cleaner_map_capacity))
             nursery.start_soon(self._every, "flush", self.flush_check_ms, self._logs.flush_due)
             nursery.start_soon(self._every, "checkpoint", self.checkpoint_ms,
                                lambda _now: self._logs.checkpoint())

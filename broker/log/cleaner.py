@@ -2,7 +2,8 @@
 
 Kafka's design, one partition at a time: the dirty section (from the cleaner checkpoint to
 the first uncleanable segment: the active one, one newer than min.compaction.lag.ms, or one
-reaching above the high watermark) is scanned into a key -> latest-offset map; then every
+reaching above the high watermark) is scanned into a key -> latest-offset map (of bounded
+size: a dirty section with more keys is cleaned up to where the map filled); then every
 segment from the log start to the end of the dirty section is rewritten without superseded
 records. Offsets are preserved (readers see gaps), and each batch keeps its last offset so
 producer sequences stay valid. Tombstones get a delete horizon (now + delete.retention.ms,
@@ -24,6 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generator, Iterator
 
+from broker.log.offset_map import OffsetMap, capacity
 from broker.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from clients.records.batch import RecordBatch, decode_batch, encode_batch
 from clients.records.errors import RecordsError
@@ -36,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 # Batch bytes a stepped pass reads between two steps: about 10 ms of decoding and encoding.
 STEP_BYTES = 256 * 1024
+DEFAULT_MAP_CAPACITY = capacity()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +108,25 @@ def _decode(segment: LogSegment, position: int, header: BatchHeader) -> RecordBa
         return None
 
 
-def _build_offset_map(dirty: list[LogSegment], offsets: dict[bytes, int], pacer: _Pacer) -> Iterator[None]:
+def _build_offset_map(dirty: list[LogSegment], offsets: OffsetMap, first_dirty: int,
+                      pacer: _Pacer) -> Generator[None, None, int | None]:
+    """Map the keys of the dirty batches (from ``first_dirty`` on); returns the base offset of
+    the first batch that no longer fit, or None when all did. The first batch always goes in,
+    so that every pass makes progress."""
     for segment in dirty:
         for position, header in segment.iter_headers(0):
+            if header.last_offset < first_dirty:
+                continue  # cleaned by an earlier pass, and mapped by it
             if not header.is_control:
+                if len(offsets) and not offsets.has_room_for(header.records_count):
+                    return header.base_offset
                 batch = _decode(segment, position, header)
                 if batch is not None:
                     for record in batch.records:
                         if record.key is not None and record.offset is not None:
-                            offsets[record.key] = record.offset
+                            offsets.put(record.key, record.offset)
             yield from pacer.step(header.size)
+    return None
 
 
 def _run(steps: Generator[None, None, CleanerStats | None]) -> CleanerStats | None:
@@ -125,13 +137,17 @@ def _run(steps: Generator[None, None, CleanerStats | None]) -> CleanerStats | No
             return done.value  # type: ignore[no-any-return]
 
 
-def clean_log(log: PartitionLog, now_ms: int, *, force: bool = False) -> CleanerStats | None:
-    """Compact ``log`` if it is due (dirty ratio or max.compaction.lag.ms); None if not."""
-    return _run(clean_log_steps(log, now_ms, force=force))
+def clean_log(log: PartitionLog, now_ms: int, *, force: bool = False,
+              map_capacity: int = DEFAULT_MAP_CAPACITY) -> CleanerStats | None:
+    """Compact ``log`` if it is due (dirty ratio or max.compaction.lag.ms); None if not.
+
+    One pass maps at most ``map_capacity`` keys (see offset_map); a larger dirty section is
+    cleaned up to where the map filled."""
+    return _run(clean_log_steps(log, now_ms, force=force, map_capacity=map_capacity))
 
 
-def clean_log_steps(log: PartitionLog, now_ms: int, *,
-                    force: bool = False) -> Generator[None, None, CleanerStats | None]:
+def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
+                    map_capacity: int = DEFAULT_MAP_CAPACITY) -> Generator[None, None, CleanerStats | None]:
     """:func:`clean_log` as a generator that yields every STEP_BYTES of batches read; its
     return value is clean_log's.
 
@@ -158,12 +174,16 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *,
     if not force and ratio < config.min_cleanable_dirty_ratio and not overdue and not horizon_due:
         return None
     pacer = _Pacer(log, in_range)
-    offset_map: dict[bytes, int] = {}
+    offset_map = OffsetMap(map_capacity)
     before, after, removed = 0, 0, 0
     horizons: list[int] = []
     cleaned: LogSegment | None = None
     try:
-        yield from _build_offset_map(dirty, offset_map, pacer)
+        map_full_at = yield from _build_offset_map(dirty, offset_map, first_dirty, pacer)
+        if map_full_at is not None:
+            end = map_full_at
+            in_range = [s for s in in_range if s.base_offset < end]
+            pacer.pending = list(in_range)
         for segment in in_range:
             before += segment.size
             cleaned = _open_cleaned(log, segment, now_ms)
@@ -186,11 +206,11 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *,
     return stats
 
 
-def _retained(batch: RecordBatch, offset_map: dict[bytes, int], now_ms: int) -> list:  # type: ignore[type-arg]
+def _retained(batch: RecordBatch, offset_map: OffsetMap, now_ms: int) -> list:  # type: ignore[type-arg]
     horizon = batch.delete_horizon_ms
     kept = []
     for record in batch.records:
-        if record.key is not None and offset_map.get(record.key, -1) > (record.offset or 0):
+        if record.key is not None and offset_map.latest(record.key) > (record.offset or 0):
             continue  # superseded by a later record with the same key
         if record.value is None and horizon is not None and horizon <= now_ms:
             continue  # tombstone past its delete horizon
@@ -206,7 +226,7 @@ def _open_cleaned(log: PartitionLog, segment: LogSegment, now_ms: int) -> LogSeg
                       suffix=CLEANED_SUFFIX, active=True, created_ms=now_ms)
 
 
-def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, offset_map: dict[bytes, int],
+def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, offset_map: OffsetMap,
                    now_ms: int, horizons: list[int], pacer: _Pacer) -> Generator[None, None, int]:
     """Write the retained batches of ``segment`` to ``target``; returns records dropped."""
     dropped = 0
@@ -229,7 +249,7 @@ def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, o
 
 
 def _rewrite_batch(log: PartitionLog, segment: LogSegment, position: int, header: BatchHeader,
-                   offset_map: dict[bytes, int], now_ms: int) -> bytes | None:
+                   offset_map: OffsetMap, now_ms: int) -> bytes | None:
     original = os.pread(segment.fd, header.size, position)
     if header.is_control:
         return original

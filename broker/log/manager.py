@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 import trio
 
-from broker.log.cleaner import clean_log_steps
+from broker.log.cleaner import DEFAULT_MAP_CAPACITY, clean_log_steps
 from broker.log.config import LogConfig
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
@@ -208,8 +208,10 @@ class LogManager:
             log.delete_pending_files(now_ms)
         return deleted
 
-    async def run_cleaner(self, now_ms: int) -> int:
+    async def run_cleaner(self, now_ms: int, map_capacity: int = DEFAULT_MAP_CAPACITY) -> int:
         """Compact every compacted log that is due; returns how many logs were cleaned.
+
+        A pass maps at most ``map_capacity`` keys (log.cleaner.dedupe.buffer.size).
 
         Other tasks run between logs and every `cleaner.STEP_BYTES` of a pass, so a long pass
         does not stall produce and fetch; a pass whose log changed under it (retention,
@@ -221,7 +223,7 @@ class LogManager:
             await trio.lowlevel.checkpoint()
             if log.closed or not log.config.compact:
                 continue  # deleted or reconfigured while an earlier log was being cleaned
-            steps = clean_log_steps(log, now_ms)
+            steps = clean_log_steps(log, now_ms, map_capacity=map_capacity)
             try:
                 while True:
                     try:

@@ -149,6 +149,8 @@ def test_unknown_key_warns(caplog) -> None:
     ("metadata.log.max.snapshot.interval", {"metadata.log.max.snapshot.interval": "1"}),
     ("metadata.log.max.snapshot.interval", {"metadata.log.max.snapshot.interval": "often"}),
     ("controller.quorum.password", {"controller.quorum.voters": "1@10.1.2.3:9093"}),
+    ("log.cleaner.dedupe.buffer.size", {"log.cleaner.dedupe.buffer.size": "0"}),
+    ("log.cleaner.io.buffer.load.factor", {"log.cleaner.io.buffer.load.factor": "1.5"}),
 ])
 def test_bad_values_name_the_key(key: str, changes: dict[str, str | None]) -> None:
     assert_rejected(key, **changes)

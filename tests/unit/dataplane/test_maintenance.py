@@ -7,7 +7,7 @@ from pathlib import Path
 import trio
 
 from broker.dataplane.maintenance import LogMaintenance
-from broker.log import LogManager
+from broker.log import LogManager, offset_map
 from broker.log.partition_log import now_millis
 from clients.protocol import ApiKey
 from tests.unit.dataplane.batches import batch, now_ms, only_partition, produce_body
@@ -57,4 +57,29 @@ async def test_cleaner_job_compacts_a_compacted_log(tmp_path: Path) -> None:
     # The latest value of each key survives; everything before it in cleaned segments goes.
     assert {key for _, key, _ in kept} == {b"k0", b"k1", b"k2"}
     assert kept[-1][0] == 199
+    manager.close()
+
+
+async def test_the_cleaner_job_maps_no_more_keys_than_its_buffer_holds(tmp_path: Path) -> None:
+    manager = LogManager([tmp_path / "data"])
+    log = manager.get_or_create_log("compacted", 0, config=COMPACT)
+    now = now_millis()
+    for n in range(40):
+        log.append_as_leader(log_batch([b"v" * 100], keys=[b"k%d" % n]), 0, now)  # every key new
+    log.update_high_watermark(log.log_end_offset)
+    # Three entries' bytes, filled to the default load factor of 0.9: room for two keys.
+    buffer = str(3 * offset_map.ENTRY_BYTES)
+    # One pass at start-up, then a minute's pause: the test sees that first pass alone.
+    maintenance = LogMaintenance(manager, broker_config(tmp_path / "data", {
+        "log.cleaner.backoff.ms": "60000", "log.cleaner.dedupe.buffer.size": buffer}))
+    assert maintenance.cleaner_map_capacity == 2
+    maintenance.initial_delay_ms = 0
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(maintenance.run)
+            while log.first_dirty_offset == 0:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    # The first pass cleaned up to where two keys filled the map, not the whole dirty section.
+    assert log.first_dirty_offset == 2
     manager.close()

@@ -233,3 +233,49 @@ async def test_the_yielding_cleaner_lets_appends_run_and_can_be_cancelled(
     assert {k: v for _, k, v in read_all(log)} == {k: v for _, k, v in before}
     assert log.first_dirty_offset < log.active_segment.base_offset  # still dirty
     manager.close()
+
+
+def _force_clean_until_caught_up(log, map_capacity: int) -> list[int]:  # type: ignore[no-untyped-def]
+    """Clean with ``map_capacity`` until the dirty section is gone; the end offset of each pass."""
+    ends = []
+    while log.first_dirty_offset < log.active_segment.base_offset:
+        stats = clean_log(log, NOW, force=True, map_capacity=map_capacity)
+        assert stats is not None
+        ends.append(stats.end_offset)
+        assert len(ends) < 100, "the passes make no progress"
+    return ends
+
+
+def test_a_full_key_map_cleans_up_to_where_it_filled_and_the_next_pass_goes_on(tmp_path: Path) -> None:
+    small = open_log(tmp_path / "small", COMPACT)
+    large = open_log(tmp_path / "large", COMPACT)
+    for log in (small, large):
+        for n in range(36):
+            _put(log, b"k%d" % (n % 6), b"v%d" % n + b"x" * 40)
+        log.update_high_watermark(log.log_end_offset)
+    first = clean_log(small, NOW, force=True, map_capacity=3)
+    assert first is not None
+    # One record per batch: three batches fill the map, the fourth (offset 3) did not fit.
+    assert first.end_offset == small.first_dirty_offset == 3
+    ends = [first.end_offset, *_force_clean_until_caught_up(small, 3)]
+    assert ends == sorted(ends) and len(set(ends)) == len(ends)
+    _force_clean_until_caught_up(large, 1_000_000)
+    assert read_all(small) == read_all(large)
+    assert len(read_all(small)) < 36
+    small.close()
+    large.close()
+
+
+def test_a_batch_with_more_keys_than_the_map_holds_still_gets_cleaned(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {**COMPACT, "segment.bytes": "600"})
+    for n in range(8):
+        log.append_as_leader(batch([b"a%d" % n, b"b%d" % n, b"c%d" % n], keys=[b"a", b"b", b"c"]), 0, NOW)
+    log.update_high_watermark(log.log_end_offset)
+    before = read_all(log)
+    ends = _force_clean_until_caught_up(log, 1)
+    assert ends[0] == 3  # the first batch went in whole although the map holds one key
+    active_base = log.active_segment.base_offset
+    cleaned = [(offset, key, value) for offset, key, value in read_all(log) if offset < active_base]
+    assert sorted(_latest(cleaned).values()) == sorted(_latest([r for r in before if r[0] < active_base]).values())
+    assert len(cleaned) == 3  # one record per key
+    log.close()
