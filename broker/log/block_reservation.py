@@ -20,7 +20,6 @@ from typing import Callable
 logger = logging.getLogger(__name__)
 
 _KEEP_SIZE = 0x01  # FALLOC_FL_KEEP_SIZE
-FIRST_CHUNK = 1024 * 1024
 LARGEST_CHUNK = 16 * 1024 * 1024
 
 
@@ -52,16 +51,16 @@ def reserve(fd: int, offset: int, length: int) -> bool:
 class BlockReservation:
     """Keeps blocks reserved ahead of one file's end.
 
-    Reservations come in chunks that double from FIRST_CHUNK to LARGEST_CHUNK, so a rarely
-    written segment holds little unused space; none reaches past ``limit`` (the segment's
-    size cap) unless one write does. With ``whole`` (Kafka's ``preallocate``) the first one
-    covers the file up to ``limit``.
+    Each reservation holds as much again as the file already does (at least the write at
+    hand, at most LARGEST_CHUNK), so the unused space never exceeds the data: a rarely written
+    segment reserves little, which matters on tmpfs, where reserved blocks are memory. None
+    reaches past ``limit`` (the segment's size cap) unless one write does. With ``whole``
+    (Kafka's ``preallocate``) the first covers the file up to ``limit``.
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._end = 0
-        self._chunk = FIRST_CHUNK
         self._enabled = True
 
     @property
@@ -74,10 +73,9 @@ class BlockReservation:
         if size + length <= self._end or not self._enabled:
             return
         room = limit - size
-        wanted = max(length, room if whole else min(self._chunk, room))
+        wanted = max(length, room if whole else min(size, LARGEST_CHUNK, room))
         if reserve(self._fd, size, wanted):
             self._end = size + wanted
-            self._chunk = min(self._chunk * 2, LARGEST_CHUNK)
         else:
             self._enabled = False  # refused once, refused again: stop asking
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.block_reservation import FIRST_CHUNK, LARGEST_CHUNK, BlockReservation, reserve
+from broker.log.block_reservation import LARGEST_CHUNK, BlockReservation, reserve
 
 from tests.unit.log.helpers import NOW, batch, open_log, read_all
 
@@ -39,27 +39,31 @@ def _just_the_data(path: Path) -> bool:
 
 def test_reserved_blocks_lie_past_the_size_readers_see(tmp_path: Path) -> None:
     log = open_log(tmp_path)
-    log.append_as_leader(batch([b"x" * 100]), 0, NOW)
+    for _ in range(9):  # 9 batches of 3070 bytes: the reservation made at 8 reaches 16
+        log.append_as_leader(batch([b"x" * 3000]), 0, NOW)
     path = log.active_segment.log_path
-    assert os.stat(path).st_size == log.active_segment.size < BLOCK
-    assert _allocated(path) >= FIRST_CHUNK
-    assert [r[0] for r in read_all(log)] == [0]
+    size = os.stat(path).st_size
+    assert size == log.active_segment.size
+    assert _allocated(path) > -(-size // BLOCK) * BLOCK
+    # Never more unused space than data.
+    assert _allocated(path) <= 2 * size + BLOCK
+    assert [r[0] for r in read_all(log)] == list(range(9))
     log.close()
 
 
-def test_chunks_double_up_to_the_largest(tmp_path: Path) -> None:
+def test_each_reservation_holds_as_much_again_as_the_file_up_to_the_largest(tmp_path: Path) -> None:
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
     try:
         blocks = BlockReservation(fd)
         ends = []
         size = 0
-        while size < 40 * MIB:
+        while size < 60 * MIB:
             blocks.ahead_of(size, MIB, 1 << 30)
             if not ends or blocks.end != ends[-1]:
                 ends.append(blocks.end)
             size += MIB
-        assert ends[:5] == [MIB, 3 * MIB, 7 * MIB, 15 * MIB, 31 * MIB]
-        assert all(b - a == LARGEST_CHUNK for a, b in zip(ends[4:], ends[5:]))
+        assert ends[:6] == [MIB, 2 * MIB, 4 * MIB, 8 * MIB, 16 * MIB, 32 * MIB]
+        assert all(b - a == LARGEST_CHUNK for a, b in zip(ends[5:], ends[6:]))
         assert os.fstat(fd).st_size == 0  # a reservation never changes the size
     finally:
         os.close(fd)
@@ -87,13 +91,13 @@ def test_roll_and_close_give_the_reserved_blocks_back(tmp_path: Path) -> None:
 
 def test_recovery_frees_blocks_a_crash_left_reserved(tmp_path: Path) -> None:
     log = open_log(tmp_path)
-    for n in range(3):
-        log.append_as_leader(batch([b"z%d" % n]), 0, NOW)
+    for n in range(5):
+        log.append_as_leader(batch([b"z%d" % n + b"." * 3000]), 0, NOW)
     path = log.active_segment.log_path
     assert not _just_the_data(path)
     # A crash: no close, no clean-shutdown marker; the reserved blocks stay allocated.
     reopened = open_log(tmp_path)
-    assert [r[2] for r in read_all(reopened)] == [b"z0", b"z1", b"z2"]
+    assert [r[2] for r in read_all(reopened)] == [b"z%d" % n + b"." * 3000 for n in range(5)]
     assert _just_the_data(path)
     reopened.close()
     log.close()
@@ -106,9 +110,10 @@ def test_truncation_drops_the_reservation_and_appends_reserve_again(tmp_path: Pa
     log.truncate_to(2)
     path = log.active_segment.log_path
     assert _just_the_data(path)
-    log.append_as_leader(batch([b"again"]), 0, NOW)
-    assert _allocated(path) >= FIRST_CHUNK
-    assert [r[2] for r in read_all(log)] == [b"t0", b"t1", b"again"]
+    for _ in range(3):
+        log.append_as_leader(batch([b"again" * 600]), 0, NOW)
+    assert not _just_the_data(path)
+    assert [r[2] for r in read_all(log)] == [b"t0", b"t1"] + [b"again" * 600] * 3
     log.close()
 
 
