@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
+from tests.unit.quick_bench import quick_bench_figures
 
-def test_quick_run_prints_one_json_line_of_positive_figures(repo_root: Path, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [str(repo_root / "scripts" / "bench-log"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env={"PATH": "/usr/bin:/bin", "BENCH_DIR": str(tmp_path)},
-    )
-    lines = result.stdout.strip().splitlines()
-    assert len(lines) == 1
-    figures = json.loads(lines[0])
+
+def test_quick_run_prints_one_json_line_of_positive_figures(tmp_path: Path) -> None:
+    figures = quick_bench_figures("bench-log", {"BENCH_DIR": str(tmp_path)})
     for prefix in ("", "cold_"):
         for key in ("append_mb_per_s", "raw_write_mb_per_s", "raw_reserved_write_mb_per_s",
                     "append_vs_raw", "append_vs_raw_reserved"):

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
+from tests.unit.quick_bench import quick_bench_figures
 
 
-def test_quick_run_prints_one_json_line_of_positive_rates(repo_root: Path) -> None:
-    result = subprocess.run(
-        [str(repo_root / "scripts" / "bench-codec"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    lines = result.stdout.strip().splitlines()
-    assert len(lines) == 1
-    figures = json.loads(lines[0])
+def test_quick_run_prints_one_json_line_of_positive_rates() -> None:
+    figures = quick_bench_figures("bench-codec")
     for key in (
         "encode_mb_s",
         "decode_mb_s",
