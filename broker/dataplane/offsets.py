@@ -125,7 +125,9 @@ class OffsetHandlers:
                                          "are not available yet")
             return None
         ts, offset = found
-        if timestamp not in (EARLIEST_TIMESTAMP, MAX_TIMESTAMP) and offset >= last_fetchable:
+        # As Kafka: only the earliest offset may lie at or past what a client may fetch; an
+        # answer by time (max timestamp too) names a fetchable record or none.
+        if timestamp != EARLIEST_TIMESTAMP and offset >= last_fetchable:
             return None
         return ts, offset, log.epoch_cache.epoch_for_offset(offset)
 

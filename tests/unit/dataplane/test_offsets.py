@@ -64,6 +64,11 @@ async def test_latest_for_consumers_is_the_high_watermark(tmp_path):
         assert (await list_offset(conn, "t", -1))["offset"] == 0
         replica = await conn.request(ApiKey.LIST_OFFSETS, {**list_offsets_body("t", -1), "replica_id": 2})
         assert only_partition(replica, "topics", "partitions")["offset"] == 1
+        # The record with the max timestamp is above the HW: a consumer gets no answer.
+        max_ts = await list_offset(conn, "t", -3)
+        assert (max_ts["error_code"], max_ts["offset"], max_ts["timestamp"]) == (0, -1, -1)
+        replica = await conn.request(ApiKey.LIST_OFFSETS, {**list_offsets_body("t", -3), "replica_id": 2})
+        assert only_partition(replica, "topics", "partitions")["offset"] == 0
         await conn.aclose()
 
 
