@@ -18,8 +18,6 @@ from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
 
-# Kafka's limit: an epoch at Short.MaxValue - 1 cannot be bumped, the producer gets a new id.
-MAX_PRODUCER_EPOCH = 32766
 ALLOCATE_TIMEOUT_MS = 5_000
 
 
@@ -77,8 +75,9 @@ class ProducerIdManager:
 
 
 class InitProducerIdHandler:
-    """InitProducerId without transactions: a new id at epoch 0, or (KIP-360) the same id
-    with its epoch bumped when the producer names its current id and epoch."""
+    """InitProducerId without transactions. As Kafka's TransactionCoordinator, a request with
+    no transactional id always gets a new id at epoch 0, also when it names the producer's
+    current id and epoch (an idempotent producer's KIP-360 epoch bump)."""
 
     def __init__(self, producer_ids: ProducerIdManager) -> None:
         self._producer_ids = producer_ids
@@ -88,16 +87,14 @@ class InitProducerIdHandler:
 
     async def handle(self, request: DecodedRequest, ctx: ConnectionContext) -> dict:
         body = request.body
-        if body.get("transactional_id") is not None:
-            # No transaction coordinator yet: a retriable answer, as while one loads.
-            return init_producer_id_body(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         producer_id = int(body.get("producer_id", -1))
         epoch = int(body.get("producer_epoch", -1))
-        if (producer_id < 0) != (epoch < 0):
+        transactional_id = body.get("transactional_id")
+        if (producer_id < 0) != (epoch < 0) or transactional_id == "":
             return init_producer_id_body(request, ErrorCode.INVALID_REQUEST)
-        if producer_id >= 0 and epoch < MAX_PRODUCER_EPOCH:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                    "producer_id": producer_id, "producer_epoch": epoch + 1}
+        if transactional_id is not None:
+            # No transaction coordinator yet: a retriable answer, as while one loads.
+            return init_producer_id_body(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         try:
             new_id = await self._producer_ids.generate()
         except ProducerIdsUnavailable as exc:

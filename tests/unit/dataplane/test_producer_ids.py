@@ -34,7 +34,7 @@ async def init_producer_id(conn, **fields) -> dict:  # type: ignore[no-untyped-d
     return await conn.request(ApiKey.INIT_PRODUCER_ID, body)
 
 
-async def test_ids_come_from_controller_blocks_and_epochs_bump(tmp_path):
+async def test_ids_come_from_controller_blocks_and_every_request_gets_a_new_one(tmp_path):
     async with trio.open_nursery() as nursery:
         holder: dict = {}
 
@@ -55,11 +55,12 @@ async def test_ids_come_from_controller_blocks_and_epochs_bump(tmp_path):
             ids = [(await init_producer_id(conn))["producer_id"] for _ in range(5)]
             assert ids == [0, 1, 2, 3, 4]  # two blocks of three
             assert controller.image.next_producer_id == 6
-            bumped = await init_producer_id(conn, producer_id=4, producer_epoch=0)
-            assert (bumped["error_code"], bumped["producer_id"], bumped["producer_epoch"]) == (0, 4, 1)
-            exhausted = await init_producer_id(conn, producer_id=4, producer_epoch=32766)
-            assert exhausted["producer_id"] == 5 and exhausted["producer_epoch"] == 0
+            # Naming the current id and epoch (an epoch bump) still gets a new id, as in Kafka.
+            bump = await init_producer_id(conn, producer_id=4, producer_epoch=0)
+            assert (bump["error_code"], bump["producer_id"], bump["producer_epoch"]) == (0, 5, 0)
             assert (await init_producer_id(conn, producer_id=4))["error_code"] == ErrorCode.INVALID_REQUEST
+            empty = await init_producer_id(conn, transactional_id="")
+            assert empty["error_code"] == ErrorCode.INVALID_REQUEST
             txn = await init_producer_id(conn, transactional_id="txn")
             assert txn["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
             await conn.aclose()
