@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from clients.admin.cluster import ClusterMetadata
 from clients.consumer.config import ConsumerConfig
@@ -55,6 +55,9 @@ class ConsumerCore:
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int | None] = {}
         self._resets: dict[TopicPartition, int] = {}
+        # Assigned partitions whose position waits on the group's committed offset (assign()
+        # with group.id): neither fetched nor reset by policy until it is known.
+        self._awaiting_committed: set[TopicPartition] = set()
         self._fetched: dict[TopicPartition, _Fetched] = {}
         self._errors: list[KafkaError] = []
 
@@ -68,7 +71,9 @@ class ConsumerCore:
     def topics(self) -> set[str]:
         return {t for t, _ in self._assignment}
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+    def assign(self, partitions: Iterable[TopicPartition], *, committed_first: bool = False) -> None:
+        """Consume ``partitions``; new ones start at the committed offset (looked up by the
+        caller, see :meth:`apply_committed`) with ``committed_first``, else by policy."""
         wanted = list(dict.fromkeys((str(t), int(p)) for t, p in partitions))
         kept = set(wanted)
         for tp in list(self._positions):
@@ -76,10 +81,14 @@ class ConsumerCore:
                 self._positions.pop(tp, None)
                 self._resets.pop(tp, None)
                 self._fetched.pop(tp, None)
+                self._awaiting_committed.discard(tp)
         for tp in wanted:
             if tp not in self._positions:
                 self._positions[tp] = None
-                self._reset_by_policy(tp)
+                if committed_first:
+                    self._awaiting_committed.add(tp)
+                else:
+                    self._reset_by_policy(tp)
         self._assignment = wanted
         if wanted:
             self.needs_metadata = True
@@ -102,6 +111,24 @@ class ConsumerCore:
         self._positions[tp] = offset
         self._resets.pop(tp, None)
         self._fetched.pop(tp, None)
+        self._awaiting_committed.discard(tp)
+
+    @property
+    def awaiting_committed(self) -> list[TopicPartition]:
+        """Assigned partitions whose committed offset is still to be looked up."""
+        return [tp for tp in self._assignment if tp in self._awaiting_committed]
+
+    def apply_committed(self, committed: Mapping[TopicPartition, int | None]) -> None:
+        """Start the awaiting partitions at their committed offsets; those with none (or a
+        negative one) reset by ``auto.offset.reset``."""
+        for tp, offset in committed.items():
+            if tp not in self._awaiting_committed:
+                continue  # sought or unassigned meanwhile
+            self._awaiting_committed.discard(tp)
+            if offset is not None and offset >= 0:
+                self.seek(tp, offset)
+            else:
+                self._reset_by_policy(tp)
 
     def request_reset(self, partitions: Iterable[TopicPartition] | None,
                       timestamp: int) -> None:
@@ -111,6 +138,7 @@ class ConsumerCore:
             self._positions[tp] = None
             self._resets[tp] = timestamp
             self._fetched.pop(tp, None)
+            self._awaiting_committed.discard(tp)
 
     def position(self, tp: TopicPartition) -> int | None:
         """The offset of the next record ``drain`` returns; None while a reset is pending."""
@@ -123,7 +151,7 @@ class ConsumerCore:
     def missing_positions(self) -> list[TopicPartition]:
         """Partitions with no position; raises NoOffsetForPartitionError when no reset."""
         missing = [tp for tp in self._assignment if self._positions.get(tp) is None]
-        stuck = [tp for tp in missing if tp not in self._resets]
+        stuck = [tp for tp in missing if tp not in self._resets and tp not in self._awaiting_committed]
         if stuck:
             names = ", ".join(f"{t}-{p}" for t, p in stuck)
             raise NoOffsetForPartitionError(

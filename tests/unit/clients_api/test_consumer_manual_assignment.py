@@ -1,0 +1,87 @@
+"""Raftka's consumer with assign() and group.id against a real broker: no membership, but
+positions start at the group's committed offsets and enable.auto.commit commits them, as in
+Kafka's consumer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from clients.consumer import Consumer, NoOffsetForPartitionError
+from tests.unit.clients_api.test_consumer_group_broker import config, in_thread, produce
+from tests.unit.group.harness import running_group_broker
+
+TP = ("m", 0)
+VALUES = [b"%d" % i for i in range(10)]
+
+
+async def poll_values(consumer: Consumer, count: int, timeout: float = 20.0) -> list[bytes]:
+    got: list[bytes] = []
+    with trio.fail_after(timeout):
+        while len(got) < count:
+            got.extend(r.value for r in await consumer.poll(100))
+    return got
+
+
+async def test_assign_with_a_group_starts_at_the_committed_offset(tmp_path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("m", 1)
+        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
+        manual: dict[str, Any] = {"enable_auto_commit": False}
+        async with Consumer(config(broker, "g", **manual)) as committer:
+            committer.assign([TP])
+            await committer.commit({TP: 4})
+        async with Consumer(config(broker, "g", **manual)) as consumer:
+            consumer.assign([TP])
+            assert await consumer.position(TP) == 4
+            assert await poll_values(consumer, 6) == VALUES[4:]
+        # Another group has no commit: auto.offset.reset (earliest here) decides.
+        async with Consumer(config(broker, "other", **manual)) as fresh:
+            fresh.assign([TP])
+            assert await poll_values(fresh, 10) == VALUES
+        # With reset "none" and no commit there is no position at all.
+        async with Consumer(config(broker, "none", auto_offset_reset="none", **manual)) as strict:
+            strict.assign([TP])
+            with pytest.raises(NoOffsetForPartitionError):
+                await strict.poll(2000)
+
+
+async def test_a_seek_after_assign_wins_over_the_committed_offset(tmp_path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("m", 1)
+        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
+        manual: dict[str, Any] = {"enable_auto_commit": False}
+        async with Consumer(config(broker, "g", **manual)) as consumer:
+            consumer.assign([TP])
+            await consumer.commit({TP: 7})
+        async with Consumer(config(broker, "g", **manual)) as consumer:
+            consumer.assign([TP])
+            consumer.seek(TP, 2)
+            assert await poll_values(consumer, 8) == VALUES[2:]
+        async with Consumer(config(broker, "g", **manual)) as consumer:
+            consumer.assign([TP])
+            consumer.seek_to_end([TP])
+            assert await consumer.position(TP) == 10
+
+
+async def test_auto_commit_commits_a_manual_assignment_in_poll_and_on_close(tmp_path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("m", 1)
+        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
+        auto = {"auto_commit_interval_ms": 50}
+        async with Consumer(config(broker, "auto", **auto)) as consumer:
+            consumer.assign([TP])
+            consumer.seek(TP, 0)
+            await poll_values(consumer, 3)
+            position = await consumer.position(TP)
+            with trio.fail_after(20):  # poll commits every 50 ms
+                while (await consumer.committed([TP]))[TP] != position:
+                    await consumer.poll(60)
+        async with Consumer(config(broker, "on-close")) as consumer:
+            consumer.assign([TP])
+            consumer.seek(TP, 5)
+            assert await poll_values(consumer, 5) == VALUES[5:]
+        async with Consumer(config(broker, "on-close", enable_auto_commit=False)) as reader:
+            assert (await reader.committed([TP]))[TP] == 10
