@@ -6,13 +6,16 @@ consumer's lifetime, and every method hands its call to that loop and waits for 
 result. Rebalance listeners run in a worker thread of that loop while ``poll`` (or
 ``unsubscribe``/``close``) waits, so they may call this consumer's methods (``commit``,
 ``position``, ``committed`` ...), except ``close``: that would wait for the very ``poll``
-that waits for the listener, so it raises RuntimeError there.
+that waits for the listener, so it raises RuntimeError there. A consumer garbage-collected
+without ``close`` asks its loop to close it and end (a listener that refers to the consumer
+keeps it alive, though: close it).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar, cast
 
 import trio
@@ -106,6 +109,15 @@ class _LoopThread:
             return RuntimeError(f"the consumer failed: {self.error!r}")
         return RuntimeError("the consumer is closed")
 
+    def request_stop(self) -> None:
+        """Ask the loop to close the consumer and end, from any thread (the loop's own
+        included, where a garbage collection may run), without waiting for it."""
+        if self.token is not None and self._stop is not None:
+            try:
+                self.token.run_sync_soon(self._stop.set)
+            except trio.RunFinishedError:
+                pass
+
     def stop(self) -> None:
         if self._thread.is_alive() and self._stop is not None and self.token is not None:
             try:
@@ -128,6 +140,8 @@ class BlockingConsumer:
         self.config = config
         self._loop = _LoopThread(config)
         self._closed = False
+        # A consumer dropped without close() still ends its thread (and leaves its group).
+        self._finalizer = weakref.finalize(self, self._loop.request_stop)
 
     @property
     def _consumer(self) -> Consumer:
@@ -220,4 +234,5 @@ class BlockingConsumer:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         self._loop.stop()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+
 import pytest
 import trio
 
@@ -195,6 +198,20 @@ async def test_blocking_consumer_reads_both_partitions(nursery: trio.Nursery) ->
             return sorted((r.partition, r.offset) for r in out)
 
     assert await in_thread(run) == [(p, o) for p in (0, 1) for o in range(8)]
+
+
+def test_a_blocking_consumer_dropped_without_close_ends_its_thread() -> None:
+    def helper_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "raftka-consumer" and t.is_alive()]
+
+    before = set(helper_threads())
+    consumer = BlockingConsumer(bootstrap_servers="127.0.0.1:1")
+    started = [t for t in helper_threads() if t not in before]
+    assert len(started) == 1
+    del consumer
+    gc.collect()
+    started[0].join(timeout=10)
+    assert not started[0].is_alive()
 
 
 def test_consumer_config_defaults() -> None:
