@@ -1,6 +1,6 @@
 """What a subscribed consumer does in ``poll``: revoke and take on assignments (with the
 rebalance listeners), auto-commit, look up committed offsets, and watch the subscribed
-topics' metadata. Work that may wait on an unavailable coordinator runs in background tasks
+topics' metadata; and the part of that a consumer with ``assign()`` and ``group.id`` needs. Work that may wait on an unavailable coordinator runs in background tasks
 the consumer spawns, so ``poll`` keeps to its timeout.
 """
 
@@ -78,11 +78,30 @@ class SubscriptionDriver:
             for tp, offset in committed.items():
                 if offset is not None:
                     self.core.seek(tp, offset)
-            self._next_auto_commit = trio.current_time() + \
-                self.config.auto_commit_interval_ms / 1000
+            self.start_auto_commit_clock()
             await self._call_listener(self.on_assign, list(pending))
         elif self.config.enable_auto_commit and trio.current_time() >= self._next_auto_commit:
             self._start_auto_commit()
+
+    def step_assigned(self) -> None:
+        """``poll``'s group work for ``assign()`` with ``group.id`` (no membership, as in
+        Kafka): newly assigned partitions start at the committed offsets, looked up in the
+        background, and auto-commits run outside any generation."""
+        awaiting = self.core.awaiting_committed
+        if awaiting:
+            # The same lookup while the same partitions wait; a new one when they change.
+            lookup = self._lookup_for
+            pending = lookup if lookup is not None and set(lookup) == set(awaiting) else awaiting
+            committed = self._committed_for(pending)
+            if committed is not None:
+                self._lookup_for = self._looked_up = None
+                self.core.apply_committed(committed)
+        if self.config.enable_auto_commit and trio.current_time() >= self._next_auto_commit:
+            self._start_auto_commit(manual=True)
+
+    def start_auto_commit_clock(self) -> None:
+        """The first auto-commit comes ``auto.commit.interval.ms`` from now."""
+        self._next_auto_commit = trio.current_time() + self.config.auto_commit_interval_ms / 1000
 
     def _committed_for(self, pending: list[TopicPartition]
                        ) -> dict[TopicPartition, int | None] | None:
@@ -115,17 +134,18 @@ class SubscriptionDriver:
         if self._lookup_for is pending:
             self._looked_up = committed
 
-    def _start_auto_commit(self) -> None:
+    def _start_auto_commit(self, *, manual: bool = False) -> None:
         """Commit the positions in the background (one commit at a time), as Kafka's
-        consumer auto-commits asynchronously from ``poll``."""
+        consumer auto-commits asynchronously from ``poll``: with the member's generation,
+        or outside any (``manual``: partitions from ``assign``)."""
         m = self.group.membership
-        self._next_auto_commit = trio.current_time() + \
-            self.config.auto_commit_interval_ms / 1000
+        self.start_auto_commit_clock()
         offsets = self.current_offsets()
-        if self._auto_commit_done is not None or not offsets or m.generation_id < 0:
+        generation_id, member_id = (-1, "") if manual else (m.generation_id, m.member_id)
+        if self._auto_commit_done is not None or not offsets or (not manual and generation_id < 0):
             return
         done = self._auto_commit_done = trio.Event()
-        self.spawn(self._commit_in_background, offsets, m.generation_id, m.member_id, done)
+        self.spawn(self._commit_in_background, offsets, generation_id, member_id, done)
 
     async def _commit_in_background(self, offsets: dict[TopicPartition, int],
                                      generation_id: int, member_id: str,
@@ -139,13 +159,12 @@ class SubscriptionDriver:
             self._auto_commit_done = None
             done.set()
 
-    async def _auto_commit(self) -> None:
-        """Commit the positions now (before revoking), after any auto-commit in flight so
-        an older commit cannot land last."""
+    async def auto_commit(self) -> None:
+        """Commit the positions now (before revoking or closing), after any auto-commit in
+        flight so an older commit cannot land last."""
         if self._auto_commit_done is not None:
             await self._auto_commit_done.wait()
-        self._next_auto_commit = trio.current_time() + \
-            self.config.auto_commit_interval_ms / 1000
+        self.start_auto_commit_clock()
         try:
             await self.commit()
         except (KafkaError, *NO_ANSWER) as exc:
@@ -160,7 +179,7 @@ class SubscriptionDriver:
         try:
             if owned and self.config.enable_auto_commit and not m.partitions_lost \
                     and m.generation_id >= 0:
-                await self._auto_commit()
+                await self.auto_commit()
             if owned:
                 await self._call_listener(self.on_revoke, owned)
         finally:
@@ -168,6 +187,7 @@ class SubscriptionDriver:
             # reaches the caller afterwards (as in Kafka).
             self.core.assign([])
             m.revoked()
+            self._lookup_for = self._looked_up = None
 
     def _maybe_watch_metadata(self) -> None:
         if self._watching_metadata or trio.current_time() < self.next_metadata_watch:

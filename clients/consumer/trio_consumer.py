@@ -41,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 NO_GROUP_ID = "subscribe and commits need group.id in the consumer configuration"
 MIXED = "subscribe() and assign() are mutually exclusive: unsubscribe() first"
-_MIN_LOOKUP_S = 1.0
 
 
 class Consumer:
@@ -71,7 +70,6 @@ class Consumer:
                                       lambda: self._core.cluster.brokers.values(),
                                       config.retry_backoff_ms)
         self._subscribed = False
-        self._next_manual_commit = math.inf  # enable.auto.commit with assign() and group.id
         self._driver: SubscriptionDriver | None = None
         if self._group is not None:
             self._driver = SubscriptionDriver(config, self._core, self._group, self._pool,
@@ -170,8 +168,14 @@ class Consumer:
         commits the positions from ``poll`` and on ``close``."""
         if self._subscribed:
             raise ValueError(MIXED)
-        if self._group is not None and not self._core.assignment:
-            self._next_manual_commit = trio.current_time() + self.config.auto_commit_interval_ms / 1000
+        if self._group is not None:
+            if self._nursery is None:
+                raise RuntimeError("assign with group.id needs the consumer opened with "
+                                   "`async with`: committed-offset lookups and auto-commits "
+                                   "run in its background tasks")
+            assert self._driver is not None
+            if not self._core.assignment:
+                self._driver.start_auto_commit_clock()
         self._core.assign(partitions, committed_first=self._group is not None)
 
     def assignment(self) -> list[TopicPartition]:
@@ -193,7 +197,8 @@ class Consumer:
             if trio.current_time() >= deadline:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                  f"no position for {tp[0]}-{tp[1]} in time")
-            await self._update_positions(deadline)
+            self._step_manual_group()
+            await self._update_positions()
             self._core.raise_errors()
             if self._core.position(tp) is None:
                 await trio.sleep(self.config.retry_backoff_ms / 1000)
@@ -237,8 +242,8 @@ class Consumer:
                     return []
                 await trio.sleep_until(deadline)
                 return []
-            await self._maybe_commit_manual_assignment(deadline)
-            await self._update_positions(deadline)
+            self._step_manual_group()
+            await self._update_positions()
             self._core.raise_errors()
             remaining_ms = max((deadline - trio.current_time()) * 1000, 0)
             requests = self._core.fetch_requests(
@@ -303,8 +308,11 @@ class Consumer:
             return
         self._closed = True
         try:
-            if self._group is not None and not self._subscribed and self.config.enable_auto_commit:
-                await self._commit_manual_assignment(self.config.request_timeout_ms / 1000)
+            if self._group is not None and not self._subscribed and self.config.enable_auto_commit \
+                    and self._core.assignment:
+                assert self._driver is not None
+                with trio.move_on_after(self.config.request_timeout_ms / 1000):
+                    await self._driver.auto_commit()
             if self._subscribed and self._group is not None:
                 with trio.move_on_after(self.config.request_timeout_ms / 1000):
                     try:
@@ -333,14 +341,16 @@ class Consumer:
             return
         self._core.apply_metadata(response, now_ms())
 
-    async def _update_positions(self, deadline: float) -> None:
+    def _step_manual_group(self) -> None:
+        if self._group is not None and not self._subscribed and self._core.assignment:
+            assert self._driver is not None
+            self._driver.step_assigned()
+
+    async def _update_positions(self) -> None:
         if self._core.metadata_due(now_ms()):
             await self._refresh_metadata()
         if not self._core.missing_positions():
             return
-        awaiting = self._core.awaiting_committed
-        if awaiting:
-            await self._look_up_committed(awaiting, deadline)
         for node_id, body in self._core.list_offsets_requests().items():
             node = self._core.cluster.brokers[node_id]
             try:
@@ -350,43 +360,6 @@ class Consumer:
                 self._core.needs_metadata = True
                 continue
             self._core.handle_list_offsets(response)
-
-    async def _look_up_committed(self, awaiting: list[TopicPartition], deadline: float) -> None:
-        """Start manually assigned partitions at the group's committed offsets. A lookup that
-        fails or runs out of time is retried at the next poll: never reset by policy in its
-        place, which could skip or repeat records. It may take up to a second past a short
-        poll's timeout (a ``poll(0)`` must still be able to finish one)."""
-        assert self._group is not None
-        remaining = max(deadline - trio.current_time(), _MIN_LOOKUP_S)
-        timeout = min(self.config.default_api_timeout_ms / 1000, remaining)
-        try:
-            committed = await self._group.fetch_committed(awaiting, timeout)
-        except (KafkaError, *NO_ANSWER) as exc:
-            if isinstance(exc, KafkaError) and not exc.code.retriable:
-                raise
-            logger.warning("group %s: reading committed offsets failed (%s); retrying",
-                           self.config.group_id, exc)
-            return
-        self._core.apply_committed(committed)
-
-    async def _maybe_commit_manual_assignment(self, deadline: float) -> None:
-        """``enable.auto.commit`` for ``assign()`` with ``group.id``: a commit outside any
-        generation every ``auto.commit.interval.ms``, as Kafka's consumer does."""
-        if (self._subscribed or self._group is None or not self.config.enable_auto_commit
-                or trio.current_time() < self._next_manual_commit):
-            return
-        self._next_manual_commit = trio.current_time() + self.config.auto_commit_interval_ms / 1000
-        await self._commit_manual_assignment(max(deadline - trio.current_time(), 0))
-
-    async def _commit_manual_assignment(self, timeout: float) -> None:
-        offsets = self._current_offsets()
-        if not offsets:
-            return
-        assert self._group is not None
-        try:
-            await self._group.commit(offsets, -1, "", timeout)
-        except (KafkaError, *NO_ANSWER) as exc:
-            logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
 
     async def _fetch(self, node_id: int, body: dict[str, Any]) -> None:
         node = self._core.cluster.brokers[node_id]

@@ -85,3 +85,31 @@ async def test_auto_commit_commits_a_manual_assignment_in_poll_and_on_close(tmp_
             assert await poll_values(consumer, 5) == VALUES[5:]
         async with Consumer(config(broker, "on-close", enable_auto_commit=False)) as reader:
             assert (await reader.committed([TP]))[TP] == 10
+
+
+async def test_manual_assignment_works_with_zero_timeout_polls(tmp_path) -> None:
+    """The lookup and the auto-commits run in the background, so polls that never wait
+    still start at the committed offset and get their commits through."""
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("m", 1)
+        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
+        async with Consumer(config(broker, "zero", enable_auto_commit=False)) as committer:
+            committer.assign([TP])
+            await committer.commit({TP: 3})
+        async with Consumer(config(broker, "zero", auto_commit_interval_ms=50)) as consumer:
+            consumer.assign([TP])
+            got: list[bytes] = []
+            with trio.fail_after(20):
+                while len(got) < 7:
+                    got.extend(r.value for r in await consumer.poll(0))
+                    await trio.lowlevel.checkpoint()
+                assert got == VALUES[3:]
+                while (await consumer.committed([TP]))[TP] != 10:
+                    await consumer.poll(0)
+
+
+async def test_assign_with_a_group_needs_async_with() -> None:
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+    with pytest.raises(RuntimeError, match="async with"):
+        consumer.assign([TP])
+    await consumer.close()
