@@ -187,7 +187,8 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
         for segment in in_range:
             before += segment.size
             cleaned = _open_cleaned(log, segment, now_ms)
-            removed += yield from _clean_segment(log, segment, cleaned, offset_map, now_ms, horizons, pacer)
+            removed += yield from _clean_segment(log, segment, cleaned, offset_map, end, now_ms, horizons,
+                                                 pacer)
             after += cleaned.size
             # From here on the files belong to the log, whatever happens.
             finished, cleaned = cleaned, None
@@ -227,11 +228,17 @@ def _open_cleaned(log: PartitionLog, segment: LogSegment, now_ms: int) -> LogSeg
 
 
 def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, offset_map: OffsetMap,
-                   now_ms: int, horizons: list[int], pacer: _Pacer) -> Generator[None, None, int]:
-    """Write the retained batches of ``segment`` to ``target``; returns records dropped."""
+                   end: int, now_ms: int, horizons: list[int], pacer: _Pacer) -> Generator[None, None, int]:
+    """Write the retained batches of ``segment`` to ``target``; returns records dropped.
+
+    Batches from ``end`` on (past where the key map filled) are copied as they are: their
+    keys were not mapped, so their tombstones must not yet get, or pass, a delete horizon."""
     dropped = 0
     for position, header in segment.iter_headers(0):
-        data = _rewrite_batch(log, segment, position, header, offset_map, now_ms)
+        if header.base_offset >= end:
+            data: bytes | None = os.pread(segment.fd, header.size, position)
+        else:
+            data = _rewrite_batch(log, segment, position, header, offset_map, now_ms)
         if data is None:
             dropped += header.records_count
         else:

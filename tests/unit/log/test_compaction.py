@@ -279,3 +279,28 @@ def test_a_batch_with_more_keys_than_the_map_holds_still_gets_cleaned(tmp_path: 
     assert sorted(_latest(cleaned).values()) == sorted(_latest([r for r in before if r[0] < active_base]).values())
     assert len(cleaned) == 3  # one record per key
     log.close()
+
+
+def test_a_tombstone_past_a_full_map_is_kept_until_a_pass_maps_it(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {**COMPACT, "segment.bytes": "100000"})
+    _put(log, b"K", b"value")
+    for key in (b"a", b"b", b"c", b"d"):
+        _put(log, key, b"v")
+    _put(log, b"K", None)  # offset 5: deletes K
+    log.roll(NOW)
+    _put(log, b"z", b"active")
+    log.update_high_watermark(log.log_end_offset)
+    now = NOW
+    ends = []
+    while log.first_dirty_offset < log.active_segment.base_offset:
+        stats = clean_log(log, now, force=True, map_capacity=2)
+        assert stats is not None
+        ends.append(stats.end_offset)
+        now += 2 * HOUR  # past delete.retention.ms before every next pass
+    assert ends[:2] == [2, 4]
+    # Two more passes, long after any horizon: the deleted value never comes back.
+    for _ in range(2):
+        clean_log(log, now, force=True, map_capacity=2)
+        now += 2 * HOUR
+    assert (b"K", b"value") not in [(key, value) for _, key, value in read_all(log)]
+    log.close()
