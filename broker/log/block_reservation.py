@@ -76,14 +76,25 @@ class BlockReservation:
         wanted = max(length, room if whole else min(size, LARGEST_CHUNK, room))
         if reserve(self._fd, size, wanted):
             self._end = size + wanted
-        else:
-            self._enabled = False  # refused once, refused again: stop asking
+            return
+        # Refused once, refused again: stop asking. A refusal for lack of space may still
+        # have allocated part of the range; give that back at once.
+        self._enabled = False
+        self._truncate(size)
+        self.forget()
 
     def release_beyond(self, size: int) -> None:
         """Hand back the blocks past ``size``, the file's size (truncating to it frees them)."""
         if self._end > size:
-            os.ftruncate(self._fd, size)
+            self._truncate(size)
         self.forget()
+
+    def _truncate(self, size: int) -> None:
+        # The reserved space is only a speed-up: failing to free it must not fail a roll.
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as exc:
+            logger.warning("cannot free blocks reserved past %d on fd %d: %s", size, self._fd, exc)
 
     def forget(self) -> None:
         """The file was truncated, which freed whatever was reserved past its new end."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.log import block_reservation
 from broker.log.block_reservation import LARGEST_CHUNK, BlockReservation, reserve
 
 from tests.unit.log.helpers import NOW, batch, open_log, read_all
@@ -95,8 +96,9 @@ def test_recovery_frees_blocks_a_crash_left_reserved(tmp_path: Path) -> None:
         log.append_as_leader(batch([b"z%d" % n + b"." * 3000]), 0, NOW)
     path = log.active_segment.log_path
     assert not _just_the_data(path)
-    # A crash: no close, no clean-shutdown marker; the reserved blocks stay allocated.
-    reopened = open_log(tmp_path)
+    # A crash: no close, no clean-shutdown marker; the reserved blocks stay allocated, and
+    # recovery rescans the segment from the recovery point.
+    reopened = open_log(tmp_path, clean_shutdown=False, recovery_point=0)
     assert [r[2] for r in read_all(reopened)] == [b"z%d" % n + b"." * 3000 for n in range(5)]
     assert _just_the_data(path)
     reopened.close()
@@ -138,3 +140,20 @@ def test_appends_go_on_where_blocks_cannot_be_reserved(tmp_path: Path) -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_refused_reservation_gives_back_what_it_did_allocate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As ext4 does on ENOSPC: part of the range is allocated, and the call still fails.
+    def partly(fd: int, offset: int, length: int) -> bool:
+        reserve(fd, offset, length // 2)
+        return False
+
+    monkeypatch.setattr(block_reservation, "reserve", partly)
+    log = open_log(tmp_path, {"preallocate": "true", "segment.bytes": str(8 * MIB)})
+    log.append_as_leader(batch([b"q" * 100]), 0, NOW)
+    assert _just_the_data(log.active_segment.log_path)
+    log.append_as_leader(batch([b"r" * 100]), 0, NOW)  # no second try, and appends go on
+    assert [r[2] for r in read_all(log)] == [b"q" * 100, b"r" * 100]
+    log.close()
