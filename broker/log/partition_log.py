@@ -99,6 +99,8 @@ class PartitionLog:
         if not clean_shutdown:
             for segment in self.segments:
                 segment.flush()
+            # Files created before the crash may not have had their directory entries synced.
+            self._directory_unsynced = self._parent_unsynced = True
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state()

@@ -96,6 +96,23 @@ def test_fsync_per_append_makes_new_files_durable_in_their_directories(
     log.close()
 
 
+def test_the_first_flush_after_an_unclean_start_syncs_the_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_log(tmp_path).append_as_leader(batch([b"k"]), 0, NOW)  # then "crashes": no close
+    synced: list[Path] = []
+    monkeypatch.setattr(partition_log, "fsync_dir", synced.append)
+    reopened = open_log(tmp_path, clean_shutdown=False)
+    reopened.flush()
+    assert set(synced) == {tmp_path, reopened.directory}
+    reopened.close()
+    synced.clear()
+    after_clean_close = open_log(tmp_path)  # a clean start has nothing left to sync
+    after_clean_close.flush()
+    assert synced == []
+    after_clean_close.close()
+
+
 def test_default_relies_on_replication_not_fsync(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     log.append_as_leader(batch([b"e"]), 0, NOW)
