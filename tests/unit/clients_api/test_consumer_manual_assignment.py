@@ -11,7 +11,7 @@ import trio
 
 from clients.consumer import Consumer, NoOffsetForPartitionError
 from tests.unit.clients_api.test_consumer_group_broker import config, in_thread, produce
-from tests.unit.group.harness import running_group_broker
+from tests.unit.group.harness import GroupBroker, running_group_broker
 
 TP = ("m", 0)
 VALUES = [b"%d" % i for i in range(10)]
@@ -25,24 +25,31 @@ async def poll_values(consumer: Consumer, count: int, timeout: float = 20.0) -> 
     return got
 
 
+MANUAL: dict[str, Any] = {"enable_auto_commit": False}
+
+
+async def fill_and_commit(broker: GroupBroker, group: str, offset: int) -> None:
+    """Topic "m" with VALUES, and ``group``'s committed offset ``offset`` for it."""
+    await broker.create_topic("m", 1)
+    await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
+    async with Consumer(config(broker, group, **MANUAL)) as committer:
+        committer.assign([TP])
+        await committer.commit({TP: offset})
+
+
 async def test_assign_with_a_group_starts_at_the_committed_offset(tmp_path) -> None:
     async with running_group_broker(tmp_path) as broker:
-        await broker.create_topic("m", 1)
-        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
-        manual: dict[str, Any] = {"enable_auto_commit": False}
-        async with Consumer(config(broker, "g", **manual)) as committer:
-            committer.assign([TP])
-            await committer.commit({TP: 4})
-        async with Consumer(config(broker, "g", **manual)) as consumer:
+        await fill_and_commit(broker, "g", 4)
+        async with Consumer(config(broker, "g", **MANUAL)) as consumer:
             consumer.assign([TP])
             assert await consumer.position(TP) == 4
             assert await poll_values(consumer, 6) == VALUES[4:]
         # Another group has no commit: auto.offset.reset (earliest here) decides.
-        async with Consumer(config(broker, "other", **manual)) as fresh:
+        async with Consumer(config(broker, "other", **MANUAL)) as fresh:
             fresh.assign([TP])
             assert await poll_values(fresh, 10) == VALUES
         # With reset "none" and no commit there is no position at all.
-        async with Consumer(config(broker, "none", auto_offset_reset="none", **manual)) as strict:
+        async with Consumer(config(broker, "none", auto_offset_reset="none", **MANUAL)) as strict:
             strict.assign([TP])
             with pytest.raises(NoOffsetForPartitionError):
                 await strict.poll(2000)
@@ -50,17 +57,12 @@ async def test_assign_with_a_group_starts_at_the_committed_offset(tmp_path) -> N
 
 async def test_a_seek_after_assign_wins_over_the_committed_offset(tmp_path) -> None:
     async with running_group_broker(tmp_path) as broker:
-        await broker.create_topic("m", 1)
-        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
-        manual: dict[str, Any] = {"enable_auto_commit": False}
-        async with Consumer(config(broker, "g", **manual)) as consumer:
-            consumer.assign([TP])
-            await consumer.commit({TP: 7})
-        async with Consumer(config(broker, "g", **manual)) as consumer:
+        await fill_and_commit(broker, "g", 7)
+        async with Consumer(config(broker, "g", **MANUAL)) as consumer:
             consumer.assign([TP])
             consumer.seek(TP, 2)
             assert await poll_values(consumer, 8) == VALUES[2:]
-        async with Consumer(config(broker, "g", **manual)) as consumer:
+        async with Consumer(config(broker, "g", **MANUAL)) as consumer:
             consumer.assign([TP])
             consumer.seek_to_end([TP])
             assert await consumer.position(TP) == 10
@@ -91,11 +93,7 @@ async def test_manual_assignment_works_with_zero_timeout_polls(tmp_path) -> None
     """The lookup and the auto-commits run in the background, so polls that never wait
     still start at the committed offset and get their commits through."""
     async with running_group_broker(tmp_path) as broker:
-        await broker.create_topic("m", 1)
-        await in_thread(produce, broker.bootstrap, "m", VALUES, 1)
-        async with Consumer(config(broker, "zero", enable_auto_commit=False)) as committer:
-            committer.assign([TP])
-            await committer.commit({TP: 3})
+        await fill_and_commit(broker, "zero", 3)
         async with Consumer(config(broker, "zero", auto_commit_interval_ms=50)) as consumer:
             consumer.assign([TP])
             got: list[bytes] = []
