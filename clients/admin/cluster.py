@@ -60,6 +60,9 @@ class ClusterMetadata:
     topics: Mapping[str, TopicInfo] = field(default_factory=dict)
     cluster_id: str | None = None
     controller_id: int = -1
+    # Derived per topic on first use: a producer asks for every record it partitions.
+    _available: dict[str, list[int]] = field(default_factory=dict, init=False, repr=False,
+                                             compare=False)
 
     @classmethod
     def from_response(cls, body: Mapping[str, Any]) -> ClusterMetadata:
@@ -106,12 +109,14 @@ class ClusterMetadata:
         return len(info.partitions)
 
     def available_partitions(self, topic: str) -> list[int]:
-        """Partitions of ``topic`` whose leader is a known broker."""
-        info = self.topics.get(topic)
-        if info is None:
-            return []
-        return sorted(p.partition for p in info.partitions.values()
-                      if p.leader in self.brokers)
+        """Partitions of ``topic`` whose leader is a known broker (do not modify the list)."""
+        cached = self._available.get(topic)
+        if cached is None:
+            info = self.topics.get(topic)
+            cached = [] if info is None else sorted(
+                p.partition for p in info.partitions.values() if p.leader in self.brokers)
+            self._available[topic] = cached
+        return cached
 
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         info = self.topics.get(topic)

@@ -9,6 +9,7 @@ record must go out now.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any, Iterable, Mapping
 
@@ -54,6 +55,7 @@ class BlockingProducer:
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
                                             config.request_timeout_ms / 1000)
         self._closed = False
+        self._next_check_ms = 0.0  # when send() must next look for sendable batches
 
     def send(self, topic: str, value: Any, key: Any = None,
              headers: Iterable[tuple[str, Any]] | None = None, partition: int | None = None,
@@ -63,8 +65,13 @@ class BlockingProducer:
             raise RuntimeError("cannot send after the producer is closed")
         self._wait_for_topic(topic)
         future = BlockingDeliveryFuture(self)
-        self._core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
-        self._send_ready(flushing=False)
+        now = now_ms()
+        _, created = self._core.append(topic, value, key, headers, partition, timestamp, future, now)
+        # Nothing can have become sendable unless this record started a batch (the one before
+        # may be full) or the time the last check named has come: skip the scan otherwise.
+        if created or now >= self._next_check_ms:
+            wait_ms = self._send_ready(flushing=False)
+            self._next_check_ms = math.inf if wait_ms is None else now_ms() + wait_ms
         return future
 
     def flush(self, timeout: float | None = None) -> None:

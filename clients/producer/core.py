@@ -126,8 +126,9 @@ class ProducerCore:
 
     def append(self, topic: str, value: Any, key: Any, headers: Iterable[tuple[str, Any]] | None,
                partition: int | None, timestamp: int | None, future: DeliveryFuture,
-               now: float) -> ProducerBatch:
-        """Partition and batch one record (the topic's metadata must be known)."""
+               now: float) -> tuple[ProducerBatch, bool]:
+        """Partition and batch one record (the topic's metadata must be known); returns its
+        batch and whether that batch was started by this record."""
         key_b, value_b = as_bytes(key), as_bytes(value)
         header_t = normalise_headers(headers)
         size = estimate_record_size(key_b, value_b, header_t)
@@ -137,13 +138,13 @@ class ProducerCore:
                              f"({self.config.max_request_size})")
         chosen = self.choose_partition(topic, key_b, partition)
         stamp = wall_clock_ms() if timestamp is None else int(timestamp)
-        batch, _ = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
-                                           future, now)
+        batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
+                                                 future, now)
         if key_b is None and partition is None:
             count = self.cluster.partition_count(topic) or 1
             self.partitioner.record_produced(topic, chosen, size, count,
                                              self.cluster.available_partitions(topic))
-        return batch
+        return batch, created
 
     # ---- sending ----
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import trio
 
@@ -139,6 +141,28 @@ async def test_blocking_producer_sends_on_flush(nursery: trio.Nursery) -> None:
     offsets = await in_thread(run)
     assert offsets == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     assert values(cluster, "t", 0) == [b"0", b"2", b"4", b"6", b"8"]
+
+
+async def test_blocking_producer_sends_full_batches_and_lingered_ones_from_send(
+    nursery: trio.Nursery
+) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+
+    def run() -> tuple[bool, bool]:
+        with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "60000",
+                               "batch.size": "1000"}) as producer:
+            full = [producer.send("t", b"y" * 100, partition=0) for _ in range(12)]
+            first_batch_sent = full[0].done()  # the 11th record started a new batch
+        with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "1",
+                               "batch.size": "100000"}) as producer:
+            lingered = producer.send("t", b"z", partition=0)
+            deadline = time.monotonic() + 5
+            while not lingered.done() and time.monotonic() < deadline:
+                producer.send("t", b"more", partition=0)  # each send checks linger
+            return first_batch_sent, lingered.done()
+
+    assert await in_thread(run) == (True, True)
 
 
 def test_config_follows_kafka_names_and_defaults() -> None:
