@@ -5,19 +5,16 @@ requests to it, topic creation, and latency percentiles."""
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Mapping
 
 from broker.launcher import bootstrap_quorum
 from broker.launcher.layout import ClusterInfo
+from broker.tools.waiting import wait_for
 from clients.connection import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 
 HOST = "127.0.0.1"
-T = TypeVar("T")
-
-
 def start_cluster(directory: Path, nodes: int,
                   overrides: Mapping[str, str] | None = None) -> ClusterInfo:
     """`nodes` combined nodes on random ports under `directory`; another port range is tried
@@ -37,18 +34,6 @@ def request(port: int, api_key: int, body: dict[str, Any],
     """One request on a fresh connection to the broker at `port`."""
     with BlockingKafkaConnection(HOST, port, client_id="bench", timeout=30) as conn:
         return conn.request(api_key, body, version)
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 90.0) -> T:
-    """`probe()`'s first truthy result, polled until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def create_topic(port: int, name: str, partitions: int, rf: int,

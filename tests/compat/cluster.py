@@ -11,33 +11,19 @@ import random
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Iterator, Mapping
 
 import pytest
 
 from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
 from broker.launcher.processes import log_tail
+from broker.tools.waiting import wait_for
 from clients.connection import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
 
-T = TypeVar("T")
-
 HOST = "127.0.0.1"
 CLIENT_ID = "raftka-compat-tests"
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 20.0,
-             interval: float = 0.05) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 class Cluster:

@@ -31,6 +31,7 @@ from broker.launcher import (
     stop_quorum,
 )
 from broker.launcher.processes import is_running, log_tail, read_pid
+from broker.tools.waiting import wait_for as poll_until
 from clients.connection import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
@@ -60,19 +61,13 @@ CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
              interval: float = 0.05, details: Callable[[], str] | None = None) -> T:
-    """Poll `probe` until it returns a truthy value and return it; fail naming `what` (and
-    the output of `details`, e.g. log tails) once `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            extra = f"\n{details()}" if details is not None else ""
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what} "
-                        f"(last probe: {last!r}){extra}")
-        time.sleep(interval)
+    """`broker.tools.waiting.wait_for`, failing the test with the output of `details`
+    (e.g. log tails) appended."""
+    try:
+        return poll_until(probe, what, timeout, interval)
+    except TimeoutError as exc:
+        extra = f"\n{details()}" if details is not None else ""
+        pytest.fail(f"{exc}{extra}")
 
 
 # --- requests ------------------------------------------------------------------------------

@@ -7,13 +7,13 @@ import random
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.tools.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -43,14 +43,6 @@ def raftka(*args: str, stdin: str | None = None, timeout: float = 60
            ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([RAFTKA, *args], input=stdin, capture_output=True, text=True,
                           timeout=timeout)
-
-
-def wait_for(predicate, timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_topics_create_list_describe_alter_delete(cluster: ClusterInfo) -> None:
@@ -89,7 +81,7 @@ def test_topics_create_list_describe_alter_delete(cluster: ClusterInfo) -> None:
         out = raftka("topics", "--bootstrap-server", b, "--describe", "--topic", "orders")
         return "PartitionCount: 5" in out.stdout
 
-    wait_for(five_partitions, what="5 partitions")
+    wait_for(five_partitions, "5 partitions", 15)
     under = raftka("topics", "--bootstrap-server", b, "--describe", "--topic", "orders",
                    "--under-replicated-partitions")
     assert under.returncode == 0 and under.stdout.strip() == ""
@@ -97,7 +89,7 @@ def test_topics_create_list_describe_alter_delete(cluster: ClusterInfo) -> None:
     deleted = raftka("topics", "--bootstrap-server", b, "--delete", "--topic", "orders")
     assert deleted.returncode == 0, deleted.stderr
     wait_for(lambda: "orders" not in raftka("topics", "--bootstrap-server", b,
-                                            "--list").stdout.split(), what="deletion")
+                                            "--list").stdout.split(), "deletion", 15)
     missing = raftka("topics", "--bootstrap-server", b, "--describe", "--topic", "orders")
     assert missing.returncode == 1
     assert "Topic 'orders' does not exist as expected" in missing.stderr

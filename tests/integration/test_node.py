@@ -11,9 +11,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Iterator
 
 import pytest
 import trio
@@ -24,30 +23,17 @@ from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_q
 from broker.launcher.processes import exit_code, log_tail, read_pid
 from broker.metadata_bridge import MetadataBridge
 from broker.network import ConnectionContext
+from broker.tools.waiting import wait_for
 from clients.connection import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, encode_response
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from tests.conftest import REPO_ROOT
 
-T = TypeVar("T")
-
 HOST = "127.0.0.1"
 # Quicker heartbeats and sessions: a node stopping after the quorum lost its majority waits
 # one session for a controller before it gives up on controlled shutdown.
 FAST_LIFECYCLE = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def start_cluster(cluster_dir: Path, **kwargs: Any) -> ClusterInfo:

@@ -4,26 +4,17 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import trio
 
+from broker.tools.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.unit.group.harness import GroupBroker, running_group_broker
 
 FAST_CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 100,
                  "auto.offset.reset": "earliest", "enable.auto.commit": False}
-
-
-def wait_until(probe: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
 
 
 async def ready(broker: GroupBroker, group: str = "g") -> None:
@@ -112,7 +103,7 @@ def _three_consumers_share_then_two_take_over(bootstrap: str, strategy: str) -> 
         _poll(consumers, first)
         return [len(c.assignment()) for c in consumers] == [2, 2, 2]
 
-    wait_until(balanced, "three members with two partitions each")
+    wait_for(balanced, "three members with two partitions each")
     owned = [{tp.partition for tp in c.assignment()} for c in consumers]
     assert set().union(*owned) == set(range(6))
     # Until the first commit a moved partition may be read twice, never skipped.
@@ -130,7 +121,7 @@ def _three_consumers_share_then_two_take_over(bootstrap: str, strategy: str) -> 
         _poll(rest, later)
         return sorted(p.partition for c in rest for p in c.assignment()) == list(range(6))
 
-    wait_until(taken_over, "the two remaining members covering all six partitions")
+    wait_for(taken_over, "the two remaining members covering all six partitions")
     produce(bootstrap, "t6", 30, 6)
     _consume_all(rest, {b"%d" % i for i in range(30)}, later)
     # Everything after the commit arrives exactly once: nothing lost, nothing read again.
