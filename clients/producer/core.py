@@ -75,6 +75,7 @@ class ProducerCore:
         self.metadata_fetched_ms: float | None = None
         self.topics: set[str] = set()
         self.needs_metadata = False
+        self._metadata_failing = False
         self.partitioner = StickyPartitioner(config.batch_size)
         self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
                                              config.compression, config.max_in_flight == 1)
@@ -88,7 +89,18 @@ class ProducerCore:
             return bool(self.topics)
         return now - self.metadata_fetched_ms >= self.config.metadata_max_age_ms
 
+    def metadata_failed(self, error: BaseException) -> None:
+        """Log a failed metadata refresh: once at WARNING until a refresh succeeds again,
+        since the drivers retry every ``retry.backoff.ms``."""
+        if self._metadata_failing:
+            logger.debug("metadata refresh failed: %s", error)
+        else:
+            self._metadata_failing = True
+            logger.warning("metadata refresh failed (retrying until max.block.ms or "
+                           "delivery.timeout.ms): %s", error)
+
     def apply_metadata(self, response: dict[str, Any], now: float) -> None:
+        self._metadata_failing = False
         self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
         self.metadata_fetched_ms = now
         self.needs_metadata = any(
@@ -211,6 +223,14 @@ class ProducerCore:
                 batch.succeed(result["base_offset"], result.get("log_append_time_ms", -1))
                 continue
             message = result.get("error_message") or code.message
+            if code == ErrorCode.MESSAGE_TOO_LARGE and len(batch.futures) > 1:
+                # As Kafka's producer does: retry the records in smaller batches, so only a
+                # record that can never fit fails.
+                parts = self.accumulator.split(batch)
+                logger.debug("%s-%d refused a batch of %d records as too large; split into "
+                             "%d", batch.topic, batch.partition, len(batch.futures),
+                             len(parts))
+                continue
             if code in _METADATA_ERRORS:
                 self.needs_metadata = True
             self._retry_or_fail(batch, KafkaError(code, message), now)
