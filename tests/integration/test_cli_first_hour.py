@@ -1,6 +1,6 @@
 """What a new user of the console tools sees when something is wrong: one line and a
 non-zero exit for each error, no lost records, no log floods, no silent hangs or successes
-(each a `raftka` subprocess against a real one-node cluster, or against a dead port)."""
+(each a `raftka` subprocess against the CLI tests' cluster, or against a dead port)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.launcher import ClusterInfo
 from broker.tools.waiting import wait_for
 from clients.producer import BlockingProducer
-from tests.integration.quorum_helpers import _random_base_port
 from tests.integration.quorum_helpers import start_cluster  # noqa: F401  (fixture)
+from tests.integration.test_cli_tools import cluster  # noqa: F401  (the shared cluster)
 
 pytestmark = pytest.mark.slow
 
@@ -24,22 +23,8 @@ RAFTKA = str(Path(sys.executable).parent / "raftka")
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    cluster_dir = tmp_path_factory.mktemp("first-hour")
-    info: ClusterInfo | None = None
-    for attempt in range(5):
-        try:
-            info = bootstrap_quorum(cluster_dir / str(attempt), nodes=1,
-                                    base_port=_random_base_port(), timeout=60)
-            break
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    assert info is not None, "no free port range found"
-    try:
-        yield info.bootstrap_servers
-    finally:
-        stop_quorum(info.dir)
+def bootstrap(cluster: ClusterInfo) -> str:
+    return cluster.bootstrap_servers
 
 
 @pytest.fixture
