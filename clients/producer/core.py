@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from clients.admin.cluster import ClusterMetadata
 from clients.net import KafkaConnectionError
+from clients.net.failure_log import RepeatedFailureLog
 from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
@@ -75,7 +76,8 @@ class ProducerCore:
         self.metadata_fetched_ms: float | None = None
         self.topics: set[str] = set()
         self.needs_metadata = False
-        self._metadata_failing = False
+        self._metadata_log = RepeatedFailureLog(
+            logger, "metadata refresh", "retrying until max.block.ms or delivery.timeout.ms")
         self.partitioner = StickyPartitioner(config.batch_size)
         self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
                                              config.compression, config.max_in_flight == 1)
@@ -90,17 +92,11 @@ class ProducerCore:
         return now - self.metadata_fetched_ms >= self.config.metadata_max_age_ms
 
     def metadata_failed(self, error: BaseException) -> None:
-        """Log a failed metadata refresh: once at WARNING until a refresh succeeds again,
-        since the drivers retry every ``retry.backoff.ms``."""
-        if self._metadata_failing:
-            logger.debug("metadata refresh failed: %s", error)
-        else:
-            self._metadata_failing = True
-            logger.warning("metadata refresh failed (retrying until max.block.ms or "
-                           "delivery.timeout.ms): %s", error)
+        """A metadata refresh failed (the drivers retry every ``retry.backoff.ms``)."""
+        self._metadata_log.failed(error)
 
     def apply_metadata(self, response: dict[str, Any], now: float) -> None:
-        self._metadata_failing = False
+        self._metadata_log.succeeded()
         self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
         self.metadata_fetched_ms = now
         self.needs_metadata = any(
