@@ -1,9 +1,10 @@
 """Telling the user why a group has no coordinator, at a bounded rate (pure: the caller
 supplies the time and logs what it is given).
 
-A search that fails briefly is normal (a fresh cluster creates ``__consumer_offsets`` on
-the first lookup), so nothing is said until it has failed for ``grace_ms``; after that the
-latest reason is repeated at most every ``interval_ms`` while the search goes on.
+An error answer for a short while is normal (a fresh cluster creates ``__consumer_offsets``
+on the first lookup), so nothing is said until the search has failed for ``grace_ms``; no
+answer at all (no broker reachable) is said at once. After that the latest reason is
+repeated at most every ``interval_ms`` while the search goes on.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ class CoordinatorSearchReport:
         self._next_report: float | None = None
         self._reported = False
 
-    def failed(self, reason: str, now: float) -> str | None:
-        """A lookup failed; returns the message to log now, or None."""
+    def failed(self, reason: str, now: float, unanswered: bool = False) -> str | None:
+        """A lookup failed (``unanswered``: no broker answered it); returns the message to
+        log now, or None."""
         if self._failing_since is None:
             self._failing_since = now
             self._next_report = now + self.grace_ms
+        if unanswered and not self._reported:
+            self._next_report = now
         assert self._next_report is not None
         if now < self._next_report:
             return None
@@ -36,7 +40,7 @@ class CoordinatorSearchReport:
         self._reported = True
         seconds = (now - self._failing_since) / 1000
         return (f"group {self.group_id} has no coordinator after {seconds:.0f} s: {reason}; "
-                "still retrying")
+                "retrying")
 
     def found(self) -> str | None:
         """A coordinator was found; returns a message if failures were reported."""

@@ -151,7 +151,7 @@ class GroupClient:
             code = ErrorCode.from_code(response.get("error_code", 0))
             reason = coordinator_error_reason(code.name,
                                               response.get("error_message") or code.message)
-        message = self._search_report.failed(reason, now_ms())
+        message = self._search_report.failed(reason, now_ms(), unanswered=response is None)
         if message is not None:
             logger.warning(message)
 
