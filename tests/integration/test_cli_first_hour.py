@@ -112,7 +112,7 @@ def test_console_consumer_on_a_missing_topic_fails_in_one_line(bootstrap: str) -
 
 
 def test_debug_log_level_adds_the_traceback(bootstrap: str) -> None:
-    consumed = raftka("--log-level", "DEBUG", "console-consumer", "--bootstrap-server",
+    consumed = raftka("--log-level", "debug", "console-consumer", "--bootstrap-server",
                       bootstrap, "--topic", "no-such-topic", "--timeout-ms", "1000")
     assert consumed.returncode == 1
     assert "Traceback (most recent call last)" in consumed.stderr
