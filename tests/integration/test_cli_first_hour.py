@@ -162,6 +162,9 @@ def test_dead_bootstrap_server_fails_in_one_line(dead_server: str) -> None:
     consumed = raftka("console-consumer", "--bootstrap-server", dead_server, "--topic", "t")
     line = one_error_line(consumed)
     assert line.startswith("raftka console-consumer: no broker is reachable"), line
+    for command in (["groups", "--list"], ["topics", "--list"], ["broker-api-versions"]):
+        line = one_error_line(raftka(*command, "--bootstrap-server", dead_server))
+        assert "no broker is reachable" in line, line
 
 
 def test_console_producer_against_a_dead_server_says_so_once_then_gives_up(
