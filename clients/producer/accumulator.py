@@ -94,7 +94,9 @@ class RecordAccumulator:
         if head.attempts:
             return head.retry_at_ms
         queue = self._batches[tp]
-        if flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size:
+        # A closed builder before any attempt is a split batch: its records have lingered.
+        if (flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size
+                or head.builder.is_closed):
             return 0.0
         return head.created_ms + self.linger_ms
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
+
+from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
 from clients.producer.accumulator import RecordAccumulator
 from clients.producer.future import DeliveryFuture
 from clients.records.batch import decode_batch
+
+CLUSTER = ClusterMetadata(
+    brokers={1: BrokerNode(1, "127.0.0.1", 9092)},
+    topics={"t": TopicInfo("t", uuid.UUID(int=1), 0,
+                           False, {0: PartitionInfo("t", 0, 1, 0, (1,), (1,))})})
 
 
 def test_split_isolates_the_big_record_and_keeps_order_futures_and_queue_place() -> None:
@@ -29,3 +37,15 @@ def test_split_isolates_the_big_record_and_keeps_order_futures_and_queue_place()
     assert [d for p in parts for _, d, _ in p.futures] == [0, 0, 0, 1]
     assert list(acc) == [*parts, later]
     assert all(p.builder.is_closed and not p.in_flight for p in parts)
+
+
+def test_a_split_batch_is_sent_without_lingering_again() -> None:
+    acc = RecordAccumulator(batch_size=1000, linger_ms=60000, compression=0,
+                            guarantee_order=False)
+    for value in (b"a" * 60, b"b" * 60):
+        batch, _ = acc.append("t", 0, 0, None, value, (), DeliveryFuture(), 0.0)
+    [refused] = acc.drain(CLUSTER, 1, 1 << 20, 0.0, flushing=True)
+    first, second = acc.split(refused)
+    assert acc.drain(CLUSTER, 1, 1 << 20, 1.0, flushing=False) == [first]
+    acc.complete(first)
+    assert acc.drain(CLUSTER, 1, 1 << 20, 2.0, flushing=False) == [second]
