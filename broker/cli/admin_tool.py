@@ -11,6 +11,13 @@ from typing import Any, Callable
 Outcome = list[str] | tuple[list[str], int]
 
 
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """`--bootstrap-server` (required) and `--command-config`, as Kafka's admin tools."""
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="a properties file of admin client settings")
+
+
 def admin_config(args: argparse.Namespace, client_id: str) -> dict[str, str]:
     """`--command-config` properties, then `--bootstrap-server`; `client_id` unless set."""
     config: dict[str, str] = {}

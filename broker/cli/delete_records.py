@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from broker.cli.admin_tool import add_connection_options, run_admin_tool
+
 CLIENT_ID = "raftka-delete-records"
 ERROR_PREFIX = "Error: "
 JSON_VERSION = 1
@@ -24,12 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "delete-records", help="delete records before given offsets (like "
                                "kafka-delete-records.sh)")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_options(parser)
     parser.add_argument("--offset-json-file", required=True, metavar="FILE",
                         help='{"partitions": [{"topic": "t", "partition": 0, "offset": 3}], '
                              '"version": 1}; offset -1 is the high watermark')
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
     parser.set_defaults(func=run)
 
 
@@ -107,6 +107,4 @@ def _execute(args: argparse.Namespace, admin: Any) -> tuple[list[str], int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.cli.admin_tool import run_admin_tool
-
     return run_admin_tool(args, CLIENT_ID, _execute, ERROR_PREFIX)

@@ -12,6 +12,8 @@ import re
 import sys
 from typing import Any, Iterable, Mapping
 
+from broker.cli.admin_tool import add_connection_options, run_admin_tool
+
 ERROR_PREFIX = "Error occurred: "
 CLIENT_ID = "raftka-get-offsets"
 # Kafka 3.x's names for the special times, besides their numbers.
@@ -22,7 +24,7 @@ NO_MATCH = "Could not match any topic-partitions with the specified filters"
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "get-offsets", help="print partition offsets by time (like kafka-get-offsets.sh)")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_options(parser)
     parser.add_argument("--topic", metavar="REGEX",
                         help="topics to query, a regular expression matching whole names "
                              "(default: every topic)")
@@ -35,8 +37,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "record is at or after it (default: -1)")
     parser.add_argument("--exclude-internal-topics", action="store_true",
                         help="leave out internal topics")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
     parser.set_defaults(func=run)
 
 
@@ -118,6 +118,4 @@ def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.cli.admin_tool import run_admin_tool
-
     return run_admin_tool(args, CLIENT_ID, _execute, ERROR_PREFIX)

@@ -13,6 +13,8 @@ import argparse
 import base64
 from typing import Any, Sequence
 
+from broker.cli.admin_tool import add_connection_options, run_admin_tool
+
 CLIENT_ID = "raftka-topics"
 ERROR_PREFIX = "Error while executing topic command : "
 
@@ -20,7 +22,7 @@ ERROR_PREFIX = "Error while executing topic command : "
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("topics", help="create, list, describe, alter or delete "
                                    "topics (like kafka-topics.sh)")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_options(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create a topic")
     action.add_argument("--list", action="store_true", help="list the topics")
@@ -49,8 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "their replica set")
     parser.add_argument("--exclude-internal", action="store_true",
                         help="with --list or --describe: leave out internal topics")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
     parser.set_defaults(func=run)
 
 
@@ -224,7 +224,5 @@ def _alter(args: argparse.Namespace, admin: Any, topics: list[str]) -> list[str]
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.cli.admin_tool import run_admin_tool
-
     return run_admin_tool(args, CLIENT_ID, _execute, ERROR_PREFIX,
                           lambda exc: _message(exc, args.topic))
