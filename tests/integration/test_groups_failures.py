@@ -126,7 +126,8 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
                          **SURVIVING_MEMBER})
     consumer.subscribe(["fo"])
     got: list[bytes] = []
-    consume_until(consumer, got, lambda: set(first) <= set(got), "the first 30 records")
+    consume_until(consumer, got, lambda: set(first) <= set(got), "the first 30 records",
+                  timeout=FAILOVER_TIMEOUT_S)
     consumer.commit(asynchronous=False)
     old = coordinator_of(cluster, "fo", 1)
     committed = fetch_committed(cluster, old, "fo", "fo", 3)
@@ -158,7 +159,8 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
                         **CONSUMER})
     resumed.subscribe(["fo"])
     last: list[bytes] = []
-    consume_until(resumed, last, lambda: len(last) >= len(third), "the last 6 records")
+    consume_until(resumed, last, lambda: len(last) >= len(third), "the last 6 records",
+                  timeout=FAILOVER_TIMEOUT_S)
     resumed.close()
     assert sorted(last) == sorted(third)
 
