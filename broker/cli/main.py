@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "broker.cli.dump_log",
     "broker.cli.quorum",
     "broker.cli.topics",
+    "broker.cli.get_offsets",
+    "broker.cli.delete_records",
     "broker.cli.console_producer",
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
