@@ -98,7 +98,9 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
     from clients.consumer import CommitFailedError, Consumer
 
     processed = 0
-    async with Consumer(config) as consumer:
+    async with Consumer(config) as consumer, trio.open_nursery() as nursery:
+        stop = trio.CancelScope()
+        nursery.start_soon(_stop_on_signal, stop)
         if args.group is not None:
             consumer.subscribe([args.topic])
         else:
@@ -113,20 +115,21 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
         idle_deadline = None if args.timeout_ms is None else \
             trio.current_time() + args.timeout_ms / 1000
         try:
-            while args.max_messages is None or processed < args.max_messages:
-                wait_ms = 1000.0
-                if idle_deadline is not None:
-                    wait_ms = max((idle_deadline - trio.current_time()) * 1000, 0)
-                limit = None if args.max_messages is None else args.max_messages - processed
-                records = await consumer.poll(wait_ms, max_records=limit)
-                if records:
-                    out.write(b"".join(formatter.format(r) for r in records))
-                    out.flush()
-                    processed += len(records)
-                    if args.timeout_ms is not None:
-                        idle_deadline = trio.current_time() + args.timeout_ms / 1000
-                elif idle_deadline is not None and trio.current_time() >= idle_deadline:
-                    break
+            with stop:
+                while args.max_messages is None or processed < args.max_messages:
+                    wait_ms = 1000.0
+                    if idle_deadline is not None:
+                        wait_ms = max((idle_deadline - trio.current_time()) * 1000, 0)
+                    limit = None if args.max_messages is None else args.max_messages - processed
+                    records = await consumer.poll(wait_ms, max_records=limit)
+                    if records:
+                        out.write(b"".join(formatter.format(r) for r in records))
+                        out.flush()
+                        processed += len(records)
+                        if args.timeout_ms is not None:
+                            idle_deadline = trio.current_time() + args.timeout_ms / 1000
+                    elif idle_deadline is not None and trio.current_time() >= idle_deadline:
+                        break
             if args.group is not None:
                 # Everything printed is consumed: commit it before leaving the group.
                 try:
@@ -134,8 +137,23 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
                 except CommitFailedError as exc:
                     print(f"WARN {exc}", file=sys.stderr)
         finally:
+            nursery.cancel_scope.cancel()
             print(f"Processed a total of {processed} messages", file=sys.stderr)
     return 0
+
+
+async def _stop_on_signal(stop: Any) -> None:
+    """SIGINT or SIGTERM ends the poll loop, so the consumer commits and leaves its group
+    (Kafka's console consumer closes from its shutdown hook); a second signal stops at once."""
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if stop.cancel_called:
+                raise KeyboardInterrupt
+            stop.cancel()
 
 
 def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:

@@ -4,6 +4,7 @@ non-zero exit for each error, no lost records, no log floods, no silent hangs or
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -215,3 +216,41 @@ def test_group_consumer_says_when_the_group_can_get_no_coordinator(
         ["console-consumer", "--bootstrap-server", bootstrap, "--topic", "t", "--group", "g"],
         "offsets.topic.replication.factor", tmp_path, timeout=30)
     assert "group g has no coordinator" in stderr and "COORDINATOR_NOT_AVAILABLE" in stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_makes_the_group_consumer_commit_and_leave(
+        bootstrap: str, tmp_path: Path, signum: int) -> None:
+    topic = group = f"leave-on-{signal.Signals(signum).name.lower()}"
+    create_topic(bootstrap, topic)
+    producer = raftka("console-producer", "--bootstrap-server", bootstrap, "--topic", topic,
+                      stdin="a\nb\n")
+    assert producer.returncode == 0, producer.stderr
+    out = tmp_path / "out.txt"
+    with out.open("wb") as stdout:
+        # A session far longer than the deadline below: only leaving can empty the group.
+        process = subprocess.Popen(
+            [RAFTKA, "console-consumer", "--bootstrap-server", bootstrap, "--topic", topic,
+             "--group", group, "--from-beginning",
+             "--consumer-property", "session.timeout.ms=45000"],
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: out.read_text().splitlines() == ["a", "b"], "both records printed", 30)
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert stderr.decode().splitlines() == ["Processed a total of 2 messages"]
+
+    def state() -> str:
+        return raftka("groups", "--bootstrap-server", bootstrap, "--describe", "--group",
+                      group, "--state").stdout
+
+    wait_for(lambda: "Empty" in state(), "the group empty after its only member left", 10)
+    offsets = raftka("groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
+    rows = [line.split() for line in offsets.stdout.splitlines()]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...: both records committed
+    assert [row[1:6] for row in rows if row[:2] == [group, topic]] == [[topic, "0", "2", "2",
+                                                                        "0"]]
