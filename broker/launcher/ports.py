@@ -13,7 +13,7 @@ import os
 import random
 import socket
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from broker.launcher.cluster import bootstrap_quorum
 from broker.launcher.layout import HOST, ClusterInfo, plan_cluster
@@ -82,15 +82,24 @@ def pick_base_port(nodes: int = 3, controllers: int = 0,
                    rng: random.Random | None = None) -> int:
     """A base port whose whole cluster layout lies in the range, avoids reserved ports and
     is free now. LauncherError when none is found."""
+    low, _ = port_range or configured_port_range()
+    offsets = [port - low for port in cluster_ports(nodes, controllers, low, overrides)]
+    return pick_block(offsets, port_range, rng)
+
+
+def pick_block(offsets: Sequence[int], port_range: tuple[int, int] | None = None,
+               rng: random.Random | None = None) -> int:
+    """A base port such that ``base + offset``, for every offset, lies in the range, is not
+    reserved and is free now. LauncherError when none is found."""
     low, high = port_range or configured_port_range()
-    span = max(cluster_ports(nodes, controllers, low, overrides)) - low + 1
+    span = max(offsets) + 1
     if high - low + 1 < span:
         raise LauncherError(f"port range {low}-{high} ({PORT_RANGE_ENV}) is narrower than "
-                            f"the {span} ports a cluster of this layout spans")
+                            f"the {span} ports this layout spans")
     choose = rng or random
     for _ in range(PICK_ATTEMPTS):
         base = choose.randint(low, high - span + 1)
-        if _usable(cluster_ports(nodes, controllers, base, overrides), low, high):
+        if _usable([base + offset for offset in offsets], low, high):
             return base
     raise LauncherError(f"no free block of ports in {low}-{high} ({PORT_RANGE_ENV}) after "
                         f"{PICK_ATTEMPTS} tries")
