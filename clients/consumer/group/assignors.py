@@ -173,13 +173,17 @@ class CooperativeStickyAssignor:
     name = "cooperative-sticky"
     cooperative = True
 
+    def __init__(self, constrained: bool = True) -> None:
+        """``constrained``: see :func:`sticky_assign`."""
+        self.constrained = constrained
+
     def user_data(self, assigned: Sequence[TopicPartition], generation_id: int) -> bytes | None:
         return encode_generation_user_data(generation_id)
 
     def assign(self, partition_counts: Mapping[str, int],
                members: Iterable[MemberSubscription]) -> dict[str, list[TopicPartition]]:
         group = [cooperative_member(m) for m in members]
-        full = sticky_assign(partition_counts, group)
+        full = sticky_assign(partition_counts, group, constrained=self.constrained)
         return cooperative_adjust(full, group)
 
 

@@ -39,9 +39,14 @@ class StickyMember:
     generation: int = DEFAULT_GENERATION
 
 
-def sticky_assign(partition_counts: Mapping[str, int],
-                  members: Iterable[StickyMember]) -> dict[str, list[TopicPartition]]:
-    """Partitions per member id; topics missing from ``partition_counts`` are skipped."""
+def sticky_assign(partition_counts: Mapping[str, int], members: Iterable[StickyMember],
+                  *, constrained: bool = True) -> dict[str, list[TopicPartition]]:
+    """Partitions per member id; topics missing from ``partition_counts`` are skipped.
+
+    With ``constrained`` (Java's choice) equal subscriptions take the constrained
+    assignment; without it every group takes the general one, as librdkafka's sticky
+    assignor does (it has no constrained path), so the two can differ after a
+    membership change while both stay balanced and move as few partitions."""
     group = sorted(members, key=lambda m: m.member_id)
     if not group:
         return {}
@@ -49,7 +54,7 @@ def sticky_assign(partition_counts: Mapping[str, int],
                  for m in group}
     current, previous = _current_owners(group, potential)
     topic_sets = {frozenset(t for t in m.topics if t in partition_counts) for m in group}
-    if len(topic_sets) == 1:
+    if constrained and len(topic_sets) == 1:
         return _constrained(group, potential, current)
     return _general(group, potential, current, previous)
 
@@ -236,7 +241,9 @@ class _General:
             members.sort(key=lambda m: (len(remaining[m]), m))
         was_empty = not out
         seen = set(out)
-        out.extend(tp for tp in everything if tp not in seen)
+        # The rest follow last topic first, last partition first: the order librdkafka's
+        # maps give them (they iterate newest entry first), which decides who gets them.
+        out.extend(tp for tp in reversed(everything) if tp not in seen)
         return sorted(out) if was_empty else out
 
     def _identical_subscriptions(self) -> bool:
