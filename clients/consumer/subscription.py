@@ -45,6 +45,8 @@ class SubscriptionDriver:
         self.current_offsets = current_offsets
         self.on_assign: Listener | None = None
         self.on_revoke: Listener | None = None
+        # Told the offsets of every successful background auto-commit (interceptors).
+        self.on_committed: Callable[[dict[TopicPartition, int]], None] | None = None
         self.next_metadata_watch = math.inf
         self._next_auto_commit = math.inf
         self._auto_commit_done: trio.Event | None = None   # the auto-commit in flight
@@ -159,6 +161,8 @@ class SubscriptionDriver:
         try:
             await self.group.commit(offsets, generation_id, member_id,
                                      self.config.default_api_timeout_ms / 1000)
+            if self.on_committed is not None:
+                self.on_committed(offsets)
         except (KafkaError, *NO_ANSWER) as exc:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
         finally:
