@@ -258,3 +258,21 @@ def test_eager_member_still_revokes_everything_before_joining() -> None:
     sticky = decode_subscription(join.body["protocols"][0]["metadata"])
     assert sticky.owned_partitions == ()
     assert decode_sticky_user_data(sticky.user_data or b"") == ((("t", 0),), 0)
+
+
+def test_a_member_that_stops_polling_leaves_the_group() -> None:
+    m = GroupMembership(GroupSettings("g", 10000, 30000, 3000, 100),
+                        [CooperativeStickyAssignor()])
+    m.subscribe(["t"])
+    m.on_poll(0)
+    _joined(m, [("t", 0)], 0)
+    m.take_assignment()
+    m.handle_response(ApiKey.HEARTBEAT, {"error_code": 0}, 29_000)
+    m.on_poll(1000)
+    leave = m.next_action(31_001)          # max.poll.interval.ms (30000) after the poll
+    assert leave.api_key == ApiKey.LEAVE_GROUP
+    assert m.state == MemberState.UNJOINED and m.partitions_lost
+    # Lost partitions are given up whole, without a commit, even when cooperative.
+    assert m.partitions_to_revoke() is None        # no rejoin until the next poll
+    m.on_poll(31_002)
+    assert m.partitions_to_revoke() == [("t", 0)]
