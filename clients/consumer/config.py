@@ -18,6 +18,7 @@ from clients.admin.settings import (
 )
 from clients.consumer.group.assignors import assignor_names
 from clients.net import parse_bootstrap_servers
+from clients.interceptors import parse_interceptors
 from clients.serde import Deserializer, deserializer, is_identity
 
 
@@ -26,17 +27,6 @@ def parse_deserializer(value: Any) -> Deserializer | None:
     return None if is_identity(value) else deserializer(value)
 
 
-def parse_interceptors(value: Any) -> tuple[Any, ...]:
-    """``interceptor.classes``: interceptor objects, or classes built without arguments."""
-    items = value if isinstance(value, (list, tuple)) else [value]
-    out = []
-    for item in items:
-        instance = item() if isinstance(item, type) else item
-        if not any(callable(getattr(instance, m, None))
-                   for m in ("on_consume", "on_commit", "on_send", "on_acknowledgement")):
-            raise ValueError(f"{type(instance).__name__} has no interceptor method")
-        out.append(instance)
-    return tuple(out)
 
 CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("group.id", parse_str, None),

@@ -34,6 +34,7 @@ from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
 from clients.consumer.records import ConsumerRecord
 from clients.consumer.subscription import Listener, SubscriptionDriver
+from clients.interceptors import chain, notify
 from clients.net import NO_ANSWER, KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
 from clients.producer.core import now_ms
@@ -366,23 +367,13 @@ class Consumer:
                 kd(r.topic, r.key) if kd is not None else r.key,
                 vd(r.topic, r.value) if vd is not None else r.value, r.headers)
                 for r in records]
-        for interceptor in self.config.interceptors:
-            on_consume = getattr(interceptor, "on_consume", None)
-            if on_consume is not None:
-                try:
-                    records = list(on_consume(records))
-                except Exception:  # as Kafka: an interceptor's failure is only logged
-                    logger.exception("interceptor %r on_consume failed", interceptor)
+        if self.config.interceptors:
+            records = list(chain(self.config.interceptors, "on_consume", records))
         return records
 
     def _on_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
-        for interceptor in self.config.interceptors:
-            on_commit = getattr(interceptor, "on_commit", None)
-            if on_commit is not None:
-                try:
-                    on_commit(dict(offsets))
-                except Exception:
-                    logger.exception("interceptor %r on_commit failed", interceptor)
+        if self.config.interceptors:
+            notify(self.config.interceptors, "on_commit", dict(offsets))
 
     async def _run_commit_callbacks(self) -> None:
         while self._commit_results:
@@ -545,10 +536,7 @@ class Consumer:
                 if self._group is not None:
                     await self._group.aclose()
                 await self._pool.aclose()
-            for interceptor in self.config.interceptors:
-                close = getattr(interceptor, "close", None)
-                if close is not None:
-                    close()
+            notify(self.config.interceptors, "close")
 
     # ---- internals ----
 

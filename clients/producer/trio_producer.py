@@ -19,7 +19,7 @@ from clients.admin.connections import TrioConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
-from clients.producer.core import ProducerCore, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore, ProducerRecord, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -68,20 +68,47 @@ class Producer:
     async def send(self, topic: str, value: Any, key: Any = None,
                    headers: Iterable[tuple[str, Any]] | None = None,
                    partition: int | None = None,
-                   timestamp: int | None = None) -> TrioDeliveryFuture:
+                   timestamp: int | None = None,
+                   callback: DeliveryCallback | None = None) -> TrioDeliveryFuture:
         """Queue one record; ``await`` the returned future for its RecordMetadata.
 
-        Waits up to ``max.block.ms`` for the topic's metadata (KafkaError
-        REQUEST_TIMED_OUT after that); raises KafkaError at once for a non-retriable topic
-        error or a bad partition.
+        Kafka's order: interceptors' ``on_send``, the metadata wait, room in
+        ``buffer.memory``, serializers, the partitioner, the batch. Waits up to
+        ``max.block.ms`` for the topic's metadata and as long again for room
+        (KafkaError REQUEST_TIMED_OUT / BufferExhaustedError after that); raises KafkaError
+        at once for a non-retriable topic error or a bad partition. ``callback(metadata,
+        error)`` runs when the record is settled, after interceptors'
+        ``on_acknowledgement``.
         """
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
-        await self._wait_for_topic(topic)
+        core = self._core
+        if self.config.interceptors:
+            record = core.intercept(ProducerRecord(topic, value, key, headers, partition,
+                                                   timestamp))
+            topic, value, key = record.topic, record.value, record.key
+            headers, partition, timestamp = record.headers, record.partition, record.timestamp
         future = TrioDeliveryFuture()
-        self._core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
+        try:
+            await self._wait_for_topic(topic)
+            if not core.has_room():
+                await self._wait_for_room()
+            core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
+        except Exception as exc:
+            core.send_failed(exc)
+            raise
+        core.watch(future, callback)
         self._wake()
         return future
+
+    async def _wait_for_room(self) -> None:
+        with trio.move_on_after(self.config.max_block_ms / 1000):
+            while not self._core.has_room():
+                self._wake()            # the sender sends every batch while it is full
+                changed = self._changed
+                await changed.wait()
+        if not self._core.has_room():
+            raise self._core.buffer_exhausted()
 
     async def send_and_wait(self, topic: str, value: Any, key: Any = None,
                             headers: Iterable[tuple[str, Any]] | None = None,
@@ -228,3 +255,4 @@ async def open_producer(config: ProducerConfig | Mapping[str, Any] | None = None
                              include_in_flight=True)
         with trio.CancelScope(shield=True):
             await producer._pool.aclose()
+        producer._core.close_interceptors()
