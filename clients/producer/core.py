@@ -100,6 +100,9 @@ class ProducerCore:
         self.cluster = ClusterMetadata()
         self.metadata_fetched_ms: float | None = None
         self.topics: set[str] = set()
+        # Partition count per known topic, rebuilt with each metadata answer: the record
+        # path looks a topic up once, here, instead of walking the metadata.
+        self._counts: dict[str, int] = {}
         self.needs_metadata = False
         self._metadata_log = RepeatedFailureLog(
             logger, "metadata refresh", "retrying until max.block.ms or delivery.timeout.ms")
@@ -128,13 +131,19 @@ class ProducerCore:
         self._metadata_log.succeeded()
         self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
         self.metadata_fetched_ms = now
-        self.needs_metadata = any(
-            self.cluster.partition_count(t) is None for t in self.topics)
+        counts = {t: self.cluster.partition_count(t) for t in self.topics}
+        self._counts = {t: c for t, c in counts.items() if c is not None}
+        self.needs_metadata = len(self._counts) < len(self.topics)
 
     def topic_ready(self, topic: str) -> bool:
         """Whether ``topic``'s partitions are known (else the driver must fetch metadata)."""
+        if topic in self._counts:
+            return True
         self.topics.add(topic)
-        if self.cluster.partition_count(topic) is None:
+        count = self.cluster.partition_count(topic)
+        if count is not None:
+            self._counts[topic] = count
+        else:
             self.needs_metadata = True
             return False
         return True
@@ -197,7 +206,7 @@ class ProducerCore:
     def choose_partition(self, topic: str, key: bytes | None, partition: int | None,
                          count: int | None = None) -> int:
         if count is None:
-            count = self.cluster.partition_count(topic)
+            count = self._counts.get(topic)
         assert count is not None, "topic_ready must be checked first"
         if partition is not None:
             if not 0 <= partition < count:
@@ -235,14 +244,18 @@ class ProducerCore:
         if config.value_serializer is not None:
             value = config.value_serializer(topic, value)
         key_b, value_b = as_bytes(key), as_bytes(value)
-        header_t = normalise_headers(headers) if headers else ()
-        size = estimate_record_size(key_b, value_b, header_t)
+        if headers:
+            header_t = normalise_headers(headers)
+            size = estimate_record_size(key_b, value_b, header_t)
+        else:
+            header_t = ()
+            size = _RECORD_OVERHEAD_BOUND + len(key_b or b"") + len(value_b or b"")
         if size > config.max_request_size or size > config.buffer_memory:
             limit = ("max.request.size", config.max_request_size) \
                 if size > config.max_request_size else ("buffer.memory", config.buffer_memory)
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
-        count = self.cluster.partition_count(topic)
+        count = self._counts[topic]
         chosen = self.choose_partition(topic, key_b, partition, count)
         stamp = wall_clock_ms() if timestamp is None else int(timestamp)
         batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
@@ -251,10 +264,10 @@ class ProducerCore:
             partitioner = self.partitioner
             if partitioner.needs_switch(topic, size):
                 queues = self.accumulator.queue_sizes(topic) if partitioner.adaptive else None
-                partitioner.record_produced(topic, chosen, size, count or 1,
+                partitioner.record_produced(topic, chosen, size, count,
                                             self._available(topic), queues)
             else:
-                partitioner.record_produced(topic, chosen, size, count or 1)
+                partitioner.record_produced(topic, chosen, size, count)
         return batch, created
 
     # ---- sending ----
