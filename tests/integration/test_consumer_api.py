@@ -9,14 +9,16 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import pytest
 
+from broker.testing import RaftkaCluster
 from broker.tools.waiting import wait_for
+from clients.connection import BlockingKafkaConnection
 from clients.consumer import BlockingConsumer, NoOffsetForPartitionError, WakeupException
 from clients.producer import BlockingProducer
-from tests.compat.cluster import Cluster, running_cluster
+from clients.protocol import ApiKey
 
 TOPIC = "api"
 RECORDS = 5
@@ -24,20 +26,21 @@ BASE_TS = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running_cluster(tmp_path_factory.mktemp("consumer-api"), nodes=1) as started:
-        started.create_topic(TOPIC, 2)
-        with BlockingProducer({"bootstrap.servers": started.bootstrap}) as producer:
-            for i in range(RECORDS):
-                for p in (0, 1):
-                    producer.send(TOPIC, json.dumps({"i": i}).encode(), key=b"k%d" % i,
-                                  partition=p, timestamp=BASE_TS + i * 1000)
-            producer.flush()
-        yield started
+def cluster(raftka_session_cluster: Callable[..., RaftkaCluster]) -> RaftkaCluster:
+    """A one-node cluster from the project's own pytest plugin, with TOPIC filled."""
+    started = raftka_session_cluster(nodes=1)
+    started.create_topic(TOPIC, 2)
+    with BlockingProducer({"bootstrap.servers": started.bootstrap_servers}) as producer:
+        for i in range(RECORDS):
+            for p in (0, 1):
+                producer.send(TOPIC, json.dumps({"i": i}).encode(), key=b"k%d" % i,
+                              partition=p, timestamp=BASE_TS + i * 1000)
+        producer.flush()
+    return started
 
 
-def consumer(cluster: Cluster, group: str, **config: Any) -> BlockingConsumer:
-    return BlockingConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+def consumer(cluster: RaftkaCluster, group: str, **config: Any) -> BlockingConsumer:
+    return BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
                              "enable.auto.commit": False},
                             **config)
 
@@ -62,7 +65,7 @@ def read(c: BlockingConsumer, count: int, timeout_s: float = 30.0) -> list[Any]:
     ("latest", 3, 3),
     ("none", 3, 3),
 ])
-def test_offset_reset_table(cluster: Cluster, reset: str, committed: int | None,
+def test_offset_reset_table(cluster: RaftkaCluster, reset: str, committed: int | None,
                             first: int | None) -> None:
     group = f"reset-{reset}-{committed}"
     tp = (TOPIC, 0)
@@ -99,7 +102,7 @@ class Recorder:
         self.closed = True
 
 
-def test_async_commit_callback_interceptor_and_deserializers(cluster: Cluster) -> None:
+def test_async_commit_callback_interceptor_and_deserializers(cluster: RaftkaCluster) -> None:
     recorder = Recorder()
     tp = (TOPIC, 1)
     done: list[tuple[dict[Any, int], BaseException | None]] = []
@@ -119,7 +122,7 @@ def test_async_commit_callback_interceptor_and_deserializers(cluster: Cluster) -
     assert recorder.closed
 
 
-def test_pause_and_resume(cluster: Cluster) -> None:
+def test_pause_and_resume(cluster: RaftkaCluster) -> None:
     with consumer(cluster, "pause", auto_offset_reset="earliest") as c:
         c.assign([(TOPIC, 0), (TOPIC, 1)])
         c.pause([(TOPIC, 1)])
@@ -132,7 +135,7 @@ def test_pause_and_resume(cluster: Cluster) -> None:
         assert {r.partition for r in read(c, RECORDS)} == {1}
 
 
-def test_offsets_by_time_and_ends(cluster: Cluster) -> None:
+def test_offsets_by_time_and_ends(cluster: RaftkaCluster) -> None:
     tp = (TOPIC, 0)
     with consumer(cluster, "times") as c:
         assert c.beginning_offsets([tp]) == {tp: 0}
@@ -143,7 +146,7 @@ def test_offsets_by_time_and_ends(cluster: Cluster) -> None:
 
 # ---- the graceful exit of seed 004 ----
 
-def test_wakeup_from_a_signal_handler_ends_the_poll_loop(cluster: Cluster) -> None:
+def test_wakeup_from_a_signal_handler_ends_the_poll_loop(cluster: RaftkaCluster) -> None:
     c = consumer(cluster, "wakeup", auto_offset_reset="earliest",
                  session_timeout_ms=6000, heartbeat_interval_ms=500)
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: c.wakeup())
@@ -169,8 +172,10 @@ def test_wakeup_from_a_signal_handler_ends_the_poll_loop(cluster: Cluster) -> No
     with consumer(cluster, "wakeup") as check:
         assert check.committed([(TOPIC, 0), (TOPIC, 1)]) == {(TOPIC, 0): RECORDS,
                                                              (TOPIC, 1): RECORDS}
-        group = cluster.request(15, {"groups": ["wakeup"],
-                                     "include_authorized_operations": False})
+        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        with BlockingKafkaConnection(host, int(port), client_id="test", timeout=10) as conn:
+            group = conn.request(ApiKey.DESCRIBE_GROUPS, {
+                "groups": ["wakeup"], "include_authorized_operations": False})
         assert group["groups"][0]["members"] == []
 
 
