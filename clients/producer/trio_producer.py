@@ -37,11 +37,15 @@ class TrioDeliveryFuture(DeliveryFuture):
 
     def __init__(self) -> None:
         super().__init__()
-        self._event = trio.Event()
-        self.add_callback(lambda _: self._event.set())
+        # Made only when someone waits: most futures of a busy producer are never awaited.
+        self._event: trio.Event | None = None
 
     async def wait(self) -> RecordMetadata:
-        await self._event.wait()
+        if not self.done():
+            if self._event is None:
+                event = self._event = trio.Event()
+                self.add_callback(lambda _: event.set())
+            await self._event.wait()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -93,12 +97,16 @@ class Producer:
             await self._wait_for_topic(topic)
             if not core.has_room():
                 await self._wait_for_room()
-            core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
+            _, created = core.append(topic, value, key, headers, partition, timestamp,
+                                     future, now_ms())
         except Exception as exc:
             core.send_failed(exc)
             raise
         core.watch(future, callback)
-        self._wake()
+        # Only a new batch can make one sendable (the one before it may be full); the
+        # sender's own timer covers linger.ms. Waking it per record costs a scan each.
+        if created:
+            self._wake()
         return future
 
     async def _wait_for_room(self) -> None:
