@@ -16,7 +16,7 @@ from clients.admin.cluster import metadata_request
 from clients.admin.connections import BlockingConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.config import ProducerConfig
-from clients.producer.core import DeliveryCallback, ProducerCore, ProducerRecord, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -64,10 +64,8 @@ class BlockingProducer:
             raise RuntimeError("cannot send after the producer is closed")
         core = self._core
         if self.config.interceptors:
-            record = core.intercept(ProducerRecord(topic, value, key, headers, partition,
-                                                   timestamp))
-            topic, value, key = record.topic, record.value, record.key
-            headers, partition, timestamp = record.headers, record.partition, record.timestamp
+            topic, value, key, headers, partition, timestamp = core.intercept(
+                topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
         try:
             self._wait_for_topic(topic)

@@ -157,11 +157,14 @@ class ProducerCore:
 
     # ---- appending ----
 
-    def intercept(self, record: ProducerRecord) -> ProducerRecord:
-        """The record after every interceptor's ``on_send`` (first in Kafka's pipeline)."""
-        if not self.config.interceptors:
-            return record
-        return chain(self.config.interceptors, "on_send", record)
+    def intercept(self, topic: str, value: Any, key: Any,
+                  headers: Iterable[tuple[str, Any]] | None, partition: int | None,
+                  timestamp: int | None) -> tuple[str, Any, Any, Any, int | None, int | None]:
+        """The record's fields after every interceptor's ``on_send`` (first in Kafka's
+        pipeline), which gets and returns a ProducerRecord."""
+        r = chain(self.config.interceptors, "on_send",
+                  ProducerRecord(topic, value, key, headers, partition, timestamp))
+        return r.topic, r.value, r.key, r.headers, r.partition, r.timestamp
 
     def send_failed(self, error: BaseException) -> None:
         """A record failed before reaching a batch: interceptors hear of it, as in Kafka."""

@@ -19,7 +19,7 @@ from clients.admin.connections import TrioConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
-from clients.producer.core import DeliveryCallback, ProducerCore, ProducerRecord, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -88,10 +88,8 @@ class Producer:
             raise ProducerClosedError("cannot send after the producer is closed")
         core = self._core
         if self.config.interceptors:
-            record = core.intercept(ProducerRecord(topic, value, key, headers, partition,
-                                                   timestamp))
-            topic, value, key = record.topic, record.value, record.key
-            headers, partition, timestamp = record.headers, record.partition, record.timestamp
+            topic, value, key, headers, partition, timestamp = core.intercept(
+                topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
         try:
             await self._wait_for_topic(topic)
