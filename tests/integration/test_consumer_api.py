@@ -183,3 +183,25 @@ def test_the_pause_api_checks_the_assignment(tmp_path: Path) -> None:
     with BlockingConsumer({"bootstrap.servers": "127.0.0.1:9"}) as c:
         with pytest.raises(ValueError, match="not assigned"):
             c.pause([("t", 0)])
+
+
+def test_a_member_that_stops_polling_leaves_and_its_partitions_move(
+        cluster: RaftkaCluster) -> None:
+    settings = {"auto_offset_reset": "earliest", "session_timeout_ms": 6000,
+                "heartbeat_interval_ms": 300, "max_poll_interval_ms": 3000}
+    owned: dict[str, list[Any]] = {"idle": [], "busy": []}
+
+    def listener(name: str) -> Callable[[list[Any]], None]:
+        return lambda partitions: owned.__setitem__(name, sorted(partitions))
+
+    with consumer(cluster, "poll-interval", **settings) as idle, \
+            consumer(cluster, "poll-interval", **settings) as busy:
+        idle.subscribe([TOPIC], on_assign=listener("idle"))
+        busy.subscribe([TOPIC], on_assign=listener("busy"))
+        wait_for(lambda: idle.poll(100) is not None and busy.poll(100) is not None
+                 and len(owned["idle"]) == 1 and len(owned["busy"]) == 1,
+                 "both members to get a partition", 60)
+        # idle stops polling; its heartbeats go on, but after max.poll.interval.ms it
+        # leaves, and busy (still polling) is given both partitions.
+        wait_for(lambda: busy.poll(100) is not None and len(owned["busy"]) == 2,
+                 "the partitions of the member that stopped polling", 60)
