@@ -48,6 +48,7 @@ PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
     ConfigKey("enable.idempotence", parse_bool, False),
     ConfigKey("buffer.memory", parse_int, 33554432, check=at_least(0)),
+    ConfigKey("retry.backoff.max.ms", parse_int, 1000, check=at_least(0)),
     ConfigKey("partitioner.adaptive.partitioning.enable", parse_bool, True),
     ConfigKey("partitioner.availability.timeout.ms", parse_int, 0, check=at_least(0)),
     ConfigKey("partitioner.ignore.keys", parse_bool, False),
@@ -77,6 +78,7 @@ class ProducerConfig:
     metadata_max_age_ms: int
     connect_timeout_ms: int
     buffer_memory: int = 33554432
+    retry_backoff_max_ms: int = 1000
     adaptive_partitioning: bool = True
     availability_timeout_ms: int = 0
     ignore_keys: bool = False
@@ -121,6 +123,7 @@ class ProducerConfig:
             metadata_max_age_ms=values["metadata.max.age.ms"],
             connect_timeout_ms=values["socket.connection.setup.timeout.ms"],
             buffer_memory=values["buffer.memory"],
+            retry_backoff_max_ms=max(values["retry.backoff.max.ms"], values["retry.backoff.ms"]),
             adaptive_partitioning=values["partitioner.adaptive.partitioning.enable"],
             availability_timeout_ms=values["partitioner.availability.timeout.ms"],
             ignore_keys=values["partitioner.ignore.keys"],

@@ -8,6 +8,7 @@ keep time and decide when to refresh metadata (``needs_metadata``).
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -58,6 +59,16 @@ class ProducerRecord:
 
 # A delivery callback: ``callback(metadata, error)``, one of them None.
 DeliveryCallback = Callable[[RecordMetadata | None, BaseException | None], None]
+
+
+def retry_backoff_ms(attempts: int, base_ms: int, max_ms: int, jitter: float) -> float:
+    """Kafka's exponential retry backoff (KIP-580): ``retry.backoff.ms`` doubling with each
+    attempt up to ``retry.backoff.max.ms``, times ``jitter`` (0.8 to 1.2), never above
+    the maximum."""
+    if base_ms <= 0:
+        return 0.0
+    grown = base_ms * 2 ** min(max(attempts - 1, 0), 30)
+    return min(min(grown, max_ms) * jitter, max_ms)
 
 
 def now_ms() -> float:
@@ -371,7 +382,10 @@ class ProducerCore:
         if retriable and batch.attempts <= self.config.retries and not expired:
             logger.debug("retrying %s-%d (attempt %d): %s", batch.topic, batch.partition,
                          batch.attempts + 1, error)
-            self.accumulator.retry_later(batch, now + self.config.retry_backoff_ms)
+            backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
+                                       self.config.retry_backoff_max_ms,
+                                       random.uniform(0.8, 1.2))
+            self.accumulator.retry_later(batch, now + backoff)
             return
         self.accumulator.complete(batch)
         batch.fail(error)

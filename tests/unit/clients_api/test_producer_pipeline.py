@@ -196,3 +196,12 @@ async def test_availability_timeout_leaves_out_a_stuck_leader(nursery: trio.Nurs
         assert core._available("t") == [0, 1, 2, 3]
         core._ready_since[2] = time.monotonic() * 1000 - 1000
         assert core._available("t") == [0, 2]
+
+
+def test_retry_backoff_grows_exponentially_up_to_the_maximum() -> None:
+    from clients.producer.core import retry_backoff_ms
+    assert [retry_backoff_ms(a, 100, 1000, 1.0) for a in (1, 2, 3, 4, 5, 9)] == [
+        100, 200, 400, 800, 1000, 1000]
+    assert retry_backoff_ms(1, 100, 1000, 1.2) == 120
+    assert retry_backoff_ms(5, 100, 1000, 1.2) == 1000     # jitter never exceeds the max
+    assert retry_backoff_ms(3, 0, 1000, 1.0) == 0
