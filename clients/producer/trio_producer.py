@@ -9,6 +9,7 @@ future completes when the broker acknowledges (or the record fails for good).
 from __future__ import annotations
 
 import logging
+import math
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Generator, Iterable, Mapping
 
@@ -139,6 +140,16 @@ class Producer:
         await self._wait_for_topic(topic)
         info = self._core.cluster.topics[topic]
         return sorted(info.partitions)
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is buffered, waiting at most ``timeout`` s (None: until settled),
+        then fail whatever is left and refuse further sends; ``open_producer``'s exit
+        closes the connections."""
+        if self._closed:
+            return
+        with trio.move_on_after(math.inf if timeout is None else max(timeout, 0)):
+            await self.flush()
+        await self._shutdown(flush=False)
 
     @property
     def closed(self) -> bool:

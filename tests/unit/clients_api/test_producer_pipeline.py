@@ -205,3 +205,22 @@ def test_retry_backoff_grows_exponentially_up_to_the_maximum() -> None:
     assert retry_backoff_ms(1, 100, 1000, 1.2) == 120
     assert retry_backoff_ms(5, 100, 1000, 1.2) == 1000     # jitter never exceeds the max
     assert retry_backoff_ms(3, 0, 1000, 1.0) == 0
+
+
+async def test_trio_close_waits_at_most_its_timeout(nursery: trio.Nursery) -> None:
+    from clients.producer import ProducerClosedError
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=50) as p:
+        sent = await p.send("t", b"v", partition=0)
+        await p.close()                      # no timeout: everything is delivered
+        assert sent.succeeded()
+        with pytest.raises(ProducerClosedError):
+            await p.send("t", b"late", partition=0)
+    cluster.produce_errors = [ErrorCode.NOT_ENOUGH_REPLICAS] * 1000
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0,
+                             retry_backoff_ms=60000, retry_backoff_max_ms=60000) as p:
+        stuck = await p.send("t", b"v", partition=0)
+        with trio.fail_after(5):
+            await p.close(timeout=0.2)
+        assert stuck.done() and isinstance(stuck.exception(), ProducerClosedError)
