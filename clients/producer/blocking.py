@@ -68,7 +68,8 @@ class BlockingProducer:
                 topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
         try:
-            self._wait_for_topic(topic)
+            if not core.topic_ready(topic):
+                self._wait_for_topic(topic)
             if not core.has_room():
                 self._wait_for_room()
             now = now_ms()

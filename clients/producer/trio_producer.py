@@ -93,7 +93,8 @@ class Producer:
                 topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
         try:
-            await self._wait_for_topic(topic)
+            if not core.topic_ready(topic):      # checked here: no coroutine per record
+                await self._wait_for_topic(topic)
             if not core.has_room():
                 await self._wait_for_room()
             _, created = core.append(topic, value, key, headers, partition, timestamp,
