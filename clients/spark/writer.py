@@ -23,6 +23,7 @@ from pyspark.sql.types import (
 
 from clients.producer import BlockingProducer
 from clients.producer.future import DeliveryFuture
+from clients.protocol import KafkaError
 from clients.spark.options import SinkOptions, SparkOptionError
 
 # Producer defaults for the sink: every record acknowledged by the whole ISR.
@@ -114,11 +115,14 @@ def write_rows(options: SinkOptions, columns: SinkColumns, rows: Iterator[Any]) 
             headers = None
             if columns.headers is not None and row[columns.headers]:
                 headers = [(h[0], _as_bytes(h[1])) for h in row[columns.headers]]
-            future = producer.send(
-                topic, _as_bytes(row[columns.value]),
-                key=_as_bytes(row[columns.key]) if columns.key is not None else None,
-                headers=headers,
-                partition=row[columns.partition] if columns.partition is not None else None)
+            try:
+                future = producer.send(
+                    topic, _as_bytes(row[columns.value]),
+                    key=_as_bytes(row[columns.key]) if columns.key is not None else None,
+                    headers=headers,
+                    partition=row[columns.partition] if columns.partition is not None else None)
+            except KafkaError as exc:
+                raise DeliveryFailed(f"delivery to Kafka failed: {exc}") from exc
             future.add_callback(settled)
             count += 1
             if failures:
