@@ -143,11 +143,24 @@ class ClusterClient:
 
     def commit(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Store ``offsets`` (next offset to read) for ``group_id`` as a memberless commit,
-        the way Kafka's admin tools write a group's offsets."""
+        the way Kafka's admin tools write a group's offsets. Retriable errors (a coordinator
+        still loading, or moving) are retried like offset lookups."""
         if not offsets:
             return
-        body = {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
-        response = self._pool.request_any(ApiKey.FIND_COORDINATOR, body,
+        attempt = 0
+        while True:
+            try:
+                self._commit_once(group_id, offsets)
+                return
+            except KafkaError as exc:
+                attempt += 1
+                if not exc.code.retriable or attempt > self.retries:
+                    raise
+            time.sleep(max(self.retry_interval_s, 0.1))
+
+    def _commit_once(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        response = self._pool.request_any(ApiKey.FIND_COORDINATOR,
+                                          {"key": group_id, "key_type": 0},
                                           self.cluster.brokers.values(),
                                           version=FIND_COORDINATOR_VERSION)
         node, code = coordinator_from(response)

@@ -45,6 +45,7 @@ class RaftkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None   # Trigger.AvailableNow's end
         self._latest: PartitionOffsets | None = None
         self._last_batch_at = time.monotonic()
+        self._committed: PartitionOffsets | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -78,6 +79,10 @@ class RaftkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.client.latest(self._partitions())
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        # Spark asks for the next batch only once the batch ending at ``start`` is done, but
+        # calls commit(end) only when it starts another one: committing ``start`` here too
+        # lets an idle or finished query show lag 0.
+        self._commit_group(from_json_offsets(start))
         begin = self._with_current_partitions(from_json_offsets(start))
         latest = self.client.latest(begin)
         if self._target is not None:
@@ -157,10 +162,17 @@ class RaftkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Also store the offsets in the query's consumer group, so lag monitors and
         ``raftka groups --describe`` show how far behind the query is."""
+        self._commit_group(from_json_offsets(end))
+
+    def _commit_group(self, offsets: PartitionOffsets) -> None:
+        if offsets == self._committed:
+            return
         try:
-            self.client.commit(self.group_id, from_json_offsets(end))
+            self.client.commit(self.group_id, offsets)
         except Exception as exc:  # a monitoring aid: never fail the query over it
             logger.warning("could not commit offsets for group %s: %s", self.group_id, exc)
+        else:
+            self._committed = dict(offsets)
 
     def stop(self) -> None:
         if self._client is not None:
