@@ -33,6 +33,7 @@ from clients.spark.schema import (
     ARROW_TIMESTAMP_TYPE,
     arrow_schema,
 )
+from clients.varint import VarintError, decode_unsigned_varint
 
 _CONTROL_KEY = struct.Struct(">hh")
 
@@ -92,21 +93,8 @@ class DecodedFetch:
     truncated: bool    # the data ended in a partial batch
 
 
-def _uvarint(d: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        try:
-            b = d[pos]
-        except IndexError:
-            raise CorruptRecordError("record ends inside a varint") from None
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint is too long")
+def _uvarint64(d: bytes, pos: int) -> tuple[int, int]:
+    return decode_unsigned_varint(d, pos, 10)
 
 
 def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offset: int,
@@ -117,7 +105,7 @@ def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offs
     keys, values = c.keys.append, c.values.append
     key_valid, value_valid = c.key_valid.append, c.value_valid.append
     offsets, timestamps = c.offsets.append, c.timestamps.append
-    uvarint = _uvarint
+    uvarint = _uvarint64
     for _ in range(count):
         # Record length (usually two bytes), then one attributes byte.
         b = d[pos]
@@ -197,18 +185,18 @@ def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offs
 
 def _scan_headers(c: _Columns, pos: int, record_end: int) -> None:
     d = c.data
-    count, pos = _uvarint(d, pos)
+    count, pos = _uvarint64(d, pos)
     count = (count >> 1) ^ -(count & 1)
     c.header_counts.append(max(count, 0))
     for _ in range(count):
-        z, pos = _uvarint(d, pos)
+        z, pos = _uvarint64(d, pos)
         length = (z >> 1) ^ -(z & 1)
         if length < 0:
             raise CorruptRecordError("header key is null")
         c.header_keys.append(pos)
         pos += length
         c.header_keys.append(pos)
-        z, pos = _uvarint(d, pos)
+        z, pos = _uvarint64(d, pos)
         length = (z >> 1) ^ -(z & 1)
         c.header_values.append(pos)
         if length >= 0:
@@ -323,10 +311,15 @@ def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, 
                 columns = plain
                 sec_start, sec_end = section, batch_end
             before = len(columns.offsets)
-            more = _scan_records(columns, sec_start, sec_end, header.records_count,
-                                 header.base_offset, header.base_timestamp,
-                                 header.max_timestamp if header.is_log_append_time else None,
-                                 start, end, include_headers)
+            try:
+                more = _scan_records(columns, sec_start, sec_end, header.records_count,
+                                     header.base_offset, header.base_timestamp,
+                                     header.max_timestamp if header.is_log_append_time
+                                     else None, start, end, include_headers)
+            except (VarintError, IndexError) as exc:
+                raise CorruptRecordError(f"malformed record in the batch at offset "
+                                         f"{header.base_offset} of {topic}-{partition}: "
+                                         f"{exc}") from None
             added = len(columns.offsets) - before
             columns.ts_types.extend(array("i", [1 if header.is_log_append_time else 0]) * added)
             if not more:
