@@ -125,13 +125,23 @@ def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offs
         if b < 0x80:
             z = b
             pos += 1
+        elif d[pos + 1] < 0x80:
+            z = (b & 0x7F) | (d[pos + 1] << 7)
+            pos += 2
         else:
             z, pos = uvarint(d, pos)
         ts_delta = (z >> 1) ^ -(z & 1)
+        # Offset deltas past 8191 take three bytes: big batches have thousands of those.
         b = d[pos]
         if b < 0x80:
             z = b
             pos += 1
+        elif d[pos + 1] < 0x80:
+            z = (b & 0x7F) | (d[pos + 1] << 7)
+            pos += 2
+        elif d[pos + 2] < 0x80:
+            z = (b & 0x7F) | ((d[pos + 1] & 0x7F) << 7) | (d[pos + 2] << 14)
+            pos += 3
         else:
             z, pos = uvarint(d, pos)
         offset = base_offset + ((z >> 1) ^ -(z & 1))

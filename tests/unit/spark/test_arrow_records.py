@@ -110,3 +110,14 @@ def test_corrupt_batches_are_refused() -> None:
     data[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError):
         decode_fetched("t", 0, bytes(data), 0, 100, False)
+
+
+def test_multi_byte_offset_and_timestamp_deltas() -> None:
+    """Batches of thousands of records: offset deltas of three varint bytes, timestamp
+    deltas of two and more."""
+    records = [Record(None, 1_000 + i * 3_000, b"k%d" % i, b"x" * 100) for i in range(20_000)]
+    decoded = decode_fetched("t", 0, encode_batch(records), 0, 10**9, False)
+    assert decoded.batch is not None
+    assert decoded.batch.column("offset").to_pylist() == list(range(20_000))
+    assert decoded.batch.column("timestamp").cast("int64").to_pylist() == \
+        [(1_000 + i * 3_000) * 1000 for i in range(20_000)]
