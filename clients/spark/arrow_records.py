@@ -193,82 +193,6 @@ def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offs
     return True
 
 
-def _scan_whole_batch(c: _Columns, pos: int, section_end: int, count: int,
-                      base_offset: int, base_ts: int) -> None:
-    """``_scan_records`` for the common case: a CreateTime batch with no offset gaps that lies
-    wholly inside the range, read without headers. Offsets are then base..base+count-1, so
-    the offset deltas are skipped instead of decoded."""
-    d = c.data
-    keys, values = c.keys.append, c.values.append
-    key_valid, value_valid = c.key_valid.append, c.value_valid.append
-    timestamps = c.timestamps.append
-    uvarint = _uvarint64
-    for _ in range(count):
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        record_end = pos + ((z >> 1) ^ -(z & 1))
-        if record_end > section_end:
-            raise CorruptRecordError("record runs past the end of its batch")
-        pos += 1
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        timestamps(base_ts + ((z >> 1) ^ -(z & 1)))
-        while d[pos] >= 0x80:  # the offset delta
-            pos += 1
-        pos += 1
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        else:
-            z, pos = uvarint(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        keys(pos)
-        if length < 0:
-            keys(pos)
-            key_valid(0)
-        else:
-            pos += length
-            keys(pos)
-            key_valid(1)
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        values(pos)
-        if length < 0:
-            values(pos)
-            value_valid(0)
-        else:
-            pos += length
-            values(pos)
-            value_valid(1)
-        if pos > record_end:
-            raise CorruptRecordError("record overruns its length")
-        pos = record_end
-    c.offsets.extend(array("q", range(base_offset, base_offset + count)))
-
-
 def _scan_headers(c: _Columns, pos: int, record_end: int) -> None:
     d = c.data
     count, pos = _uvarint64(d, pos)
@@ -397,19 +321,11 @@ def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, 
                 columns = plain
                 sec_start, sec_end = section, batch_end
             before = len(columns.offsets)
-            whole = (not include_headers and not header.is_log_append_time
-                     and header.base_offset >= start and last_offset < end
-                     and header.records_count == header.last_offset_delta + 1)
             try:
-                if whole:
-                    _scan_whole_batch(columns, sec_start, sec_end, header.records_count,
-                                      header.base_offset, header.base_timestamp)
-                    more = True
-                else:
-                    more = _scan_records(columns, sec_start, sec_end, header.records_count,
-                                         header.base_offset, header.base_timestamp,
-                                         header.max_timestamp if header.is_log_append_time
-                                         else None, start, end, include_headers)
+                more = _scan_records(columns, sec_start, sec_end, header.records_count,
+                                     header.base_offset, header.base_timestamp,
+                                     header.max_timestamp if header.is_log_append_time
+                                     else None, start, end, include_headers)
             except (VarintError, IndexError) as exc:
                 raise CorruptRecordError(f"malformed record in the batch at offset "
                                          f"{header.base_offset} of {topic}-{partition}: "

@@ -64,7 +64,6 @@ def test_every_column_matches_the_consumer_decoder(codec: str) -> None:
                            timestamp_type=LOG_APPEND_TIME))
     assert normalise(rows_of(data, 0, 10**9)) == expected(data, 0, 10**9)
     assert normalise(rows_of(data, 37, 163)) == expected(data, 37, 163)
-    # Without headers, batches wholly inside the range take the fast path.
     for start, end in ((0, 10**9), (37, 163), (80, 150)):
         want = [{k: v for k, v in row.items() if k != "headers"}
                 for row in expected(data, start, end)]
