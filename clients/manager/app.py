@@ -1,0 +1,124 @@
+"""The console's Starlette application: one route per page, rendered server-side."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from clients.manager.auth import BasicAuth
+from clients.manager.gather import ClusterReader
+from clients.manager.views import show_bytes
+from clients.net import KafkaConnectionError
+from clients.protocol import KafkaError
+
+TEMPLATES = Path(__file__).with_name("templates")
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 500
+BYTE_MODES = ("auto", "text", "hex")
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    admin_config: Mapping[str, Any]
+    refresh_s: int = 5
+    read_timeout_s: float = 5.0
+    users: Mapping[str, str] | None = None  # basic-auth users; None: no password
+
+
+def _int_param(request: Request, name: str, default: int | None) -> int | None:
+    value = request.query_params.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise BadParameter(f"{name} must be an integer, not {value!r}") from None
+
+
+class BadParameter(Exception):
+    """A query parameter the page cannot use."""
+
+
+def build_app(settings: ManagerSettings) -> Any:
+    # Autoescape every template: record keys, values, headers and names are untrusted text.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    env.filters["show_bytes"] = show_bytes
+    templates = Jinja2Templates(env=env)
+    state: dict[str, ClusterReader] = {}
+
+    def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return templates.TemplateResponse(request, name, {"refresh_s": settings.refresh_s,
+                                                          **context}, status_code=status)
+
+    async def cluster(request: Request) -> Response:
+        page = await state["reader"].cluster()
+        return render(request, "cluster.html", page=page, refresh=True)
+
+    async def topics(request: Request) -> Response:
+        rows = await state["reader"].topics()
+        return render(request, "topics.html", rows=rows, refresh=True)
+
+    async def topic(request: Request) -> Response:
+        page = await state["reader"].topic(request.path_params["name"])
+        return render(request, "topic.html", page=page, refresh=True)
+
+    async def groups(request: Request) -> Response:
+        rows = await state["reader"].groups()
+        return render(request, "groups.html", rows=rows, refresh=True)
+
+    async def group(request: Request) -> Response:
+        page = await state["reader"].group(request.path_params["name"])
+        return render(request, "group.html", page=page, refresh=True)
+
+    async def messages(request: Request) -> Response:
+        mode = request.query_params.get("format", "auto")
+        if mode not in BYTE_MODES:
+            raise BadParameter(f"format must be one of {', '.join(BYTE_MODES)}")
+        size = _int_param(request, "limit", DEFAULT_PAGE_SIZE) or DEFAULT_PAGE_SIZE
+        if not 1 <= size <= MAX_PAGE_SIZE:
+            raise BadParameter(f"limit must be between 1 and {MAX_PAGE_SIZE}")
+        page = await state["reader"].messages(
+            request.path_params["name"], _int_param(request, "partition", 0) or 0, size,
+            _int_param(request, "offset", None), _int_param(request, "timestamp", None),
+            settings.read_timeout_s)
+        return render(request, "messages.html", page=page, mode=mode, size=size,
+                      modes=BYTE_MODES)
+
+    async def kafka_error(request: Request, exc: Exception) -> Response:
+        return render(request, "error.html", 502, message=str(exc))
+
+    async def unreachable(request: Request, exc: Exception) -> Response:
+        return render(request, "error.html", 503, message=f"cluster unreachable: {exc}")
+
+    async def bad_parameter(request: Request, exc: Exception) -> Response:
+        return render(request, "error.html", 400, message=str(exc))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state["reader"] = ClusterReader(settings.admin_config)
+        try:
+            yield
+        finally:
+            await state["reader"].aclose()
+
+    app = Starlette(routes=[
+        Route("/", cluster),
+        Route("/topics", topics),
+        Route("/topics/{name}", topic),
+        Route("/topics/{name}/messages", messages),
+        Route("/groups", groups),
+        Route("/groups/{name}", group),
+    ], exception_handlers={KafkaError: kafka_error, KafkaConnectionError: unreachable,
+                           BadParameter: bad_parameter}, lifespan=lifespan)
+    if settings.users is not None:
+        return BasicAuth(app, settings.users)
+    return app

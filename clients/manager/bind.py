@@ -1,0 +1,35 @@
+"""Where the console may listen: loopback freely, anywhere else only behind a password."""
+
+from __future__ import annotations
+
+import ipaddress
+
+
+class ManagerConfigError(Exception):
+    """A console option that stops start-up; the message names the option."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ManagerConfigError(f"--listen {text!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); other names and
+    wildcard addresses count as reachable from outside."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, password_file: str | None) -> None:
+    """Refuse to listen beyond loopback without HTTP basic auth."""
+    if not is_loopback(host) and not password_file:
+        raise ManagerConfigError(
+            f"--listen {host} is beyond loopback: give --password-file to require a password")
