@@ -16,7 +16,7 @@ from starlette.templating import Jinja2Templates
 
 from clients.manager.auth import BasicAuth
 from clients.manager.gather import ClusterReader
-from clients.manager.views import show_bytes
+from clients.manager.views import show_bytes, show_time
 from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
@@ -52,6 +52,7 @@ def build_app(settings: ManagerSettings) -> Any:
     # Autoescape every template: record keys, values, headers and names are untrusted text.
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["show_bytes"] = show_bytes
+    env.filters["show_time"] = show_time
     templates = Jinja2Templates(env=env)
     state: dict[str, ClusterReader] = {}
 

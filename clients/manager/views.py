@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
 from clients.admin import BrokerNode, PartitionInfo
@@ -135,3 +136,10 @@ def message_window(log_start: int, log_end: int, page_size: int,
     else:
         first = min(max(from_offset, log_start), log_end)
     return first, min(first + page_size, log_end)
+
+
+def show_time(ms: int) -> str:
+    """A record timestamp (ms since the epoch) as UTC ISO 8601; negative: none."""
+    if ms < 0:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
