@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import jinja2
 from starlette.applications import Starlette
@@ -60,25 +60,13 @@ def build_app(settings: ManagerSettings) -> Any:
         return templates.TemplateResponse(request, name, {"refresh_s": settings.refresh_s,
                                                           **context}, status_code=status)
 
-    async def cluster(request: Request) -> Response:
-        page = await state["reader"].cluster()
-        return render(request, "cluster.html", page=page, refresh=True)
-
-    async def topics(request: Request) -> Response:
-        rows = await state["reader"].topics()
-        return render(request, "topics.html", rows=rows, refresh=True)
-
-    async def topic(request: Request) -> Response:
-        page = await state["reader"].topic(request.path_params["name"])
-        return render(request, "topic.html", page=page, refresh=True)
-
-    async def groups(request: Request) -> Response:
-        rows = await state["reader"].groups()
-        return render(request, "groups.html", rows=rows, refresh=True)
-
-    async def group(request: Request) -> Response:
-        page = await state["reader"].group(request.path_params["name"])
-        return render(request, "group.html", page=page, refresh=True)
+    def overview(template: str, read: Callable[[ClusterReader, Request], Awaitable[Any]]
+                 ) -> Callable[[Request], Awaitable[Response]]:
+        """A page that shows what ``read`` gathers and reloads every refresh interval."""
+        async def handler(request: Request) -> Response:
+            page = await read(state["reader"], request)
+            return render(request, template, page=page, refresh=True)
+        return handler
 
     async def messages(request: Request) -> Response:
         mode = request.query_params.get("format", "auto")
@@ -94,14 +82,11 @@ def build_app(settings: ManagerSettings) -> Any:
         return render(request, "messages.html", page=page, mode=mode, size=size,
                       modes=BYTE_MODES)
 
-    async def kafka_error(request: Request, exc: Exception) -> Response:
-        return render(request, "error.html", 502, message=str(exc))
-
-    async def unreachable(request: Request, exc: Exception) -> Response:
-        return render(request, "error.html", 503, message=f"cluster unreachable: {exc}")
-
-    async def bad_parameter(request: Request, exc: Exception) -> Response:
-        return render(request, "error.html", 400, message=str(exc))
+    def error_page(status: int, prefix: str = ""
+                   ) -> Callable[[Request, Exception], Awaitable[Response]]:
+        async def handler(request: Request, exc: Exception) -> Response:
+            return render(request, "error.html", status, message=prefix + str(exc))
+        return handler
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -112,14 +97,19 @@ def build_app(settings: ManagerSettings) -> Any:
             await state["reader"].aclose()
 
     app = Starlette(routes=[
-        Route("/", cluster),
-        Route("/topics", topics),
-        Route("/topics/{name}", topic),
+        Route("/", overview("cluster.html", lambda reader, _: reader.cluster())),
+        Route("/topics", overview("topics.html", lambda reader, _: reader.topics())),
+        Route("/topics/{name}", overview(
+            "topic.html", lambda reader, request: reader.topic(request.path_params["name"]))),
         Route("/topics/{name}/messages", messages),
-        Route("/groups", groups),
-        Route("/groups/{name}", group),
-    ], exception_handlers={KafkaError: kafka_error, KafkaConnectionError: unreachable,
-                           BadParameter: bad_parameter}, lifespan=lifespan)
+        Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),
+        Route("/groups/{name}", overview(
+            "group.html", lambda reader, request: reader.group(request.path_params["name"]))),
+    ], exception_handlers={
+        KafkaError: error_page(502),
+        KafkaConnectionError: error_page(503, "cluster unreachable: "),
+        BadParameter: error_page(400),
+    }, lifespan=lifespan)
     if settings.users is not None:
         return BasicAuth(app, settings.users)
     return app

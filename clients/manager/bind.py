@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import ipaddress
+from clients.net.addresses import is_loopback
+
+__all__ = ["ManagerConfigError", "check_bind", "is_loopback", "parse_listen"]
 
 
 class ManagerConfigError(Exception):
@@ -15,17 +17,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ManagerConfigError(f"--listen {text!r}: expected HOST:PORT")
     return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); other names and
-    wildcard addresses count as reachable from outside."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, password_file: str | None) -> None:
