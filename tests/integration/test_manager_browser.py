@@ -180,9 +180,9 @@ def test_message_browser_shows_key_value_and_headers(
     assert row.count() == 1
     assert row.locator("td").nth(3).inner_text() == '{"total": 42}'
     assert row.locator("td.headers").inner_text() == "trace-id=t-9001"
+    page.screenshot(path=str(shots / "messages.png"), full_page=True)
     page.goto(console + f"/topics/{TOPIC}/messages?partition=0&format=hex")
     assert page.locator("#messages tr", has_text=b"order-17".hex(" ")).count() == 1
-    page.screenshot(path=str(shots / "messages.png"), full_page=True)
 
 
 def test_record_text_is_shown_escaped(cluster: RaftkaCluster, console: str,
@@ -248,6 +248,31 @@ def test_console_with_a_password_file_answers_401_without_it(
         assert _status(url, good) == 200
     finally:
         _stop(process)
+
+
+def test_group_page_lists_active_members_and_their_partitions(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    from clients.consumer import BlockingConsumer
+
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": "manager-live", "client.id": "live-reader",
+                           "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe([TOPIC])
+        wait_for(lambda: consumer.poll(200) is not None and len(consumer.assignment()) == 3,
+                 "the member to get all three partitions", 60)
+        page.goto(console + "/groups/manager-live")
+        assert page.locator("#group-state").inner_text() == "Stable"
+        member = page.locator("#members tr", has_text="live-reader").locator("td")
+        assert member.nth(3).inner_text() == ", ".join(f"{TOPIC}-{p}" for p in range(3))
+
+
+def test_a_missing_topic_is_an_error_page_not_a_crash(console: str, page: Any) -> None:
+    response = page.goto(console + "/topics/no-such-topic")
+    assert response.status == 502
+    assert "no-such-topic" in page.locator("#error").inner_text()
+    response = page.goto(console + f"/topics/{TOPIC}/messages?offset=abc")
+    assert response.status == 400
+    assert "offset must be an integer" in page.locator("#error").inner_text()
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(
