@@ -275,6 +275,38 @@ def test_a_missing_topic_is_an_error_page_not_a_crash(console: str, page: Any) -
     assert "offset must be an integer" in page.locator("#error").inner_text()
 
 
+def test_message_browser_pages_and_starts_at_an_offset_or_a_time(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    from clients.producer import BlockingProducer
+
+    topic = "manager-paging"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for i in range(30):
+            producer.send(topic, b"v%d" % i, key=b"k%d" % i, partition=0,
+                          timestamp=1_700_000_000_000 + i * 1000)
+        producer.flush(30)
+
+    def shown() -> list[str]:
+        return page.locator("#messages tr[data-offset]").evaluate_all(
+            "rows => rows.map(r => r.dataset.offset)")
+
+    page.goto(console + f"/topics/{topic}/messages?partition=0")
+    assert shown() == [str(n) for n in range(10, 30)]  # the last 20 by default
+    assert page.locator("#next").count() == 0
+    page.click("#previous")
+    assert shown() == [str(n) for n in range(0, 20)]
+    page.click("#next")
+    assert shown() == [str(n) for n in range(20, 30)]
+    page.goto(console + f"/topics/{topic}/messages?partition=0&offset=5&limit=3")
+    assert shown() == ["5", "6", "7"]
+    page.goto(console + f"/topics/{topic}/messages?partition=0&limit=2"
+                        f"&timestamp={1_700_000_000_000 + 14_500}")
+    assert shown() == ["15", "16"]
+    assert page.locator("#messages tr[data-offset='15'] td.key").inner_text() == "k15"
+
+
 def test_killed_broker_shows_its_partitions_under_replicated(
         cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
     # Last in the module: it leaves the cluster one broker short.
