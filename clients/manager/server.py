@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from functools import partial
 
 import trio
@@ -22,6 +23,14 @@ def hypercorn_config(host: str, port: int) -> Config:
     return config
 
 
+async def _stop_signal() -> None:
+    """Returns at SIGTERM or SIGINT: hypercorn then shuts down gracefully."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            return
+
+
 def run_manager(host: str, port: int, settings: ManagerSettings) -> None:
-    """Serve until interrupted."""
-    trio.run(partial(serve, build_app(settings), hypercorn_config(host, port), mode="asgi"))
+    """Serve until SIGTERM or SIGINT."""
+    trio.run(partial(serve, build_app(settings), hypercorn_config(host, port), mode="asgi",
+                     shutdown_trigger=_stop_signal))

@@ -86,12 +86,14 @@ def _start_manager(servers: str, port: int, *extra: str,
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: the console stops cleanly, exit 0."""
     process.terminate()
     try:
-        process.wait(10)
+        assert process.wait(20) == 0
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+        raise
 
 
 @pytest.fixture(scope="module")
