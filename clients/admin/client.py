@@ -141,7 +141,10 @@ class Admin:
         return await self._run(gops.describe_quorum())
 
     async def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = await self._call(call)
             try:
@@ -252,7 +255,10 @@ class BlockingAdmin:
         return self._run(gops.describe_quorum())
 
     def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = self._call(call)
             try:
