@@ -10,6 +10,7 @@ from broker.cli.main import CommandError
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_REFRESH_S = 5
+DEFAULT_LAG_INTERVAL_S = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--refresh", type=int, default=DEFAULT_REFRESH_S, metavar="SECONDS",
                         help=f"how often the overview pages reload (default "
                              f"{DEFAULT_REFRESH_S})")
+    parser.add_argument("--lag-interval", type=int, default=DEFAULT_LAG_INTERVAL_S,
+                        metavar="SECONDS",
+                        help=f"how often the groups' lag is sampled for the lag charts "
+                             f"(default {DEFAULT_LAG_INTERVAL_S})")
     parser.set_defaults(func=run_manager_command)
 
 
@@ -40,7 +45,10 @@ def run_manager_command(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if args.refresh < 1:
         raise CommandError("--refresh must be at least 1 second")
+    if args.lag_interval < 1:
+        raise CommandError("--lag-interval must be at least 1 second")
     config = admin_config(args, "raftka-manager")
     print(f"raftka manager on http://{args.listen}/", file=sys.stderr, flush=True)
-    run_manager(host, port, ManagerSettings(config, args.refresh, users=users))
+    run_manager(host, port, ManagerSettings(config, args.refresh, users=users,
+                                                lag_interval_s=args.lag_interval))
     return 0

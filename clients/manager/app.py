@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import jinja2
+import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,7 +16,10 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from clients.manager.auth import BasicAuth
+from clients.manager.charts import line_chart
 from clients.manager.gather import ClusterReader
+from clients.manager.history import LagHistory
+from clients.manager.sampler import sample_lag_forever
 from clients.manager.views import show_bytes, show_time
 from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
@@ -32,6 +36,7 @@ class ManagerSettings:
     refresh_s: int = 5
     read_timeout_s: float = 5.0
     users: Mapping[str, str] | None = None  # basic-auth users; None: no password
+    lag_interval_s: float = 10.0
 
 
 def _int_param(request: Request, name: str, default: int | None) -> int | None:
@@ -53,6 +58,8 @@ def build_app(settings: ManagerSettings) -> Any:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["show_bytes"] = show_bytes
     env.filters["show_time"] = show_time
+    history = LagHistory()
+    env.globals["lag_chart"] = lambda group: line_chart("lag-chart", history.series(group))
     templates = Jinja2Templates(env=env)
     state: dict[str, ClusterReader] = {}
 
@@ -92,7 +99,11 @@ def build_app(settings: ManagerSettings) -> Any:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state["reader"] = ClusterReader(settings.admin_config)
         try:
-            yield
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sample_lag_forever, state["reader"], history,
+                                   settings.lag_interval_s)
+                yield
+                nursery.cancel_scope.cancel()
         finally:
             await state["reader"].aclose()
 

@@ -77,7 +77,8 @@ def _start_manager(servers: str, port: int, *extra: str,
     process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
                                 "--bootstrap-server", servers,
                                 "--listen", f"127.0.0.1:{port}",
-                                "--refresh", str(REFRESH_S), *extra])
+                                "--refresh", str(REFRESH_S), "--lag-interval", "1",
+                                *extra])
     url = f"http://127.0.0.1:{port}/topics"
     wait_for(lambda: process.poll() is not None or _status(url, headers) in (200, 401),
              "the console to answer", 60)
@@ -172,6 +173,8 @@ def test_cluster_page_shows_every_broker_and_the_active_controller(
     assert page.locator("#quorum tr").count() >= 4  # header and the three voters
     assert page.locator("#under-replicated").inner_text().endswith(": 0")
     page.screenshot(path=str(shots / "cluster.png"), full_page=True)
+    page.goto(console + "/groups")  # before any group exists
+    assert page.locator("#groups").inner_text().endswith("no groups")
 
 
 def test_message_browser_shows_key_value_and_headers(
@@ -307,6 +310,42 @@ def test_message_browser_pages_and_starts_at_an_offset_or_a_time(
                         f"&timestamp={1_700_000_000_000 + 14_500}")
     assert shown() == ["15", "16"]
     assert page.locator("#messages tr[data-offset='15'] td.key").inner_text() == "k15"
+
+
+def _cli_total_lag(servers: str, group: str) -> int:
+    out = subprocess.run([sys.executable, "-m", "broker.cli.main", "groups",
+                          "--bootstrap-server", servers, "--describe", "--group", group],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    column = lines[0].index("LAG")
+    return sum(int(row[column]) for row in lines[1:])
+
+
+def test_lag_chart_samples_the_groups_lag_and_ends_at_the_cli_total(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+
+    group = "manager-lagging"
+    _produce(cluster, [(b"lag", b"x", [])] * 4, partition=0)
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as consumer:
+        consumer.assign([(TOPIC, 0), (TOPIC, 2)])
+        consumer.commit({(TOPIC, 0): 1, (TOPIC, 2): 0})
+    total = _cli_total_lag(cluster.bootstrap_servers, group)
+    assert total > 0
+
+    def chart() -> Any:
+        page.goto(console + f"/groups/{group}")
+        svg = page.locator("svg#lag-chart")
+        if svg.count() == 0 or int(svg.get_attribute("data-points")) < 2:
+            return None
+        return svg
+
+    svg = wait_for(chart, "a lag chart with two samples", 60, interval=0.5)
+    assert int(svg.get_attribute("data-last")) == total
+    assert page.locator("#total-lag").inner_text() == str(total)
+    assert svg.locator("polyline").count() == 1
+    page.screenshot(path=str(shots / "group-lag-chart.png"), full_page=True)
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(

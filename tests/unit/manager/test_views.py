@@ -73,3 +73,25 @@ def test_record_times_in_utc() -> None:
     assert views.show_time(0) == "1970-01-01T00:00:00.000+00:00"
     assert views.show_time(1_700_000_000_123) == "2023-11-14T22:13:20.123+00:00"
     assert views.show_time(-1) == "-"
+
+
+def test_lag_history_is_bounded_and_forgets_deleted_groups() -> None:
+    from clients.manager.history import LagHistory
+
+    history = LagHistory(max_points=3)
+    for t in range(5):
+        history.record("g", float(t), t * 10)
+    history.record("gone", 0.0, 1)
+    assert history.series("g") == [(2.0, 20), (3.0, 30), (4.0, 40)]
+    history.forget_except({"g"})
+    assert history.series("gone") == []
+
+
+def test_lag_chart_is_svg_ending_at_the_last_sample() -> None:
+    from clients.manager.charts import line_chart
+
+    svg = str(line_chart("lag", [(0.0, 5), (10.0, 0), (20.0, 7)]))
+    assert svg.startswith('<svg id="lag" data-points="3" data-last="7"')
+    assert 'points="40.0,68.6 320.0,140.0 600.0,40.0"' in svg
+    assert "no samples" in str(line_chart("lag", []))
+    assert "&lt;" in str(line_chart("<x>", []))
