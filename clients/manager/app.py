@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
@@ -15,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from clients.manager.actions import ActionError, describe, execute, parse_form, token_matches
 from clients.manager.auth import BasicAuth
 from clients.manager.charts import line_chart
 from clients.manager.gather import ClusterReader
@@ -24,6 +27,7 @@ from clients.manager.views import show_bytes, show_time
 from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
+logger = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).with_name("templates")
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 500
@@ -59,6 +63,10 @@ def build_app(settings: ManagerSettings) -> Any:
     env.filters["show_bytes"] = show_bytes
     env.filters["show_time"] = show_time
     history = LagHistory()
+    # One token per console process, in every form: a page of another site cannot read it,
+    # so its forms cannot make the console act.
+    csrf_token = secrets.token_urlsafe(32)
+    env.globals["csrf_token"] = csrf_token
     env.globals["lag_chart"] = lambda group: line_chart("lag-chart", history.series(group))
     templates = Jinja2Templates(env=env)
     state: dict[str, ClusterReader] = {}
@@ -67,13 +75,17 @@ def build_app(settings: ManagerSettings) -> Any:
         return templates.TemplateResponse(request, name, {"refresh_s": settings.refresh_s,
                                                           **context}, status_code=status)
 
-    def overview(template: str, read: Callable[[ClusterReader, Request], Awaitable[Any]]
-                 ) -> Callable[[Request], Awaitable[Response]]:
-        """A page that shows what ``read`` gathers and reloads every refresh interval."""
+    def overview(template: str, read: Callable[[ClusterReader, Request], Awaitable[Any]],
+                 refresh: bool = True) -> Callable[[Request], Awaitable[Response]]:
+        """A page that shows what ``read`` gathers and, unless it holds a form, reloads every
+        refresh interval."""
         async def handler(request: Request) -> Response:
             page = await read(state["reader"], request)
-            return render(request, template, page=page, refresh=True)
+            return render(request, template, page=page, refresh=refresh)
         return handler
+
+    async def create_topic_form(request: Request) -> Response:
+        return render(request, "create_topic.html")
 
     async def messages(request: Request) -> Response:
         mode = request.query_params.get("format", "auto")
@@ -88,6 +100,28 @@ def build_app(settings: ManagerSettings) -> Any:
             settings.read_timeout_s)
         return render(request, "messages.html", page=page, mode=mode, size=size,
                       modes=BYTE_MODES)
+
+    async def action(request: Request) -> Response:
+        try:
+            form = parse_form(await request.body())
+        except ActionError as exc:
+            return render(request, "error.html", 400, message=str(exc))
+        if not token_matches(form, csrf_token):
+            return render(request, "error.html", 403, message="the form's CSRF token is "
+                          "missing or wrong: reload the page and try again")
+        try:
+            planned = describe(request.path_params["kind"], form)
+        except ActionError as exc:
+            return render(request, "error.html", 400, message=str(exc))
+        if form.get("confirm") != "yes":
+            return render(request, "confirm.html", action=planned)
+        try:
+            done = await execute(state["reader"], planned)
+        except KafkaError as exc:
+            logger.warning("action %s refused: %s", planned.kind, exc)
+            return render(request, "action_result.html", 400, action=planned, ok=False,
+                          message=str(exc))
+        return render(request, "action_result.html", action=planned, ok=True, message=done)
 
     def error_page(status: int, prefix: str = ""
                    ) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -111,8 +145,11 @@ def build_app(settings: ManagerSettings) -> Any:
         Route("/", overview("cluster.html", lambda reader, _: reader.cluster())),
         Route("/topics", overview("topics.html", lambda reader, _: reader.topics())),
         Route("/topics/{name}", overview(
-            "topic.html", lambda reader, request: reader.topic(request.path_params["name"]))),
+            "topic.html", lambda reader, request: reader.topic(request.path_params["name"]),
+            refresh=False)),
         Route("/topics/{name}/messages", messages),
+        Route("/actions/create-topic", create_topic_form, methods=["GET"]),
+        Route("/actions/{kind}", action, methods=["POST"]),
         Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),
         Route("/groups/{name}", overview(
             "group.html", lambda reader, request: reader.group(request.path_params["name"]))),

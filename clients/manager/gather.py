@@ -3,8 +3,9 @@ Offsets are read in batched ListOffsets calls (one request per partition leader)
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 import trio
 
@@ -74,6 +75,12 @@ class ClusterReader:
 
     async def aclose(self) -> None:
         await self._admin.close()
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[Admin]:
+        """The admin client, for one caller at a time (the console's actions)."""
+        async with self._lock:
+            yield self._admin
 
     async def _offsets(self, partitions: Iterable[TopicPartition], when: int
                        ) -> dict[TopicPartition, int]:

@@ -348,6 +348,72 @@ def test_lag_chart_samples_the_groups_lag_and_ends_at_the_cli_total(
     page.screenshot(path=str(shots / "group-lag-chart.png"), full_page=True)
 
 
+def _raftka(servers: str, *args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "broker.cli.main", "topics",
+                           "--bootstrap-server", servers, *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_topic_created_in_the_console_appears_in_the_topics_list(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    page.goto(console + "/topics")
+    page.click("#new-topic")
+    page.fill("input[name=topic]", "made-in-console")
+    page.fill("input[name=partitions]", "2")
+    page.fill("input[name=replication_factor]", "3")
+    page.fill("textarea[name=configs]", "retention.ms=3600000")
+    page.click("#create-topic button")
+    assert page.locator("#summary").inner_text() == (
+        "Create topic made-in-console with 2 partitions, replication factor 3, "
+        "configs: retention.ms=3600000")
+    assert "made-in-console" not in _raftka(cluster.bootstrap_servers, "--list").split()
+    page.screenshot(path=str(shots / "confirm.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == "Created topic made-in-console."
+    assert "made-in-console" in _raftka(cluster.bootstrap_servers, "--list").split()
+    with cluster.admin() as admin:
+        assert admin.describe_configs("made-in-console")["retention.ms"].value == "3600000"
+
+    page.goto(console + "/actions/create-topic")  # again: Kafka's refusal is shown
+    page.fill("input[name=topic]", "made-in-console")
+    page.click("#create-topic button")
+    with page.expect_navigation() as refused:
+        page.click("#confirm")
+    assert refused.value.status == 400
+    assert "TOPIC_ALREADY_EXISTS" in page.locator("#result.bad").inner_text()
+
+
+def test_partitions_added_in_the_console_show_in_describe(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    cluster.create_topic("grow-in-console", partitions=1, replication_factor=1)
+    page.goto(console + "/topics/grow-in-console")
+    page.fill("#add-partitions input[name=partitions]", "4")
+    page.click("#add-partitions button")
+    assert page.locator("#summary").inner_text() == "Raise topic grow-in-console to 4 partitions"
+    page.click("#confirm")
+    assert page.locator("#result.ok").count() == 1
+    described = _raftka(cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console")
+    assert "PartitionCount: 4" in described
+
+
+def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
+                                      page: Any) -> None:
+    # Another site's page posting a complete, confirmed form: no CSRF token, refused.
+    page.set_content(f"""<form method="post" action="{console}/actions/create-topic">
+        <input name="topic" value="forged"><input name="partitions" value="1">
+        <input name="replication_factor" value="1"><input name="confirm" value="yes">
+        <button>go</button></form>""")
+    with page.expect_navigation() as forged:
+        page.click("button")
+    assert forged.value.status == 403
+    form = b"topic=forged&partitions=1&replication_factor=1&confirm=yes&csrf=guess"
+    request = urllib.request.Request(console + "/actions/create-topic", data=form)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert "forged" not in _raftka(cluster.bootstrap_servers, "--list").split()
+
+
 def test_killed_broker_shows_its_partitions_under_replicated(
         cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
     # Last in the module: it leaves the cluster one broker short.
