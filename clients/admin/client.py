@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
@@ -126,8 +127,24 @@ class Admin:
         """{partition: low watermark | KafkaError}; see ``operations.delete_records``."""
         return await self._run(ops.delete_records(before))
 
+    async def list_groups(self) -> list[gops.GroupListing]:
+        return await self._run(gops.list_groups())
+
+    async def describe_groups(self, groups: Iterable[str]
+                              ) -> dict[str, gops.GroupDescription | KafkaError]:
+        return await self._run(gops.describe_groups(groups))
+
+    async def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
+        return await self._run(gops.list_group_offsets(group))
+
+    async def describe_quorum(self) -> gops.QuorumInfo:
+        return await self._run(gops.describe_quorum())
+
     async def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = await self._call(call)
             try:
@@ -224,8 +241,24 @@ class BlockingAdmin:
             out[node_id] = (node, dict(self._pool.connection(node).broker_versions))
         return out
 
+    def list_groups(self) -> list[gops.GroupListing]:
+        return self._run(gops.list_groups())
+
+    def describe_groups(self, groups: Iterable[str]
+                        ) -> dict[str, gops.GroupDescription | KafkaError]:
+        return self._run(gops.describe_groups(groups))
+
+    def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
+        return self._run(gops.list_group_offsets(group))
+
+    def describe_quorum(self) -> gops.QuorumInfo:
+        return self._run(gops.describe_quorum())
+
     def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = self._call(call)
             try:
