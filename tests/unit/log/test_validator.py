@@ -117,7 +117,8 @@ def test_every_record_timestamp_is_checked_against_both_bounds() -> None:
     found = check_records(section(data), parse_header(data), rules, NOW, "t-0")
     assert [(e.batch_index, e.error) for e in found] == [(1, errors.InvalidTimestamp),
                                                           (3, errors.InvalidTimestamp)]
-    assert str(NOW + 2 * MINUTE) in found[0].message
+    assert str(NOW + 2 * MINUTE) in found[0].message and "after.max.ms" in found[0].message
+    assert "before.max.ms" in found[1].message
 
 
 def raw_batch(deltas: Sequence[int], trailing: bytes = b"", count: int | None = None) -> bytearray:
