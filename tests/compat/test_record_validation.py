@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -238,34 +238,30 @@ def consume_confluent(bootstrap: str, topic: str) -> list[Row]:
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "rv",
                                          "enable.auto.commit": False,
                                          "broker.address.family": "v4"})
-    rows: list[Row] = []
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+
+    def poll() -> list[Row]:
+        messages = consumer.consume(1000, timeout=0.5)
+        assert all(m.error() is None for m in messages), [m.error() for m in messages]
+        return [(m.offset(), m.key(), m.value(), m.headers() or [], m.timestamp()[1])
+                for m in messages]
+
     try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + 30
-        while len(rows) < RECORDS and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, timeout=0.5):
-                assert msg.error() is None, msg.error()
-                rows.append((msg.offset(), msg.key(), msg.value(), msg.headers() or [],
-                             msg.timestamp()[1]))
+        return collect(poll)
     finally:
         consumer.close()
-    return rows
 
 
 def consume_kafka_python(bootstrap: str, topic: str) -> list[Row]:
     consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    rows: list[Row] = []
+    partition = kafka.TopicPartition(topic, 0)
+    consumer.assign([partition])
+    consumer.seek(partition, 0)
     try:
-        partition = kafka.TopicPartition(topic, 0)
-        consumer.assign([partition])
-        consumer.seek(partition, 0)
-        deadline = time.monotonic() + 30
-        while len(rows) < RECORDS and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=500).values():
-                rows.extend((m.offset, m.key, m.value, list(m.headers), m.timestamp) for m in batch)
+        return collect(lambda: [python_row(m) for batch in consumer.poll(timeout_ms=500).values()
+                                for m in batch])
     finally:
         consumer.close()
-    return rows
 
 
 def consume_aiokafka(bootstrap: str, topic: str) -> list[Row]:
@@ -280,11 +276,24 @@ def consume_aiokafka(bootstrap: str, topic: str) -> list[Row]:
             consumer.seek(partition, 0)
             deadline = time.monotonic() + 30
             while len(rows) < RECORDS and time.monotonic() < deadline:
-                for batch in (await consumer.getmany(timeout_ms=500)).values():
-                    rows.extend((m.offset, m.key, m.value, list(m.headers), m.timestamp)
-                                for m in batch)
+                polled = await consumer.getmany(timeout_ms=500)
+                rows.extend(python_row(m) for batch in polled.values() for m in batch)
         finally:
             await consumer.stop()
         return rows
 
     return asyncio.run(run())
+
+
+def python_row(message: Any) -> Row:
+    """A kafka-python or aiokafka ConsumerRecord as a row (they share the attribute names)."""
+    return (message.offset, message.key, message.value, list(message.headers), message.timestamp)
+
+
+def collect(poll: Callable[[], list[Row]]) -> list[Row]:
+    """Rows from `poll` until RECORDS of them or 30 s."""
+    rows: list[Row] = []
+    deadline = time.monotonic() + 30
+    while len(rows) < RECORDS and time.monotonic() < deadline:
+        rows.extend(poll())
+    return rows

@@ -15,6 +15,8 @@ from broker.log.validator.policy import NO_TIMESTAMP, RecordPolicy
 from clients.records.header import BatchHeader
 
 _NULL_KEY = 1  # zig-zag varint of -1
+_LENGTH, _TIMESTAMP_DELTA, _OFFSET_DELTA = range(3)
+_LEADING_FIELDS = (_LENGTH, _TIMESTAMP_DELTA, _OFFSET_DELTA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,34 +78,27 @@ def check_records(data: bytes | memoryview, header: BatchHeader, policy: RecordP
     index = 0
     try:
         for index in range(header.records_count):
-            # One- and two-byte varints are read inline: a call per field would cost more
-            # than the rest of the check.
-            raw = data[pos]
-            if raw < 0x80:
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                raw, pos = (raw & 0x7F) | (data[pos + 1] << 7), pos + 2
-            else:
-                raw, pos = _uvarint(data, pos)
-            record_end = pos + ((raw >> 1) ^ -(raw & 1))
-            if record_end <= pos or record_end > end:
-                raise errors.InvalidRecord(f"{log_name}: record {index} has an invalid length")
-            pos += 1  # the unused attributes byte
-            raw = data[pos]
-            if raw < 0x80:
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                raw, pos = (raw & 0x7F) | (data[pos + 1] << 7), pos + 2
-            else:
-                raw, pos = _uvarint(data, pos)
-            timestamp = header.max_timestamp if append_time_batch else base_timestamp + ((raw >> 1) ^ -(raw & 1))
-            raw = data[pos]
-            if raw < 0x80:
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                raw, pos = (raw & 0x7F) | (data[pos + 1] << 7), pos + 2
-            else:
-                raw, pos = _uvarint(data, pos)
+            # The leading varints: length, timestamp delta, offset delta (left in `raw`).
+            # One- and two-byte forms are read inline: a call per field would cost more than
+            # the rest of the check.
+            for field in _LEADING_FIELDS:
+                raw = data[pos]
+                if raw < 0x80:
+                    pos += 1
+                elif data[pos + 1] < 0x80:
+                    raw, pos = (raw & 0x7F) | (data[pos + 1] << 7), pos + 2
+                else:
+                    raw, pos = _uvarint(data, pos)
+                if field == _LENGTH:
+                    record_end = pos + ((raw >> 1) ^ -(raw & 1))
+                    if record_end <= pos or record_end > end:
+                        raise errors.InvalidRecord(f"{log_name}: record {index} has an invalid length")
+                    pos += 1  # the unused attributes byte
+                elif field == _TIMESTAMP_DELTA:
+                    timestamp = (header.max_timestamp if append_time_batch
+                                 else base_timestamp + ((raw >> 1) ^ -(raw & 1)))
+            if pos + 3 > record_end:  # key length, value length and header count remain
+                raise errors.InvalidRecord(f"{log_name}: record {index} is shorter than its fields")
             if raw != index << 1:  # zig-zag of a non-negative delta
                 found.append(RecordError(index, errors.InvalidRecord,
                                          f"record {index} has offset delta {_signed(raw)}; the "
