@@ -1,5 +1,5 @@
-"""What a topic's configs ask of the records in a produced batch, and what a batch header
-alone settles (pure: no I/O, no record bytes)."""
+"""What a topic's configs ask of the records in a produced batch, what a batch header alone
+settles (pure: no I/O, no record bytes), and whether this process can write a codec."""
 
 from __future__ import annotations
 
