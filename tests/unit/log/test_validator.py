@@ -274,3 +274,16 @@ def test_timestamps_past_the_after_bound_are_refused_by_index(tmp_path: Path) ->
     assert [index for index, _ in refused.value.record_errors] == [1, 3]
     assert log.log_end_offset == 0
     log.close()
+
+
+def test_a_config_change_applies_to_the_next_append(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(make_batch([None]), 0, NOW)
+    log.update_config(LogConfig.from_overrides({"cleanup.policy": "compact",
+                                                "compression.type": "gzip"}))
+    with pytest.raises(errors.InvalidRecord):
+        log.append_as_leader(make_batch([None]), 0, NOW)
+    log.append_as_leader(make_batch([b"k"]), 0, NOW)
+    data = log.read(0, 1 << 20, UpperBound.LEO).read_bytes()
+    assert [h.compression for _, h in iter_batches(data)] == [NONE, GZIP]
+    log.close()
