@@ -14,7 +14,13 @@ from broker.log.config import LogConfig
 from broker.log.results import UpperBound
 from broker.log.validator import RecordPolicy, check_records, validate_records
 from clients.records import compression
-from clients.records.batch import assemble_batch, decode_batch, encode_batch, iter_record_batches
+from clients.records.batch import (
+    LOG_APPEND_TIME,
+    assemble_batch,
+    decode_batch,
+    encode_batch,
+    iter_record_batches,
+)
 from clients.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from clients.records.header import (
     BATCH_HEADER_SIZE,
@@ -287,3 +293,13 @@ def test_a_config_change_applies_to_the_next_append(tmp_path: Path) -> None:
     data = log.read(0, 1 << 20, UpperBound.LEO).read_bytes()
     assert [h.compression for _, h in iter_batches(data)] == [NONE, GZIP]
     log.close()
+
+
+def test_a_producer_may_not_send_log_append_time_batches() -> None:
+    records = [Record(None, NOW, b"k", b"v"), Record(None, NOW, b"k", b"w")]
+    data = bytearray(encode_batch(records, timestamp_type=LOG_APPEND_TIME))
+    with pytest.raises(errors.InvalidTimestamp) as refused:
+        validate(data, policy(**{"message.timestamp.type": "LogAppendTime"}))
+    assert [index for index, _ in refused.value.record_errors] == [0, 1]
+    # On a CreateTime topic their (batch) timestamp is held to the bounds like any other.
+    assert validate(data, policy()) is data
