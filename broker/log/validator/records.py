@@ -103,7 +103,8 @@ def check_records(data: bytes | memoryview, header: BatchHeader, policy: RecordP
                 found.append(RecordError(index, errors.InvalidRecord,
                                          f"record {index} has offset delta {_signed(raw)}; the "
                                          f"records of a batch must have offset deltas 0, 1, 2, ..."))
-            elif compact and _key_length(data, pos) == _NULL_KEY:
+            elif compact and (data[pos] == _NULL_KEY
+                              or data[pos] >= 0x80 and _key_length(data, pos) == _NULL_KEY):
                 found.append(RecordError(index, errors.InvalidRecord,
                                          f"record {index} has no key: {log_name} is a compacted "
                                          f"topic, which needs a key on every record"))
