@@ -1,11 +1,13 @@
 """The node process: the pieces a node runs for its roles, started and stopped in order.
 
-Every node hosts the metadata state machine in a Raft quorum member: a voter when
-`process.roles` has `controller`, an observer otherwise. A controller serves controller RPCs
-on its CONTROLLER listener(s). A broker registers and heartbeats with the active controller,
-follows metadata through the `MetadataBridge`, and opens its client listeners once the
-controller has seen it catch up (Kafka's broker start-up order), answering with the broker
-router: the metadata-side handlers plus whatever its components register.
+Every node first binds all its listeners (Kafka binds its socket server first), so a taken
+port stops start-up before the cluster sees the node. Every node hosts the metadata state
+machine in a Raft quorum member: a voter when `process.roles` has `controller`, an observer
+otherwise. A controller serves controller RPCs on its CONTROLLER listener(s). A broker
+registers and heartbeats with the active controller, follows metadata through the
+`MetadataBridge`, and starts accepting on its client listeners once the controller has seen
+it catch up (Kafka's broker start-up order), answering with the broker router: the
+metadata-side handlers plus whatever its components register.
 
 Stopping (the `shutdown` event): the broker's controlled shutdown, then its listeners and
 components, then the controller's listeners and tasks, and last the Raft quorum.
@@ -171,6 +173,9 @@ class _Node:
         controller_names = set(config.controller_listener_names)
         self.controller_listeners = [l for l in config.listeners if l.name in controller_names]
         self.broker_listeners = [l for l in config.listeners if l.name not in controller_names]
+        # The broker's handlers are installed once its components exist (`_run_broker`);
+        # its listeners are bound on this router before that.
+        self.broker_router = RequestRouter()
 
     async def run(self) -> None:
         config = self.config
@@ -183,35 +188,50 @@ class _Node:
                 config.node_id, self.quorum, self.state,
                 controller_settings_from_config(config, cluster_id=self.cluster_id),
                 cluster_id=self.cluster_id, config=config)
-        await self._start_quorum()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.bridge.run)
-            controller_server = None
-            if controller is not None:
-                router = RequestRouter()
-                controller.register(router)
-                await nursery.start(controller.run)
-                controller_server = NetworkServer(self.controller_listeners, router,
-                                                  self.settings)
-                controller_done = await _start_server(nursery, controller_server)
-            if config.is_broker:
-                await self._run_broker()
-            else:
-                await self.shutdown.wait()
-            if controller_server is not None:
-                controller_server.stop()
-                await controller_done.wait()
-            nursery.cancel_scope.cancel()
+        controller_router = RequestRouter()
+        controller_server = None
+        if controller is not None:
+            controller_server = NetworkServer(self.controller_listeners, controller_router,
+                                              self.settings)
+        broker_server = None
+        if config.is_broker:
+            broker_server = NetworkServer(self.broker_listeners, self.broker_router,
+                                          self.settings)
+        servers = [server for server in (controller_server, broker_server) if server]
+        try:
+            # Every listener is bound before the node joins the quorum or registers, as
+            # Kafka binds its socket server first: a taken port stops start-up before the
+            # cluster sees this node. Accepting starts later, when each server serves.
+            for server in servers:
+                await _bind(server)
+            await self._start_quorum()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.bridge.run)
+                if controller is not None and controller_server is not None:
+                    controller.register(controller_router)
+                    await nursery.start(controller.run)
+                    controller_done = await _start_server(nursery, controller_server)
+                if broker_server is not None:
+                    await self._run_broker(broker_server)
+                else:
+                    await self.shutdown.wait()
+                if controller_server is not None:
+                    controller_server.stop()
+                    await controller_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            for server in servers:
+                await server.aclose()
 
     async def _start_quorum(self) -> None:
         try:
             await trio.to_thread.run_sync(self.quorum.start)
         except QuorumError as exc:
             if "bind" in str(exc):
-                raise OSError(errno.EADDRINUSE, str(exc)) from exc
+                raise NodeStartupError(_raft_port_in_use(self.config, exc)) from exc
             raise NodeStartupError(f"cannot start the metadata quorum: {exc}") from exc
 
-    async def _run_broker(self) -> None:
+    async def _run_broker(self, server: NetworkServer) -> None:
         config = self.config
         channel = ControllerChannel(config.voters, f"raftka-broker-{config.node_id}")
         lifecycle = BrokerLifecycleManager(
@@ -224,7 +244,7 @@ class _Node:
         runtime = BrokerRuntime(config, self.cluster_id, self.bridge, channel, lifecycle)
         for factory in COMPONENT_FACTORIES:
             runtime.components.append(factory(runtime))
-        router = RequestRouter()
+        router = self.broker_router
         install_broker_handlers(router, image=lambda: self.bridge.image,
                                 cluster_id=self.cluster_id, channel=channel,
                                 auto_create=runtime.auto_create_topics)
@@ -238,7 +258,6 @@ class _Node:
                     for component in runtime.components:
                         await components.start(component.run)
                     if await self._wait_caught_up(lifecycle):
-                        server = NetworkServer(self.broker_listeners, router, self.settings)
                         server_done = await _start_server(nursery, server)
                         logger.info("broker %d serving clients on %s", config.node_id,
                                     _describe(self.broker_listeners))
@@ -278,6 +297,25 @@ class _Node:
             logger.error("%s", message)
             self.startup_error = NodeStartupError(message)
         return caught_up
+
+
+async def _bind(server: NetworkServer) -> None:
+    """Bind the server's listeners; a port that cannot be bound stops start-up."""
+    try:
+        await server.bind()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        hint = ("change the port in listeners or stop the process that holds it"
+                if exc.errno == errno.EADDRINUSE else "check listeners")
+        raise NodeStartupError(f"{reason}; {hint}") from exc
+
+
+def _raft_port_in_use(config: "ServerConfig", exc: QuorumError) -> str:
+    """The Raft port is not a listener: say where it comes from and which key moves it."""
+    port = config.voters[config.node_id][1]
+    return (f"{exc}; the Raft port is this voter's controller.quorum.voters port {port} + "
+            f"raftka.raft.port.offset {config.raft_port_offset}: free it or change "
+            f"raftka.raft.port.offset")
 
 
 async def _start_server(nursery: trio.Nursery, server: NetworkServer) -> trio.Event:

@@ -63,7 +63,9 @@ class GroupAdmin:
             try:
                 conn = BlockingKafkaConnection(*address, client_id=self._client_id,
                                                timeout=self._timeout)
-            except (KafkaConnectionError, OSError) as exc:
+            except KafkaConnectionError as exc:
+                raise GroupAdminError(str(exc)) from None  # it names the address
+            except OSError as exc:
                 raise GroupAdminError(f"cannot connect to {address[0]}:{address[1]}: {exc}") from None
             self._connections[address] = conn
         return conn
@@ -76,7 +78,7 @@ class GroupAdmin:
                 return address
             except GroupAdminError as exc:
                 errors.append(str(exc))
-        raise GroupAdminError("; ".join(errors))
+        raise GroupAdminError("no broker is reachable: " + "; ".join(errors))
 
     def _request(self, address: tuple[str, int], api_key: int, body: dict[str, Any],
                  version: int | None = None) -> dict[str, Any]:
