@@ -3,6 +3,7 @@ module (started by the launcher, the code path of scripts/bootstrap-quorum)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -57,6 +58,7 @@ def spark() -> Iterator["object"]:
     require_java()
     from pyspark.sql import SparkSession
 
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYSPARK_PYTHON")}
     os.environ["PYTHONPATH"] = worker_pythonpath()
     # Spark starts its Python workers with PYSPARK_PYTHON (else whatever python3 is on PATH).
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -67,10 +69,18 @@ def spark() -> Iterator["object"]:
                .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    # py4j logs at INFO from a finalizer at interpreter exit, after pytest closed its log
+    # capture: that only prints "--- Logging error ---" noise.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         yield session
     finally:
         session.stop()
+        for name, value in saved.items():  # later modules' processes get the old environment
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope="module")
