@@ -2,93 +2,41 @@
 
 Every node hosts the metadata state machine in a Raft quorum member: a voter when
 `process.roles` has `controller`, an observer otherwise. A controller serves controller RPCs
-on its CONTROLLER listener(s). A broker registers and heartbeats with the active controller,
-follows metadata through the `MetadataBridge`, and opens its client listeners once the
-controller has seen it catch up (Kafka's broker start-up order), answering with the broker
-router: the metadata-side handlers plus whatever its components register.
+on its CONTROLLER listener(s). A broker (`broker.server.BrokerServer`) registers and
+heartbeats with the active controller, follows metadata through the `MetadataBridge`, and
+opens its client listeners once the controller has seen it catch up (Kafka's broker
+start-up order).
 
-Stopping (the `shutdown` event): the broker's controlled shutdown, then its listeners and
-components, then the controller's listeners and tasks, and last the Raft quorum.
+Stopping (the `shutdown` event): the broker (controlled shutdown, listeners, then its parts
+in reverse), then the controller's listeners and tasks, and last the Raft quorum.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
-from broker.config.endpoints import Listener
-from broker.controller_channel import ControllerChannel
-from broker.handlers import AutoCreateTopics, install_broker_handlers
-from broker.dataplane import data_plane_component
-from broker.group.component import group_coordinator_component
-from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
+from broker.apis.request import RequestRouter
+from broker.controller_client import ControllerClient
+from broker.controller_server import QuorumController, controller_settings_from_config
+from broker.errors import NodeStartupError
+from broker.lifecycle import LifecycleSettings
+from broker.log.checkpoints import read_meta_properties
 from broker.metadata_bridge import MetadataBridge
-from broker.network import NetworkServer, RequestRouter, ServerSettings
+from broker.network import NetworkServer, ServerSettings
+from broker.server import BrokerServer
 from kraft.config import QuorumConfig
 from kraft.errors import QuorumError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
-from metadata.delta import MetadataDelta
-from metadata.image import MetadataImage
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
 
 logger = logging.getLogger(__name__)
-
-# Bound on waiting for the controller's agreement to shut down (Kafka's broker retries
-# controlled shutdown; this keeps a stop from hanging when the quorum is gone).
-CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
-
-
-class NodeStartupError(RuntimeError):
-    """The node could not start; the message says why."""
-
-
-class BrokerComponent(Protocol):
-    """A part of the broker that serves APIs and acts on metadata (partition logs, replica
-    manager, group coordinator, ...). `run` holds its background work until cancelled."""
-
-    def register(self, router: RequestRouter) -> None:
-        """Install this component's request handlers on the broker router."""
-        ...
-
-    async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
-        """Act on a new image (become leader/follower, delete partitions, ...)."""
-        ...
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                  ) -> None:
-        """Start, report started, run until cancelled; clean up under a shielded scope."""
-        ...
-
-
-@dataclass
-class BrokerRuntime:
-    """What broker components are built from."""
-
-    config: "ServerConfig"
-    cluster_id: str
-    bridge: MetadataBridge
-    channel: ControllerChannel
-    lifecycle: BrokerLifecycleManager
-    # A component that creates topics on first use sets this (Metadata auto-creation).
-    auto_create_topics: AutoCreateTopics | None = None
-    components: list[BrokerComponent] = field(default_factory=list)
-
-
-ComponentFactory = Callable[[BrokerRuntime], BrokerComponent]
-# The broker's components (the data plane adds its own here), built in order, each seeing
-# the runtime its predecessors filled. Their modules should import BrokerRuntime and
-# BrokerComponent under TYPE_CHECKING only, so this module can import them without a cycle.
-# The group coordinator writes through the data plane's partitions and overrides its interim
-# group-API answers, so it comes after it.
-COMPONENT_FACTORIES: tuple[ComponentFactory, ...] = (data_plane_component,
-                                                     group_coordinator_component)
 
 
 def quorum_config(config: "ServerConfig") -> QuorumConfig:
@@ -109,27 +57,8 @@ def quorum_config(config: "ServerConfig") -> QuorumConfig:
     )
 
 
-def broker_identity(config: "ServerConfig", cluster_id: str) -> BrokerIdentity:
-    """The registration facts of this broker, with a fresh incarnation id."""
-    from broker.config.uuids import parse_uuid
-    from broker.log.checkpoints import read_meta_properties
-
-    dir_ids = []
-    for directory in config.log_dirs:
-        meta = read_meta_properties(directory) or {}
-        if meta.get("directory.id"):
-            dir_ids.append(parse_uuid(meta["directory.id"]))
-    listeners = tuple((l.name, l.host, l.port, l.security_protocol)
-                      for l in config.advertised_listeners)
-    rack = config.get("broker.rack")
-    return BrokerIdentity(config.node_id, cluster_id, listeners,
-                          rack=None if rack is None else str(rack), log_dir_ids=tuple(dir_ids))
-
-
 def formatted_cluster_id(config: "ServerConfig") -> str:
     """The cluster id `raftka storage format` wrote (the CLI checked the dirs agree)."""
-    from broker.log.checkpoints import read_meta_properties
-
     meta = read_meta_properties(config.metadata_log_dir) or {}
     cluster_id = meta.get("cluster.id") or config.cluster_id
     if not cluster_id:
@@ -176,8 +105,6 @@ class _Node:
         config = self.config
         controller = None
         if config.is_controller:
-            from broker.controller import QuorumController, controller_settings_from_config
-
             # Built before the quorum starts so its publisher sees the replayed journal.
             controller = QuorumController(
                 config.node_id, self.quorum, self.state,
@@ -213,71 +140,21 @@ class _Node:
 
     async def _run_broker(self) -> None:
         config = self.config
-        channel = ControllerChannel(config.voters, f"raftka-broker-{config.node_id}")
-        lifecycle = BrokerLifecycleManager(
-            broker_identity(config, self.cluster_id), channel, lambda: self.bridge.image.offset,
-            LifecycleSettings(
-                heartbeat_interval_s=int(config.get("broker.heartbeat.interval.ms")) / 1000,  # type: ignore[call-overload]
-                session_timeout_s=int(config.get("broker.session.timeout.ms")) / 1000,  # type: ignore[call-overload]
-                request_timeout_s=int(config.get("controller.quorum.request.timeout.ms")) / 1000),  # type: ignore[call-overload]
-            clean_shutdown_dir=config.metadata_log_dir)
-        runtime = BrokerRuntime(config, self.cluster_id, self.bridge, channel, lifecycle)
-        for factory in COMPONENT_FACTORIES:
-            runtime.components.append(factory(runtime))
-        router = RequestRouter()
-        install_broker_handlers(router, image=lambda: self.bridge.image,
-                                cluster_id=self.cluster_id, channel=channel,
-                                auto_create=runtime.auto_create_topics)
-        for component in runtime.components:
-            component.register(router)
-            self.bridge.add_publisher(component)
+        controller = ControllerClient(config.voters, f"raftka-broker-{config.node_id}")
+        lifecycle = LifecycleSettings(
+            heartbeat_interval_s=config.broker_heartbeat_interval_ms / 1000,
+            session_timeout_s=config.broker_session_timeout_ms / 1000,
+            request_timeout_s=config.controller_quorum_request_timeout_ms / 1000)
+        broker = BrokerServer(config, self.cluster_id, lambda: self.bridge.image,
+                              metadata=self.bridge, controller=controller,
+                              lifecycle=lifecycle, listeners=self.broker_listeners)
         try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(lifecycle.run)
-                async with trio.open_nursery() as components:
-                    for component in runtime.components:
-                        await components.start(component.run)
-                    if await self._wait_caught_up(lifecycle):
-                        server = NetworkServer(self.broker_listeners, router, self.settings)
-                        server_done = await _start_server(nursery, server)
-                        logger.info("broker %d serving clients on %s", config.node_id,
-                                    _describe(self.broker_listeners))
-                        await self.shutdown.wait()
-                        await lifecycle.controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT_S)
-                        server.stop()
-                        await server_done.wait()
-                    components.cancel_scope.cancel()
-                nursery.cancel_scope.cancel()
+            await broker.run(self.shutdown)
         finally:
             with trio.CancelScope(shield=True):
-                await channel.aclose()
-
-    async def _wait_caught_up(self, lifecycle: BrokerLifecycleManager) -> bool:
-        """True once the controller saw this broker catch up; False if shutdown came first.
-        Records a start-up error after `initial.broker.registration.timeout.ms`."""
-        timeout_s = int(self.config.get("initial.broker.registration.timeout.ms")) / 1000  # type: ignore[call-overload]
-        caught_up = False
-        with trio.move_on_after(timeout_s) as waiting:
-            async with trio.open_nursery() as nursery:
-                async def caught_up_task() -> None:
-                    nonlocal caught_up
-                    await lifecycle.wait_until(lambda m: m.is_caught_up)
-                    caught_up = True
-                    nursery.cancel_scope.cancel()
-
-                async def shutdown_task() -> None:
-                    await self.shutdown.wait()
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(caught_up_task)
-                nursery.start_soon(shutdown_task)
-        if waiting.cancelled_caught and not caught_up:
-            message = (f"broker {self.config.node_id} was not registered and caught up with "
-                       f"the metadata log within initial.broker.registration.timeout.ms "
-                       f"({timeout_s * 1000:.0f} ms)")
-            logger.error("%s", message)
-            self.startup_error = NodeStartupError(message)
-        return caught_up
+                await controller.aclose()
+        if broker.startup_error is not None:
+            self.startup_error = broker.startup_error
 
 
 async def _start_server(nursery: trio.Nursery, server: NetworkServer) -> trio.Event:
@@ -292,7 +169,3 @@ async def _start_server(nursery: trio.Nursery, server: NetworkServer) -> trio.Ev
 
     await nursery.start(serve)
     return done
-
-
-def _describe(listeners: Sequence[Listener]) -> str:
-    return ", ".join(listener.uri() for listener in listeners)

@@ -44,9 +44,9 @@ class OffsetsTopicSettings:
 
 
 def channel_create_topic(channel: Any) -> CreateTopic:
-    """A `CreateTopic` over `broker.controller_channel.ControllerChannel`."""
+    """A `CreateTopic` over `broker.controller_client.ControllerClient`."""
     async def create(topic: dict[str, Any]) -> tuple[int, str | None]:
-        from broker.controller_channel import ControllerUnavailableError
+        from broker.controller_client import ControllerUnavailableError
 
         body = {"topics": [topic], "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
         try:

@@ -12,10 +12,11 @@ import logging
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
-from broker.log import errors, retention
+from broker.log import errors
 from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_partition_metadata
-from broker.log.config import LogConfig
+from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
 from broker.log.producer_state import ProducerStateManager
@@ -397,7 +398,7 @@ class PartitionLog:
                     max_position = found[0] if found else segment.size
                 result = segment.read(offset, max_bytes, max_position, min_one_batch)
                 if result is not None:
-                    ranges = (result,) if result.length else ()
+                    ranges = (result,) if result.size else ()
                     return ReadResult(offset, *marks, ranges=ranges)
         return ReadResult(offset, *marks)
 
@@ -491,7 +492,44 @@ class PartitionLog:
 
         Only whole non-active segments below the high watermark are deleted.
         """
-        return retention.delete_old_segments(self, now_ms)
+        config = self.config
+        deleted = 0
+        if config.delete and config.retention_ms >= 0:
+            deleted += self.delete_segments(self._deletable_prefix(
+                lambda s, _: now_ms - s.largest_timestamp() > config.retention_ms),
+                now_ms, "retention.ms")
+        if config.delete and config.retention_bytes >= 0:
+            # Measured after the time-based pass, so its deletions count towards the limit.
+            excess = self.size_in_bytes - config.retention_bytes
+
+            def over_size(segment: LogSegment, _: int) -> bool:
+                nonlocal excess
+                if excess - segment.size >= 0:
+                    excess -= segment.size
+                    return True
+                return False
+
+            deleted += self.delete_segments(self._deletable_prefix(over_size), now_ms,
+                                            "retention.bytes")
+        deleted += self.delete_segments(
+            self._deletable_prefix(lambda _, upper: upper <= self.log_start_offset), now_ms,
+            "log start offset")
+        if self.producer_state.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS):
+            logger.debug("%s: expired idle producer ids", self.name)
+        return deleted
+
+    def _deletable_prefix(self, may_go: Callable[[LogSegment, int], bool]) -> list[LogSegment]:
+        """The oldest non-active segments below the HW for which `may_go(segment, base
+        offset of the next segment)` holds, up to the first that fails (retention never
+        leaves a hole in the log)."""
+        chosen = []
+        segments = self.segments
+        for n, segment in enumerate(segments[:-1]):
+            upper = segments[n + 1].base_offset
+            if upper > self.high_watermark or not may_go(segment, upper):
+                break
+            chosen.append(segment)
+        return chosen
 
     def delete_segments(self, doomed: list[LogSegment], now_ms: int, reason: str) -> int:
         """Take the oldest segments `doomed` out of the log (deleted after the delay); moves the

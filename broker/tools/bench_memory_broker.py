@@ -21,9 +21,9 @@ from typing import Any, Sequence
 import trio
 
 from broker.config.endpoints import Listener
-from broker.network.api_versions import install_api_versions
-from broker.network.router import ConnectionContext, DecodedRequest, RequestRouter
-from broker.network.server import NetworkServer, ServerSettings
+from broker.apis.api_versions import install_api_versions
+from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from broker.network import NetworkServer, ServerSettings
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.errors import CorruptRecordError
 from clients.records.header import parse_header
@@ -52,7 +52,7 @@ class MemoryBroker:
         router.register(ApiKey.FETCH, self.handle_fetch)
         install_api_versions(router)
 
-    async def handle_metadata(self, request: DecodedRequest, ctx: ConnectionContext) -> dict:
+    async def handle_metadata(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         requested = request.body.get("topics")
         names = (list(self._topics) if requested is None
                  else [t["name"] for t in requested if t.get("name")])
@@ -71,7 +71,7 @@ class MemoryBroker:
                                 "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID],
                                 "offline_replicas": []} for p in range(self.partitions)]}
 
-    async def handle_fetch(self, request: DecodedRequest, ctx: ConnectionContext) -> dict:
+    async def handle_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         """No records, ever: the high watermark is the count of offsets handed out."""
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
                 "responses": [{"topic": t["topic"], "partitions": [
@@ -82,7 +82,7 @@ class MemoryBroker:
                     for t in request.body.get("topics") or ()]}
 
     async def handle_produce(self, request: DecodedRequest,
-                             ctx: ConnectionContext) -> dict | None:
+                             ctx: RequestContext) -> dict | None:
         body = request.body
         responses = []
         for topic in body.get("topic_data") or ():

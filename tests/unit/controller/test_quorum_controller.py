@@ -7,7 +7,7 @@ from typing import Any
 
 import trio
 
-from broker.controller import broker_config_validator
+from broker.controller_server import broker_config_validator
 from clients.connection import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from metadata.settings import ControllerSettings
