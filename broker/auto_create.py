@@ -40,7 +40,7 @@ class TopicAutoCreator:
 
     @property
     def enabled(self) -> bool:
-        return bool(self._config.get("auto.create.topics.enable")) and self._channel is not None
+        return self._config.auto_create_topics_enable and self._channel is not None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the background creations until cancelled."""
@@ -86,8 +86,8 @@ class TopicAutoCreator:
             # Never under-replicated: with fewer live brokers than
             # offsets.topic.replication.factor the controller refuses, as Kafka's does.
             return OffsetsTopicSettings.from_config(config).create_request()
-        return {"name": name, "num_partitions": int(config.get("num.partitions")),  # type: ignore[call-overload]
-                "replication_factor": int(config.get("default.replication.factor")),  # type: ignore[call-overload]
+        return {"name": name, "num_partitions": config.num_partitions,
+                "replication_factor": config.default_replication_factor,
                 "assignments": [], "configs": []}
 
     async def _create(self, names: list[str]) -> None:

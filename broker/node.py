@@ -44,16 +44,15 @@ def quorum_config(config: "ServerConfig") -> QuorumConfig:
     return QuorumConfig(
         node_id=config.node_id,
         voters={voter: config.raft_address_for(voter) for voter in config.voters},
-        log_dir=config.metadata_log_dir,  # type: ignore[arg-type]
+        log_dir=config.metadata_log_dir,
         password=config.quorum_password,
         is_voter=config.is_controller,
-        snapshot_interval_entries=int(config.get("metadata.log.max.snapshot.interval")),  # type: ignore[call-overload]
-        snapshot_interval_bytes=int(config.get(  # type: ignore[call-overload]
-            "metadata.log.max.record.bytes.between.snapshots")),
-        snapshot_interval_ms=int(config.get("metadata.log.max.snapshot.interval.ms")),  # type: ignore[call-overload]
-        election_timeout_ms=int(config.get("controller.quorum.election.timeout.ms")),  # type: ignore[call-overload]
-        fetch_timeout_ms=int(config.get("controller.quorum.fetch.timeout.ms")),  # type: ignore[call-overload]
-        request_timeout_ms=int(config.get("controller.quorum.request.timeout.ms")),  # type: ignore[call-overload]
+        snapshot_interval_entries=config.metadata_log_max_snapshot_interval,
+        snapshot_interval_bytes=config.metadata_log_max_record_bytes_between_snapshots,
+        snapshot_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+        election_timeout_ms=config.controller_quorum_election_timeout_ms,
+        fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
+        request_timeout_ms=config.controller_quorum_request_timeout_ms,
     )
 
 

@@ -38,14 +38,13 @@ def controller_settings_from_config(config: "ServerConfig", *,
     """The controller's settings from Kafka's keys; `cluster_id` defaults to `cluster.id`."""
     return ControllerSettings(
         cluster_id=cluster_id if cluster_id is not None else config.cluster_id,
-        num_partitions=int(config.get("num.partitions")),  # type: ignore[call-overload]
-        default_replication_factor=int(config.get("default.replication.factor")),  # type: ignore[call-overload]
-        unclean_leader_election_enable=bool(config.get("unclean.leader.election.enable")),
-        broker_session_timeout_ms=int(config.get("broker.session.timeout.ms")),  # type: ignore[call-overload]
-        delete_topic_enable=bool(config.get("delete.topic.enable")),
-        auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
-        leader_imbalance_check_interval_seconds=int(
-            config.get("leader.imbalance.check.interval.seconds")),  # type: ignore[call-overload]
+        num_partitions=config.num_partitions,
+        default_replication_factor=config.default_replication_factor,
+        unclean_leader_election_enable=config.unclean_leader_election_enable,
+        broker_session_timeout_ms=config.broker_session_timeout_ms,
+        delete_topic_enable=config.delete_topic_enable,
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_seconds=config.leader_imbalance_check_interval_seconds,
         validate_broker_config=broker_config_validator(),
     )
 

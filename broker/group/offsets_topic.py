@@ -30,9 +30,9 @@ class OffsetsTopicSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> "OffsetsTopicSettings":
-        return cls(int(config.get("offsets.topic.num.partitions")),
-                   int(config.get("offsets.topic.replication.factor")),
-                   int(config.get("offsets.topic.segment.bytes")))
+        return cls(config.offsets_topic_num_partitions,
+                   config.offsets_topic_replication_factor,
+                   config.offsets_topic_segment_bytes)
 
     def create_request(self) -> dict[str, Any]:
         """The CreateTopics entry (Kafka's offsets topic configs)."""

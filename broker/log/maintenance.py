@@ -30,15 +30,15 @@ class LogMaintenance:
 
     def __init__(self, log_manager: LogManager, config: "ServerConfig") -> None:
         self._logs = log_manager
-        self.retention_check_ms = int(config.get("log.retention.check.interval.ms"))  # type: ignore[call-overload]
-        self.cleaner_backoff_ms = int(config.get("log.cleaner.backoff.ms"))  # type: ignore[call-overload]
-        self.cleaner_enabled = bool(config.get("log.cleaner.enable"))
+        self.retention_check_ms = config.log_retention_check_interval_ms
+        self.cleaner_backoff_ms = config.log_cleaner_backoff_ms
+        self.cleaner_enabled = config.log_cleaner_enable
         self.cleaner_map_capacity = offset_map.capacity(
-            int(config.get("log.cleaner.dedupe.buffer.size")),  # type: ignore[call-overload]
-            float(config.get("log.cleaner.io.buffer.load.factor")),  # type: ignore[arg-type]
+            config.log_cleaner_dedupe_buffer_size,
+            config.log_cleaner_io_buffer_load_factor,
         )
-        self.flush_check_ms = int(config.get("log.flush.scheduler.interval.ms"))  # type: ignore[call-overload]
-        self.checkpoint_ms = int(config.get("log.flush.offset.checkpoint.interval.ms"))  # type: ignore[call-overload]
+        self.flush_check_ms = config.log_flush_scheduler_interval_ms
+        self.checkpoint_ms = config.log_flush_offset_checkpoint_interval_ms
         self.initial_delay_ms = INITIAL_TASK_DELAY_MS
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -22,7 +22,7 @@ class ServerSettings:
     @classmethod
     def from_config(cls, config: "ServerConfig") -> "ServerSettings":
         return cls(
-            max_request_bytes=int(config.get("socket.request.max.bytes")),  # type: ignore[call-overload]
-            idle_timeout_s=int(config.get("connections.max.idle.ms")) / 1000.0,  # type: ignore[call-overload]
-            max_connections=int(config.get("max.connections")),  # type: ignore[call-overload]
+            max_request_bytes=config.socket_request_max_bytes,
+            idle_timeout_s=config.connections_max_idle_ms / 1000.0,
+            max_connections=config.max_connections,
         )
