@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import trio
 
-from clients.connection import KafkaConnection, KafkaConnectionError
+from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
 

@@ -235,11 +235,6 @@ class RaftQuorum:
         with self._lock:
             self._listeners.append(callback)
 
-    def remove_listener(self, callback: Listener) -> None:
-        with self._lock:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
-
     # -- Raft thread ---------------------------------------------------------------------------
 
     def _apply(self, entry: bytes, offset: int, term: int) -> object:

@@ -13,10 +13,9 @@ import uuid
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from metadata.describe import describe_topic_by_id, describe_topics, metadata_brokers
 from metadata.image import MetadataImage
-from metadata.records import ZERO_UUID
 from metadata.topic_names import topic_name_error
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).

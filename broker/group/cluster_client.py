@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from broker.group.admin_view import MemberRow, TopicPartition, consumer_assignment
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError, parse_bootstrap_servers
+from clients.net import BlockingKafkaConnection, KafkaConnectionError, parse_bootstrap_servers
 from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.protocol import ApiKey, ErrorCode
 

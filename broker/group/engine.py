@@ -143,9 +143,6 @@ class GroupEngine:
             del self.groups[group.group_id]
         return effects
 
-    def partition_groups(self, partition: int) -> list[Group]:
-        return [g for g in self.groups.values() if g.partition == partition]
-
 
 class PartitionReplay:
     """One partition's records replayed in log order, a slice at a time: the latest group

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from broker.launcher import bootstrap_quorum
 from broker.launcher.layout import ClusterInfo
 from broker.tools.waiting import wait_for
-from clients.connection import BlockingKafkaConnection
+from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 
 HOST = "127.0.0.1"

@@ -32,7 +32,7 @@ from broker.launcher import (
 )
 from broker.launcher.processes import is_running, log_tail, read_pid
 from broker.tools.waiting import wait_for as poll_until
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
 

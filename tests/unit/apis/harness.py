@@ -20,7 +20,7 @@ from broker.config.endpoints import Listener
 from broker.apis.request import Authorizer
 from broker.producer_id_manager import BlockSource
 from broker.server import BrokerServer
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
 from metadata.records import (

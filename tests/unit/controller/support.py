@@ -16,7 +16,7 @@ from broker.config import Listener
 from broker.controller_server import ControllerEndpoint, QuorumController
 from broker.apis.request import RequestRouter
 from broker.network import NetworkServer
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from kraft import QuorumConfig, RaftQuorum
 from kraft.metadata_state_machine import MetadataStateMachine
 from metadata.settings import ControllerSettings

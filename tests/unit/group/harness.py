@@ -17,7 +17,7 @@ import trio
 from broker.config import ServerConfig
 from broker.config.endpoints import Listener
 from broker.server import BrokerServer
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ErrorCode
 from metadata.delta import apply_records
 from metadata.image import MetadataImage

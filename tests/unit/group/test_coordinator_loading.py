@@ -10,7 +10,7 @@ import trio
 from broker.group.coordinator import LoadSettings
 from broker.group.records import OffsetKey, encode_key
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.batch import Record, encode_batch
 from metadata.delta import apply_records

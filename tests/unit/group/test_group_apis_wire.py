@@ -9,7 +9,7 @@ import trio
 
 from broker.group.records import GroupKey, iter_entries
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from metadata.delta import apply_records
 from metadata.records import PartitionChangeRecord
