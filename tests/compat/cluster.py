@@ -17,7 +17,7 @@ import pytest
 
 from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
 from broker.launcher.processes import log_tail
-from broker.tools.waiting import wait_for
+from tests.waiting import wait_for
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode

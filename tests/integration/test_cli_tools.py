@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
-from broker.tools.waiting import wait_for
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

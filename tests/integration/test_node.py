@@ -23,7 +23,7 @@ from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_q
 from broker.launcher.processes import exit_code, log_tail, read_pid
 from broker.metadata_bridge import MetadataBridge
 from broker.apis.request import ConnectionContext, RequestContext
-from broker.tools.waiting import wait_for
+from tests.waiting import wait_for
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, encode_response
 from metadata.delta import MetadataDelta

@@ -1,4 +1,4 @@
-"""Waiting on a condition with a deadline, for the blocking tools, benchmarks and tests."""
+"""Waiting on a condition with a deadline, for the benchmarks and the tests."""
 
 from __future__ import annotations
 
