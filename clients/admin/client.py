@@ -11,11 +11,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from clients.admin import groups
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
 from clients.admin.settings import resolve_config
+from clients.consumer.group.protocol import TopicPartition
 from clients.net import KafkaConnectionError, parse_bootstrap_servers
 from clients.protocol import ApiKey
 
@@ -111,6 +113,26 @@ class Admin:
     async def describe_cluster(self) -> ops.ClusterDescription:
         return await self._run(ops.describe_cluster())
 
+    async def list_groups(self) -> list[str]:
+        return await self._run(groups.list_groups())
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> list[groups.GroupDescription]:
+        return await self._run(groups.describe_groups(group_ids))
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> None:
+        await self._run(groups.delete_groups(group_ids))
+
+    async def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        return await self._run(groups.list_group_offsets(group_id))
+
+    async def alter_group_offsets(self, group_id: str,
+                                  offsets: Mapping[TopicPartition, int]) -> None:
+        await self._run(groups.alter_group_offsets(group_id, offsets))
+
+    async def list_offsets(self, timestamps: Mapping[TopicPartition, int]
+                           ) -> groups.PartitionOffsets:
+        return await self._run(groups.list_offsets(timestamps))
+
     async def _run(self, operation: ops.Operation) -> Any:
         call = next(operation)
         while True:
@@ -121,6 +143,10 @@ class Admin:
                 return stop.value
 
     async def _call(self, call: ops.Call) -> dict[str, Any]:
+        if call.node is not None:
+            version = (await self._pool.connection(call.node)).pick_version(call.api_key)
+            return await self._pool.request(call.node, call.api_key, call.build(version),
+                                            version)
         failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:
@@ -192,6 +218,24 @@ class BlockingAdmin:
     def describe_cluster(self) -> ops.ClusterDescription:
         return self._run(ops.describe_cluster())
 
+    def list_groups(self) -> list[str]:
+        return self._run(groups.list_groups())
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[groups.GroupDescription]:
+        return self._run(groups.describe_groups(group_ids))
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        self._run(groups.delete_groups(group_ids))
+
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        return self._run(groups.list_group_offsets(group_id))
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self._run(groups.alter_group_offsets(group_id, offsets))
+
+    def list_offsets(self, timestamps: Mapping[TopicPartition, int]) -> groups.PartitionOffsets:
+        return self._run(groups.list_offsets(timestamps))
+
     def broker_versions(self) -> dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]]:
         """Each broker's (node, {api key: (min, max)}) from its ApiVersions answer."""
         cluster: ClusterMetadata = self._run(ops.metadata([]))
@@ -211,6 +255,9 @@ class BlockingAdmin:
                 return stop.value
 
     def _call(self, call: ops.Call) -> dict[str, Any]:
+        if call.node is not None:
+            version = self._pool.connection(call.node).pick_version(call.api_key)
+            return self._pool.request(call.node, call.api_key, call.build(version), version)
         failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:

@@ -30,11 +30,13 @@ CONFIG_SOURCES = {
 @dataclass(frozen=True)
 class Call:
     """One request: ``build(version)`` gives the body for the version the connection picks.
-    ``to_controller`` sends it to the controller Metadata names (else to any broker)."""
+    ``to_controller`` sends it to the controller Metadata names, ``node`` to that broker
+    (a group's coordinator, a partition's leader); else it goes to any broker."""
 
     api_key: ApiKey
     build: Callable[[int], dict[str, Any]]
     to_controller: bool = False
+    node: BrokerNode | None = None
 
 
 Operation = Generator[Call, dict[str, Any], Any]

@@ -1,14 +1,13 @@
-"""Pure helpers behind `raftka groups`: reading consumer assignments, computing reset
-targets and laying out Kafka's kafka-consumer-groups.sh tables."""
+"""Pure helpers behind `raftka groups`: computing reset targets and laying out Kafka's
+kafka-consumer-groups.sh tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
-from clients.consumer.group.protocol import TopicPartition, decode_assignment
-from clients.protocol import ProtocolError
+from clients.admin.groups import MemberDescription
+from clients.consumer.group.protocol import TopicPartition
 
 DESCRIBE_OFFSETS_HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
                            "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
@@ -19,29 +18,13 @@ RESET_HEADER = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 INACTIVE_STATES = ("Empty", "Dead")
 
 
-def consumer_assignment(data: bytes) -> list[TopicPartition]:
-    """The partitions in a ConsumerProtocol assignment (empty when unreadable)."""
-    try:
-        return list(decode_assignment(data).partitions)
-    except ProtocolError:
-        return []
-
-
-@dataclass(frozen=True)
-class MemberRow:
-    member_id: str
-    host: str
-    client_id: str
-    partitions: tuple[TopicPartition, ...]
-
-
 def offset_rows(group: str, committed: Mapping[TopicPartition, int],
-                log_end: Mapping[TopicPartition, int], members: Sequence[MemberRow]
+                log_end: Mapping[TopicPartition, int], members: Sequence[MemberDescription]
                 ) -> list[tuple[str, ...]]:
     """Kafka's offsets view: assigned partitions with their owner, then committed partitions
     no member owns (owner "-"); LAG is LOG-END-OFFSET minus CURRENT-OFFSET."""
     rows: list[tuple[str, ...]] = []
-    owners: dict[TopicPartition, MemberRow] = {tp: m for m in members for tp in m.partitions}
+    owners: dict[TopicPartition, MemberDescription] = {tp: m for m in members for tp in m.partitions}
     for tp in sorted(set(committed) | set(owners)):
         current = committed.get(tp)
         end = log_end.get(tp)
