@@ -1,11 +1,12 @@
 """The node process: the pieces a node runs for its roles, started and stopped in order.
 
-Every node hosts the metadata state machine in a Raft quorum member: a voter when
-`process.roles` has `controller`, an observer otherwise. A controller serves controller RPCs
-on its CONTROLLER listener(s). A broker (`broker.server.BrokerServer`) registers and
-heartbeats with the active controller, follows metadata through the `MetadataBridge`, and
-opens its client listeners once the controller has seen it catch up (Kafka's broker
-start-up order).
+Every node first binds all its listeners (Kafka binds its socket server first), so a taken
+port stops start-up before the cluster sees the node. Every node hosts the metadata state
+machine in a Raft quorum member: a voter when `process.roles` has `controller`, an observer
+otherwise. A controller serves controller RPCs on its CONTROLLER listener(s). A broker
+(`broker.server.BrokerServer`) registers and heartbeats with the active controller, follows
+metadata through the `MetadataBridge`, and starts accepting on its client listeners once the
+controller has seen it catch up (Kafka's broker start-up order).
 
 Stopping (the `shutdown` event): the broker (controlled shutdown, listeners, then its parts
 in reverse), then the controller's listeners and tasks, and last the Raft quorum.
@@ -103,57 +104,85 @@ class _Node:
     async def run(self) -> None:
         config = self.config
         controller = None
+        controller_server = None
+        controller_router = RequestRouter()
         if config.is_controller:
             # Built before the quorum starts so its publisher sees the replayed journal.
             controller = QuorumController(
                 config.node_id, self.quorum, self.state,
                 controller_settings_from_config(config, cluster_id=self.cluster_id),
                 cluster_id=self.cluster_id, config=config)
-        await self._start_quorum()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.bridge.run)
-            controller_server = None
-            if controller is not None:
-                router = RequestRouter()
-                controller.register(router)
-                await nursery.start(controller.run)
-                controller_server = NetworkServer(self.controller_listeners, router,
-                                                  self.settings)
-                controller_done = await _start_server(nursery, controller_server)
-            if config.is_broker:
-                await self._run_broker()
-            else:
-                await self.shutdown.wait()
-            if controller_server is not None:
-                controller_server.stop()
-                await controller_done.wait()
-            nursery.cancel_scope.cancel()
+            controller_server = NetworkServer(self.controller_listeners, controller_router,
+                                              self.settings)
+        broker = None
+        controller_client = None
+        if config.is_broker:
+            controller_client = ControllerClient(config.voters,
+                                                 f"raftka-broker-{config.node_id}")
+            broker = BrokerServer(
+                config, self.cluster_id, lambda: self.bridge.image, metadata=self.bridge,
+                controller=controller_client, listeners=self.broker_listeners,
+                lifecycle=LifecycleSettings(
+                    heartbeat_interval_s=config.broker_heartbeat_interval_ms / 1000,
+                    session_timeout_s=config.broker_session_timeout_ms / 1000,
+                    request_timeout_s=config.controller_quorum_request_timeout_ms / 1000))
+        servers = [server for server in (controller_server,
+                                         broker.network if broker else None) if server]
+        try:
+            # Every listener is bound before the node joins the quorum or registers, as
+            # Kafka binds its socket server first: a taken port stops start-up before the
+            # cluster sees this node. Accepting starts later, when each server serves.
+            for server in servers:
+                await _bind(server)
+            await self._start_quorum()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.bridge.run)
+                if controller is not None and controller_server is not None:
+                    controller.register(controller_router)
+                    await nursery.start(controller.run)
+                    controller_done = await _start_server(nursery, controller_server)
+                if broker is not None:
+                    await broker.run(self.shutdown)
+                    self.startup_error = broker.startup_error
+                else:
+                    await self.shutdown.wait()
+                if controller_server is not None:
+                    controller_server.stop()
+                    await controller_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                for server in servers:
+                    await server.aclose()
+                if controller_client is not None:
+                    await controller_client.aclose()
 
     async def _start_quorum(self) -> None:
         try:
             await trio.to_thread.run_sync(self.quorum.start)
         except QuorumError as exc:
             if "bind" in str(exc):
-                raise OSError(errno.EADDRINUSE, str(exc)) from exc
+                raise NodeStartupError(_raft_port_in_use(self.config, exc)) from exc
             raise NodeStartupError(f"cannot start the metadata quorum: {exc}") from exc
 
-    async def _run_broker(self) -> None:
-        config = self.config
-        controller = ControllerClient(config.voters, f"raftka-broker-{config.node_id}")
-        lifecycle = LifecycleSettings(
-            heartbeat_interval_s=config.broker_heartbeat_interval_ms / 1000,
-            session_timeout_s=config.broker_session_timeout_ms / 1000,
-            request_timeout_s=config.controller_quorum_request_timeout_ms / 1000)
-        broker = BrokerServer(config, self.cluster_id, lambda: self.bridge.image,
-                              metadata=self.bridge, controller=controller,
-                              lifecycle=lifecycle, listeners=self.broker_listeners)
-        try:
-            await broker.run(self.shutdown)
-        finally:
-            with trio.CancelScope(shield=True):
-                await controller.aclose()
-        if broker.startup_error is not None:
-            self.startup_error = broker.startup_error
+
+async def _bind(server: NetworkServer) -> None:
+    """Bind the server's listeners; a port that cannot be bound stops start-up."""
+    try:
+        await server.bind()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        hint = ("change the port in listeners or stop the process that holds it"
+                if exc.errno == errno.EADDRINUSE else "check listeners")
+        raise NodeStartupError(f"{reason}; {hint}") from exc
+
+
+def _raft_port_in_use(config: "ServerConfig", exc: QuorumError) -> str:
+    """The Raft port is not a listener: say where it comes from and which key moves it."""
+    port = config.voters[config.node_id][1]
+    return (f"{exc}; the Raft port is this voter's controller.quorum.voters port {port} + "
+            f"raftka.raft.port.offset {config.raft_port_offset}: free it or change "
+            f"raftka.raft.port.offset")
 
 
 async def _start_server(nursery: trio.Nursery, server: NetworkServer) -> trio.Event:

@@ -1,10 +1,12 @@
 """The broker role of a node (Kafka's BrokerServer): its parts built in one start-up method,
 in the order they depend on each other, and stopped in reverse.
 
-Start-up: partition logs, replica manager, replica fetchers and ISR changes, producer ids
-and topic auto-creation, group coordinator, the request layer, the lifecycle (register,
-heartbeat, wait until the controller saw this broker catch up) and last the client
-listeners. Stopping: controlled shutdown, listeners, then every part in reverse order.
+Start-up: the listeners may be bound first (`network.bind()`, Kafka binds its socket server
+before anything else), then partition logs, replica manager, replica fetchers and ISR
+changes, producer ids and topic auto-creation, group coordinator, the request layer, the
+lifecycle (register, heartbeat, wait until the controller saw this broker catch up) and
+last accepting on the client listeners. Stopping: controlled shutdown, listeners, then
+every part in reverse order.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import trio
 
-from broker.apis.broker_apis import broker_router
-from broker.apis.request import Authorizer
+from broker.apis.broker_apis import install_broker_apis
+from broker.apis.request import Authorizer, RequestRouter
 from broker.auto_create import TopicAutoCreator
 from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
@@ -98,9 +100,13 @@ class BrokerServer:
         self.listeners = list(config.listeners if listeners is None else listeners)
         self.producer_id_source = producer_id_source
         self.create_offsets_topic = create_offsets_topic
-        self.authorizer = authorizer
         self.startup_error: NodeStartupError | None = None
         self.addresses: Mapping[str, tuple[str, int]] = {}
+        # The listeners exist from the start so a node can bind them before anything else
+        # (`network.bind()`); the request layer is installed on the router by `run`.
+        self.router = RequestRouter(authorizer)
+        self.network = NetworkServer(self.listeners, self.router,
+                                     ServerSettings.from_config(config))
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager
@@ -136,16 +142,16 @@ class BrokerServer:
         producer_ids = self._producer_ids()
         self.auto_creator = TopicAutoCreator(config, controller, self.image)
         self.group_coordinator = groups = self._group_coordinator(replicas)
-        router = broker_router(config, self.cluster_id, self.image, replicas=replicas,
-                               groups=groups, auto_create=self.auto_creator.ensure_topics,
-                               producer_ids=producer_ids, controller=controller,
-                               authorizer=self.authorizer)
+        install_broker_apis(self.router, config, self.cluster_id, self.image,
+                            replicas=replicas, groups=groups,
+                            auto_create=self.auto_creator.ensure_topics,
+                            producer_ids=producer_ids, controller=controller)
         if self.lifecycle_settings is not None and controller is not None:
             self.lifecycle = BrokerLifecycleManager(
                 broker_identity(config, self.cluster_id), controller,
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
-        network = NetworkServer(self.listeners, router, ServerSettings.from_config(config))
+        network = self.network
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
@@ -177,6 +183,7 @@ class BrokerServer:
                     network.stop()
         finally:
             with trio.CancelScope(shield=True):
+                await network.aclose()
                 logs.close()
                 logger.info("closed the partition logs")
 

@@ -31,7 +31,8 @@ from kraft.errors import (CommandApplyError, NotLeaderError, QuorumError, Quorum
 from kraft.snapshot import read_snapshot_file
 from kraft.state_machine import StateMachine
 from kraft.status import EMPTY_VIEW, QuorumStatus, RaftView, build_status
-from kraft.syncobj_node import NodeHooks, RaftNode, check_pysyncobj_compatible
+from kraft.syncobj_node import (NodeHooks, RaftNode, check_pysyncobj_compatible,
+                                check_raft_port_free, quiet_pysyncobj_bind_failures)
 from metadata.topic_names import METADATA_DIR_NAME
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,10 @@ class RaftQuorum:
             host, port = config.voters[config.node_id]
             self_address = format_address(host, port)
         peers = [address for address in self._address_to_id if address != self_address]
+        quiet_pysyncobj_bind_failures()
+        if config.is_voter:
+            check_raft_port_free(self._config.bind_host or config.voters[config.node_id][0],
+                                 config.voters[config.node_id][1])
         node = RaftNode(
             self_address=self_address,
             peer_addresses=peers,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -60,6 +61,39 @@ class NodeHooks:
     restore: Callable[[bytes, int], None]
     # (view, progressed): after every tick; progressed when leader/term/commit/applied changed.
     on_view: Callable[[RaftView, bool], None]
+
+
+class _QuietBindFailure(logging.Filter):
+    """Drops pysyncobj's traceback of a Raft port it could not bind (below DEBUG): the
+    quorum reports that failure itself, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "failed to perform initialization":
+            return True
+        return logging.getLogger("pysyncobj").isEnabledFor(logging.DEBUG)
+
+
+_QUIET_BIND_FAILURE = _QuietBindFailure()
+
+
+def quiet_pysyncobj_bind_failures() -> None:
+    """Install the filter once (idempotent)."""
+    syncobj_logger = logging.getLogger("pysyncobj.syncobj")
+    if _QUIET_BIND_FAILURE not in syncobj_logger.filters:
+        syncobj_logger.addFilter(_QUIET_BIND_FAILURE)
+
+
+def check_raft_port_free(host: str, port: int) -> None:
+    """Bind and release the Raft port as pysyncobj will (SO_REUSEADDR), so a taken port is
+    reported with its reason; pysyncobj itself only says it could not initialise."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise QuorumError(f"cannot bind the Raft port {host}:{port}: {reason}") from None
 
 
 def check_pysyncobj_compatible() -> None:

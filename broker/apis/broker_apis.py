@@ -13,7 +13,7 @@ from broker.apis.metadata import AutoCreateTopics, MetadataHandlers
 from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
-from broker.apis.request import Authorizer, RequestRouter
+from broker.apis.request import RequestRouter
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -24,16 +24,14 @@ if TYPE_CHECKING:
     from broker.config import ServerConfig
 
 
-def broker_router(config: "ServerConfig", cluster_id: str, image: Callable[[], MetadataImage],
-                  *, replicas: ReplicaManager, groups: GroupCoordinator,
-                  auto_create: AutoCreateTopics | None = None,
-                  producer_ids: ProducerIdManager | None = None,
-                  controller: ControllerClient | None = None,
-                  authorizer: Authorizer | None = None) -> RequestRouter:
-    """Every API a broker listener serves: ApiVersions, Metadata and DescribeCluster, the
-    data APIs, the group APIs, InitProducerId (with `producer_ids`) and the admin APIs it
-    forwards to the active controller (with `controller`)."""
-    router = RequestRouter(authorizer)
+def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_id: str,
+                        image: Callable[[], MetadataImage], *, replicas: ReplicaManager,
+                        groups: GroupCoordinator, auto_create: AutoCreateTopics | None = None,
+                        producer_ids: ProducerIdManager | None = None,
+                        controller: ControllerClient | None = None) -> RequestRouter:
+    """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
+    DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
+    the admin APIs it forwards to the active controller (with `controller`)."""
     install_api_versions(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
     ProduceHandler(replicas).register(router)

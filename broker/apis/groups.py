@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+TRANSACTIONS_UNSUPPORTED = ("Raftka does not support transactions yet: a producer with a "
+                            "transactional.id cannot start")
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -71,10 +73,13 @@ class GroupHandlers:
     def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict[str, Any]:
         if key_type == GROUP_KEY_TYPE:
             return self.coordinator.find_coordinator(key, listener)
-        code = (ErrorCode.COORDINATOR_NOT_AVAILABLE if key_type == TRANSACTION_KEY_TYPE
-                else ErrorCode.INVALID_REQUEST)
-        message = ("transactions are not supported by this broker"
-                   if key_type == TRANSACTION_KEY_TYPE else f"unknown key type {key_type}")
+        if key_type == TRANSACTION_KEY_TYPE:
+            # No transaction coordinator yet. A retriable code (COORDINATOR_NOT_AVAILABLE)
+            # makes clients retry until init_transactions times out; this one is fatal in
+            # librdkafka and the Java client, which fail at once and show the message.
+            code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED
+        else:
+            code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
         return {"error_code": code, "error_message": message, "node_id": -1, "host": "",
                 "port": -1}
 

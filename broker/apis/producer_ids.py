@@ -15,7 +15,8 @@ logger = logging.getLogger(__name__)
 
 
 class InitProducerIdHandler:
-    """InitProducerId without transactions. As Kafka's TransactionCoordinator, a request with
+    """InitProducerId without transactions (a transactional id is refused with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's TransactionCoordinator, a request with
     no transactional id always gets a new id at epoch 0, also when it names the producer's
     current id and epoch (an idempotent producer's KIP-360 epoch bump)."""
 
@@ -33,8 +34,11 @@ class InitProducerIdHandler:
         if (producer_id < 0) != (epoch < 0) or transactional_id == "":
             return init_producer_id_error(body, request.api_version, ErrorCode.INVALID_REQUEST)
         if transactional_id is not None:
-            # No transaction coordinator yet: a retriable answer, as while one loads.
-            return init_producer_id_error(body, request.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            # No transaction coordinator yet. A retriable answer would leave the producer
+            # retrying until its timeout; clients treat this one as fatal (InitProducerId
+            # has no error message: FindCoordinator, asked first, carries the explanation).
+            return init_producer_id_error(body, request.api_version,
+                                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         try:
             new_id = await self._producer_ids.generate()
         except ProducerIdsUnavailable as exc:

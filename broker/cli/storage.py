@@ -1,4 +1,4 @@
-"""`raftka storage random-uuid` and `raftka storage format`: Kafka's kafka-storage tool."""
+"""`raftka storage random-uuid`, `format` and `info`: Kafka's kafka-storage tool."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip directories already formatted with these ids")
     fmt.set_defaults(func=run_format)
+
+    info = commands.add_parser("info", help="print what `storage format` wrote into each "
+                                            "log directory (like kafka-storage.sh info)")
+    info.add_argument("-c", "--config", required=True, help="the server .properties file")
+    info.set_defaults(func=run_info)
 
 
 def run_random_uuid(args: argparse.Namespace) -> int:
@@ -75,4 +80,31 @@ def run_format(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(f"cannot format {directory}: {exc}") from None
         print(f"Formatting {directory} for cluster {args.cluster_id}, node {config.node_id}")
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    """Kafka's `kafka-storage.sh info`: the log directories and their meta.properties.
+    An unformatted or mismatched directory is a one-line error, as `server start` says it."""
+    from broker.cli.server import check_storage
+    from broker.config import ConfigError, ServerConfig
+    from broker.log.checkpoints import read_meta_properties
+
+    try:
+        config = ServerConfig.from_file(args.config)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    check_storage(config, args.config)
+    directories = config.all_data_dirs
+    print("Found log director" + ("y:" if len(directories) == 1 else "ies:"))
+    for directory in directories:
+        role = (" (metadata)" if len(directories) > 1 and directory == config.metadata_log_dir
+                else "")
+        print(f"  {directory}{role}")
+    print()
+    for directory in directories:
+        meta = read_meta_properties(directory) or {}
+        fields = ", ".join(f"{key}={value}" for key, value in sorted(meta.items()))
+        where = "" if len(directories) == 1 else f" in {directory}"
+        print(f"Found metadata{where}: {{{fields}}}")
     return 0

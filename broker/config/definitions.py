@@ -133,6 +133,8 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "Listener name to security protocol."),
     _k("inter.broker.listener.name", "string", None,
        "Listener brokers use among themselves (default PLAINTEXT)."),
+    _k("security.inter.broker.protocol", "string", "PLAINTEXT",
+       "Security protocol among brokers; only PLAINTEXT is supported yet."),
     # Storage.
     _k("log.dirs", "list", None, "Data directories (falls back to log.dir)."),
     _k("log.dir", "string", "/tmp/kraft-combined-logs", "Data directory when log.dirs is unset."),

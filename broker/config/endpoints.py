@@ -9,6 +9,8 @@ from broker.config.errors import ConfigError
 from metadata import addresses
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# What the broker serves today; a listener of any other protocol stops start-up.
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 

@@ -12,6 +12,8 @@ from typing import Mapping
 
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.endpoints import (
+    SECURITY_PROTOCOLS,
+    SUPPORTED_SECURITY_PROTOCOLS,
     Listener,
     parse_listeners,
     parse_security_protocol_map,
@@ -55,6 +57,11 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# Until TLS and SASL exist, a listener that asks for them stops start-up: never plaintext.
+_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT) and will not serve "
+                  "plaintext in its place")
 
 
 def _definitions() -> dict[str, ConfigKey]:
@@ -298,6 +305,10 @@ class ServerConfig:
         return self._int("group.max.size")
 
     @property
+    def transaction_state_log_replication_factor(self) -> int:
+        return self._int("transaction.state.log.replication.factor")
+
+    @property
     def socket_request_max_bytes(self) -> int:
         return self._int("socket.request.max.bytes")
 
@@ -438,6 +449,7 @@ class ServerConfig:
         if not self._voters:
             raise ConfigError("controller.quorum.voters", "is required (id@host:port,...)")
         self._check_roles()
+        self._check_security_protocols()
         self._check_raft_ports()
         self._advertised = self._resolve_advertised()
 
@@ -477,6 +489,35 @@ class ServerConfig:
         if self._inter_broker not in broker_names:
             raise ConfigError("inter.broker.listener.name",
                               f"{self._inter_broker} is not a broker listener in listeners")
+
+    def _check_security_protocols(self) -> None:
+        """Refuse every listener Raftka would otherwise serve (or reach controllers on) in
+        plaintext although its security protocol asks for TLS or SASL."""
+        inter = str(self._values["security.inter.broker.protocol"]).upper()
+        if inter not in SECURITY_PROTOCOLS:
+            raise ConfigError("security.inter.broker.protocol",
+                              f"{inter!r} is not one of {', '.join(SECURITY_PROTOCOLS)}")
+        if self.is_broker and inter not in SUPPORTED_SECURITY_PROTOCOLS:
+            raise ConfigError("security.inter.broker.protocol",
+                              f"is {inter}{_NOT_SUPPORTED}")
+        listed = {listener.name: listener for listener in self._listeners}
+
+        def refuse(key: str, role: str, name: str) -> None:
+            protocol = self._protocol_map.get(name, "PLAINTEXT")
+            if protocol in SUPPORTED_SECURITY_PROTOCOLS:
+                return
+            where = listed[name].uri() if name in listed else name
+            source = "" if name == protocol else " (listener.security.protocol.map)"
+            raise ConfigError(key, f"{role} {where} uses security protocol "
+                                   f"{protocol}{source}{_NOT_SUPPORTED}")
+
+        # Controllers first: a broker-only node does not list them but connects to them.
+        for name in self._controller_names:
+            refuse("controller.listener.names", "controller listener", name)
+        if self._inter_broker:
+            refuse("inter.broker.listener.name", "inter-broker listener", self._inter_broker)
+        for name in listed:
+            refuse("listeners", "listener", name)
 
     def _check_raft_ports(self) -> None:
         offset = self.raft_port_offset

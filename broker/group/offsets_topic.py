@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -16,6 +17,8 @@ from metadata.image import MetadataImage
 logger = logging.getLogger(__name__)
 
 CREATE_TIMEOUT_MS = 30_000
+# A reason the topic cannot be created is logged again after this long at the earliest.
+REPEAT_LOG_S = 60.0
 
 # Sends one CreateTopics topic entry to the controller; returns its error code and the
 # controller's error message (None when it gave none).
@@ -69,6 +72,20 @@ class OffsetsTopicCreator:
         self._create = create
         self._in_flight = False
         self._last_failure: str | None = None
+        # (reason, when) of the last "too few brokers" log line: every FindCoordinator asks
+        # again, so it is logged when it changes and then at most every REPEAT_LOG_S.
+        self._too_few_logged: tuple[str, float] | None = None
+
+    def _log_too_few_brokers(self, reason: str, wanted: int) -> None:
+        now = time.monotonic()
+        last = self._too_few_logged
+        if last is not None and last[0] == reason and now - last[1] < REPEAT_LOG_S:
+            return
+        self._too_few_logged = (reason, now)
+        logger.warning("%s: consumer groups get no coordinator until %d brokers are live, or "
+                       "set offsets.topic.replication.factor to the number of brokers (1 on a "
+                       "single node); expected while a cluster is starting (repeated at most "
+                       "every %.0f s)", reason, wanted, REPEAT_LOG_S)
 
     def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> str | None:
         """Start creating the topic unless it exists or a creation is under way. Returns why
@@ -84,8 +101,9 @@ class OffsetsTopicCreator:
             # Kafka refuses too rather than create an under-replicated offsets topic.
             reason = (f"{CONSUMER_OFFSETS_TOPIC} cannot be created: {live} live broker(s), "
                       f"offsets.topic.replication.factor is {wanted}")
-            logger.error("%s (expected while the cluster is starting)", reason)
+            self._log_too_few_brokers(reason, wanted)
             return reason
+        self._too_few_logged = None
         if not self._in_flight:
             self._in_flight = True
             nursery.start_soon(self._run)
@@ -102,6 +120,9 @@ class OffsetsTopicCreator:
             logger.info("created %s", CONSUMER_OFFSETS_TOPIC)
         else:
             error = ErrorCode.from_code(code)
-            self._last_failure = (f"creating {CONSUMER_OFFSETS_TOPIC} failed: "
-                                  f"{error.name} ({int(error)}): {message or error.message}")
-            logger.warning("%s", self._last_failure)
+            failure = (f"creating {CONSUMER_OFFSETS_TOPIC} failed: "
+                       f"{error.name} ({int(error)}): {message or error.message}")
+            # Clients retry FindCoordinator at once: say a failure once, not per attempt.
+            logger.log(logging.DEBUG if failure == self._last_failure else logging.WARNING,
+                       "%s", failure)
+            self._last_failure = failure

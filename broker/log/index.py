@@ -5,6 +5,9 @@
 strictly increasing; lookups are binary searches over a memory mapping. The active segment's
 files are preallocated to ``segment.index.bytes`` and trimmed to their entries on roll/close;
 its entries are kept in anonymous memory and written to the file on flush, roll and close.
+Preallocation is sparse (the file's size grows, not its blocks), and dropped entries are cut
+off rather than overwritten with zeros, so an index left preallocated by an unclean stop
+takes about the disk space of its entries, also after recovery.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class _MmapIndex:
         self.entry_size = self._entry.size
         self._max_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
         self._file = open(path, "r+b" if path.exists() else "w+b")
-        length = os.fstat(self._file.fileno()).st_size
+        length = _data_length(self._file.fileno())
         self._entries = length // self.entry_size
         self._mmap: mmap.mmap | None = None
         # Bytes [start, end) of the in-memory entries not yet written to the file.
@@ -135,12 +138,20 @@ class _MmapIndex:
         old_end = self._entries * self.entry_size
         self._entries = max(0, min(count, self._entries))
         if self._mmap is not None and self.writable:
-            # Zero the dropped entries (in the file too, at the next write-out) so that
-            # stale entries are never read back.
+            # Zero the dropped entries so that stale entries are never read back: in memory,
+            # and in the file by cutting it there and reserving its size again. That leaves
+            # a hole, where writing zeros would allocate blocks for them: after an unclean
+            # stop, a preallocated index counts all its reserved space as entries.
             start = self._entries * self.entry_size
             if old_end > start:
                 self._mmap[start:old_end] = bytes(old_end - start)
-                self._mark_dirty(start, old_end)
+                if self._dirty is not None:
+                    low, high = self._dirty
+                    self._dirty = (low, min(high, start)) if low < start else None
+                fd = self._file.fileno()
+                os.ftruncate(fd, start)
+                os.ftruncate(fd, self._max_size)
+                self._needs_fsync = True
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
@@ -173,6 +184,18 @@ class _MmapIndex:
     def delete(self) -> None:
         self.close(trim=False)
         self.path.unlink(missing_ok=True)
+
+
+def _data_length(fd: int) -> int:
+    """The file's size, up to its first hole: a preallocated index left by an unclean stop
+    is sparse past its entries (its end reads as zeros), and those are not entries."""
+    size = os.fstat(fd).st_size
+    try:
+        hole = os.lseek(fd, 0, os.SEEK_HOLE)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except (OSError, AttributeError):  # no SEEK_HOLE here: every byte counts
+        return size
+    return min(size, hole)
 
 
 class OffsetIndex(_MmapIndex):

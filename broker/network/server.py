@@ -21,7 +21,9 @@ class NetworkServer:
     """Serves Kafka-protocol connections on `listeners` through `router`.
 
     Run `serve` under `nursery.start` (it reports the bound addresses), call `stop()` for a
-    graceful stop: accepting ends, in-flight requests get `shutdown_grace_s` to finish."""
+    graceful stop: accepting ends, in-flight requests get `shutdown_grace_s` to finish.
+    `bind()` first binds the sockets without accepting; then `serve` uses them, else
+    `aclose()` releases them."""
 
     def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
                  settings: ServerSettings = ServerSettings(),
@@ -34,6 +36,8 @@ class NetworkServer:
             int(k): (int(v[0]), int(v[1])) for k, v in self.codec.SUPPORTED_VERSIONS.items()
         }
         self._addresses: dict[str, tuple[str, int]] = {}
+        # Sockets bound by `bind` ahead of `serve`; None until then.
+        self._bound: list[tuple[Listener, list[trio.SocketListener]]] | None = None
         self._connections: set[Connection] = set()
         self._ids = itertools.count(1)
         self._stop_requested = trio.Event()
@@ -51,12 +55,35 @@ class NetworkServer:
         """Begin a graceful stop (safe to call more than once, from the trio thread)."""
         self._stop_requested.set()
 
+    async def bind(self) -> Mapping[str, tuple[str, int]]:
+        """Bind every listener now, without accepting yet (`serve` accepts), as Kafka's
+        socket server binds before the broker registers: a taken port fails start-up before
+        the cluster sees the node. Raises OSError naming the listener; binds nothing then."""
+        if self._bound is None:
+            bound: list[tuple[Listener, list[trio.SocketListener]]] = []
+            try:
+                for listener in self.listeners:
+                    bound.append((listener, await self._bind(listener)))
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await self._close_sockets(bound)
+                raise
+            self._bound = bound
+        return self.addresses
+
+    async def aclose(self) -> None:
+        """Release sockets bound by `bind` when `serve` never ran (safe to call again)."""
+        if self._bound is not None:
+            with trio.CancelScope(shield=True):
+                await self._close_sockets(self._bound)
+
     async def serve(self, *, task_status: trio.TaskStatus[Mapping[str, tuple[str, int]]]
                     = trio.TASK_STATUS_IGNORED) -> None:
         bound: list[tuple[Listener, list[trio.SocketListener]]] = []
         try:
-            for listener in self.listeners:
-                bound.append((listener, await self._bind(listener)))
+            await self.bind()
+            assert self._bound is not None
+            bound = self._bound
             async with trio.open_nursery() as connections:
                 async with trio.open_nursery() as acceptors:
                     for listener, sockets in bound:

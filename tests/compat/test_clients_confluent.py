@@ -79,3 +79,40 @@ def test_confluent_round_trip(cluster: Cluster, codec: str) -> None:
     tail = consume_all(cluster.bootstrap, topic, start=7_777)
     assert [m.offset() for m in tail] == list(range(7_777, RECORDS))
     assert tail[0].value() == expected(codec, 7_777)[1]
+
+
+def test_transactional_producer_fails_at_once_with_a_message(cluster: Cluster) -> None:
+    """No transactions yet: init_transactions fails fast and fatally, saying why, instead of
+    retrying FindCoordinator until its timeout (issue 21)."""
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": cluster.bootstrap, "transactional.id": "compat-txn",
+        "broker.address.family": "v4", "log_level": 0})
+    started = time.monotonic()
+    with pytest.raises(confluent_kafka.KafkaException) as failure:
+        producer.init_transactions(30)
+    elapsed = time.monotonic() - started
+    error = failure.value.args[0]
+    assert error.code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert error.fatal() and not error.retriable()
+    assert "does not support transactions" in error.str()
+    assert elapsed < 10, f"init_transactions took {elapsed:.1f} s"
+
+
+def test_no_sasl_advertised_plaintext_works_and_a_sasl_client_is_refused(
+        cluster: Cluster) -> None:
+    """ApiVersions advertises neither SaslHandshake nor SaslAuthenticate: librdkafka over
+    PLAINTEXT never asks for them, and one configured for SASL says the broker lacks them
+    instead of getting anywhere."""
+    from confluent_kafka.admin import AdminClient
+
+    plain = AdminClient({"bootstrap.servers": cluster.bootstrap, "broker.address.family": "v4"})
+    assert plain.list_topics(timeout=10).brokers
+    errors: list[str] = []
+    sasl = AdminClient({"bootstrap.servers": cluster.bootstrap, "broker.address.family": "v4",
+                        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                        "sasl.username": "user", "sasl.password": "secret", "log_level": 0,
+                        "error_cb": lambda error: errors.append(error.str())})
+    with pytest.raises(confluent_kafka.KafkaException):
+        sasl.list_topics(timeout=3)
+    sasl.poll(0.5)  # delivers the error callbacks
+    assert any("SASL Handshake not supported by broker" in e for e in errors), errors

@@ -5,6 +5,7 @@ ApiVersions v0 fallback, garbage and oversized frames closing only their own con
 from __future__ import annotations
 
 import os
+import re
 import select
 import socket
 import struct
@@ -16,6 +17,7 @@ import pytest
 from clients.protocol import ApiKey, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from tests.compat.cluster import HOST, Cluster, running_cluster, wait_for
+from tests.conftest import REPO_ROOT
 
 IDLE_MS = 3000
 MAX_CONNECTIONS = 12
@@ -104,6 +106,32 @@ def test_api_versions_too_new_answers_v0_for_fallback(cluster: Cluster) -> None:
         versions = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
         assert versions[ApiKey.API_VERSIONS] == (0, 3) and ApiKey.PRODUCE in versions
         api_versions_round_trip(sock, 10)
+
+
+def advertised(port: int) -> dict[int, tuple[int, int]]:
+    with connect(port) as sock:
+        send_frame(sock, encode_request(ApiKey.API_VERSIONS, 3, 1, "t", {
+            "client_software_name": "t", "client_software_version": "1"}))
+        frame = read_frame(sock)
+        assert frame is not None
+        _, body = decode_response(ApiKey.API_VERSIONS, 3, frame)
+    assert body["error_code"] == 0
+    return {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+
+
+def test_no_sasl_is_advertised_and_the_readme_table_lists_what_is_served(
+        cluster: Cluster) -> None:
+    """Nothing serves SaslHandshake or SaslAuthenticate yet, so no listener advertises them,
+    and the README's API table is exactly what the client and controller listeners serve."""
+    node = cluster.info.node(1)
+    assert node.controller_port is not None
+    served = {**advertised(cluster.port_of(1)), **advertised(node.controller_port)}
+    assert ApiKey.SASL_HANDSHAKE not in served and ApiKey.SASL_AUTHENTICATE not in served
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("### Supported Kafka APIs"):]
+    table = {int(key): (int(low), int(high)) for key, low, high in re.findall(
+        r"^\| [A-Z_]+ \((\d+)\) \| (\d+)-(\d+) \|$", section, re.M)}
+    assert table == served
 
 
 @pytest.mark.parametrize("payload", [

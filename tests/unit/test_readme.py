@@ -45,3 +45,27 @@ def test_every_command_is_documented(command: str) -> None:
 def test_every_script_is_documented_and_exists(script: str) -> None:
     assert (REPO_ROOT / "scripts" / script).exists()
     assert f"./scripts/{script}" in README
+
+
+def test_the_minimal_single_node_config_is_the_shipped_sample() -> None:
+    """The README shows config/server.properties without its comments, and it keeps the
+    internal topics at one replica, as a single node needs."""
+    sample = (REPO_ROOT / "config" / "server.properties").read_text()
+    lines = [line for line in sample.splitlines() if line.strip() and not line.startswith("#")]
+    section = README[README.index("### A single node"):README.index("### Three nodes")]
+    assert "```\n" + "\n".join(lines) + "\n```" in section
+    assert "offsets.topic.replication.factor=1" in lines
+    assert "transaction.state.log.replication.factor=1" in lines
+
+
+@pytest.mark.parametrize("sample", ["server.properties", "cluster/node-1.properties",
+                                    "cluster/node-2.properties", "cluster/node-3.properties"])
+def test_sample_configs_are_valid_and_documented(sample: str) -> None:
+    from broker.config import ServerConfig
+
+    config = ServerConfig.from_file(REPO_ROOT / "config" / sample)
+    assert config.unknown_keys == []
+    assert f"`config/{sample}`" in README or f"`{sample.split('/')[-1]}`" in README
+    internal = config.offsets_topic_replication_factor
+    assert internal <= len(config.voters)  # every voter of the samples is also a broker
+    assert config.transaction_state_log_replication_factor == internal

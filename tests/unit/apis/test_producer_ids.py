@@ -64,7 +64,7 @@ async def test_ids_come_from_controller_blocks_and_every_request_gets_a_new_one(
             empty = await init_producer_id(conn, transactional_id="")
             assert empty["error_code"] == ErrorCode.INVALID_REQUEST
             txn = await init_producer_id(conn, transactional_id="txn")
-            assert txn["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            assert txn["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             await conn.aclose()
             await channel.aclose()
             server.stop()

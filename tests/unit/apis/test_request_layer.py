@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.admin import FORWARDED_ERRORS
-from broker.apis.broker_apis import broker_router
+from broker.apis.broker_apis import install_broker_apis
 from broker.apis.request import (
     ANONYMOUS_PRINCIPAL,
     ConnectionContext,
@@ -131,9 +131,10 @@ def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
                                   image=MetadataImage.empty,
                                   topic_creator=OffsetsTopicCreator(
                                       OffsetsTopicSettings.from_config(config), None))
-        router = broker_router(config, "c", MetadataImage.empty, replicas=replicas,
-                               groups=groups, producer_ids=object(),  # type: ignore[arg-type]
-                               controller=object())  # type: ignore[arg-type]
+        router = RequestRouter()
+        install_broker_apis(router, config, "c", MetadataImage.empty, replicas=replicas,
+                            groups=groups, producer_ids=object(),  # type: ignore[arg-type]
+                            controller=object())  # type: ignore[arg-type]
         for api_key in router.api_keys() - {ApiKey.API_VERSIONS}:
             body = router.error_body(api_key, None, ErrorCode.NOT_COORDINATOR)
             assert body != {"error_code": ErrorCode.NOT_COORDINATOR}, ApiKey(api_key).name

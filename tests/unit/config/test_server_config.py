@@ -218,3 +218,72 @@ def test_keys_the_node_reads_are_typed_attributes_parsed_once() -> None:
     assert config().offsets_topic_replication_factor == 3
     with pytest.raises(AttributeError):
         getattr(c, "no_such_key_ms")
+
+
+# --- security protocols: nothing but PLAINTEXT is served, and nothing else as plaintext ----
+
+TLS_AND_SASL = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+
+
+@pytest.mark.parametrize("protocol", TLS_AND_SASL)
+def test_a_listener_named_for_an_unsupported_protocol_is_refused(protocol: str) -> None:
+    with pytest.raises(ConfigError) as failure:
+        config(listeners=f"PLAINTEXT://127.0.0.1:9092,{protocol}://127.0.0.1:9096,"
+                         "CONTROLLER://127.0.0.1:9093")
+    assert failure.value.key == "listeners"
+    assert f"listener {protocol}://127.0.0.1:9096 uses security protocol {protocol};" in str(
+        failure.value)
+    assert "not support" in str(failure.value)
+
+
+@pytest.mark.parametrize("protocol", TLS_AND_SASL)
+def test_a_listener_mapped_to_an_unsupported_protocol_is_refused(protocol: str) -> None:
+    with pytest.raises(ConfigError) as failure:
+        config(listeners="PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9096,"
+                         "CONTROLLER://127.0.0.1:9093",
+               listener_security_protocol_map=f"PLAINTEXT:PLAINTEXT,EXTERNAL:{protocol},"
+                                              "CONTROLLER:PLAINTEXT")
+    assert failure.value.key == "listeners"
+    assert (f"listener EXTERNAL://127.0.0.1:9096 uses security protocol {protocol} "
+            "(listener.security.protocol.map)") in str(failure.value)
+
+
+def test_the_inter_broker_listener_is_named_in_its_own_key() -> None:
+    with pytest.raises(ConfigError) as failure:
+        config(listeners="SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+               inter_broker_listener_name="SSL")
+    assert failure.value.key == "inter.broker.listener.name"
+    assert "inter-broker listener SSL://127.0.0.1:9092 uses security protocol SSL" in str(
+        failure.value)
+    with pytest.raises(ConfigError) as failure:
+        config(security_inter_broker_protocol="SASL_SSL")
+    assert failure.value.key == "security.inter.broker.protocol"
+    assert "SASL_SSL" in str(failure.value)
+    assert config(security_inter_broker_protocol="plaintext").inter_broker_listener_name == \
+        "PLAINTEXT"
+
+
+def test_controller_listeners_are_checked_on_controllers_and_on_brokers_that_reach_them(
+        ) -> None:
+    mapped = "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+    with pytest.raises(ConfigError) as failure:
+        config(listener_security_protocol_map=mapped)
+    assert failure.value.key == "controller.listener.names"
+    assert ("controller listener CONTROLLER://127.0.0.1:9093 uses security protocol "
+            "SASL_PLAINTEXT") in str(failure.value)
+    # A broker-only node does not list the controller listener, but would connect to it.
+    with pytest.raises(ConfigError) as failure:
+        ServerConfig({"process.roles": "broker", "node.id": "4",
+                      "controller.quorum.voters": "1@127.0.0.1:9093",
+                      "controller.listener.names": "CONTROLLER",
+                      "listener.security.protocol.map": mapped})
+    assert failure.value.key == "controller.listener.names"
+    assert "controller listener CONTROLLER uses security protocol SASL_PLAINTEXT" in str(
+        failure.value)
+
+
+def test_plaintext_under_any_listener_name_is_accepted() -> None:
+    c = config(listeners="INTERNAL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+               listener_security_protocol_map="INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+               inter_broker_listener_name="INTERNAL")
+    assert [l.security_protocol for l in c.listeners] == ["PLAINTEXT", "PLAINTEXT"]

@@ -103,3 +103,30 @@ def test_server_start_refuses_cluster_id_mismatch(tmp_path: Path, capsys) -> Non
     other = new_uuid(capsys)
     assert main(["server", "start", str(config), "--override", f"cluster.id={other}"]) == 1
     assert "does not match" in capsys.readouterr().err
+
+
+def test_info_prints_what_format_wrote(tmp_path: Path, capsys) -> None:
+    cluster_id = new_uuid(capsys)
+    config = str(write_config(tmp_path))
+    assert main(["storage", "format", "-t", cluster_id, "-c", config]) == 0
+    capsys.readouterr()
+    assert main(["storage", "info", "-c", config]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:5] == ["Found log directories:", f"  {tmp_path / 'a'}", f"  {tmp_path / 'b'}",
+                       f"  {tmp_path / 'meta'} (metadata)", ""]
+    found = out[5:]
+    assert len(found) == 3
+    for line, name in zip(found, ("a", "b", "meta")):
+        meta = load_properties(tmp_path / name / "meta.properties")
+        assert line == (f"Found metadata in {tmp_path / name}: {{cluster.id={cluster_id}, "
+                        f"directory.id={meta['directory.id']}, node.id=1, version=1}}")
+
+
+def test_info_on_unformatted_storage_is_one_line(tmp_path: Path, capsys) -> None:
+    config = str(write_config(tmp_path))
+    assert main(["storage", "info", "-c", config]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"raftka storage: log directory {tmp_path / 'a'} is not "
+                                   "formatted; run `raftka storage format")

@@ -45,8 +45,17 @@ async def test_find_coordinator_versions_and_key_types(tmp_path):
                                 {"key_type": 0, "coordinator_keys": ["a", "b"]}, 4)
         assert [(c["key"], c["error_code"], c["node_id"]) for c in v4["coordinators"]] == [
             ("a", 0, 1), ("b", 0, 1)]
+        # No transactions yet: a non-retriable error with a message, for v3 and v4 alike.
         txn = await conn.request(ApiKey.FIND_COORDINATOR, {"key": "t", "key_type": 1}, 3)
-        assert txn["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert txn["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert not ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.retriable
+        assert "does not support transactions" in txn["error_message"]
+        txn4 = await conn.request(ApiKey.FIND_COORDINATOR,
+                                  {"key_type": 1, "coordinator_keys": ["t1", "t2"]}, 4)
+        assert [(c["key"], c["error_code"]) for c in txn4["coordinators"]] == [
+            ("t1", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            ("t2", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)]
+        assert all("transactions" in c["error_message"] for c in txn4["coordinators"])
         await conn.aclose()
 
 

@@ -233,3 +233,38 @@ def test_last_index_entry_is_checked_at_load(tmp_path: Path, where: str) -> None
     reopened.update_high_watermark(reopened.log_end_offset)
     assert read_all(reopened) == records
     reopened.close()
+
+
+def _allocated(directory: Path, pattern: str) -> int:
+    return sum(path.stat().st_blocks * 512 for path in directory.glob(pattern))
+
+
+@pytest.mark.parametrize("recovery_point", [0, None])
+def test_preallocated_indexes_stay_sparse_through_unclean_restarts(
+        tmp_path: Path, recovery_point: int | None) -> None:
+    """Issue 21: after kill -9 the active segment's indexes keep their preallocated size
+    (10 MiB each by default); recovery used to zero every slot of them, allocating it all.
+    With recovery_point None the segment counts as flushed, so its indexes are only
+    checked, found wrong (their zero slots), and rebuilt."""
+    log = open_log(tmp_path, {"index.interval.bytes": "100"})
+    for n in range(50):
+        log.append_as_leader(batch([b"%03d" % n * 40], timestamp=NOW + n), 0, NOW)
+    log.flush()  # entries reach the files, which stay preallocated: the crash comes now
+    directory = log.directory
+    index = next(directory.glob("*.index"))
+    assert index.stat().st_size == 10 * 1024 * 1024
+    records = read_all(log)
+    for restart in range(3):
+        point = log.log_end_offset if recovery_point is None else recovery_point
+        reopened = _reopen(tmp_path, recovery_point=point)
+        assert read_all(reopened) == records
+        assert reopened.offset_for_timestamp(NOW + 25) == (NOW + 25, 25)
+        reopened.append_as_leader(batch([b"after-%d" % restart]), 0, NOW)
+        records = read_all(reopened)
+        reopened.flush()  # ...and crash again
+        for pattern in ("*.index", "*.timeindex"):
+            # 51+ batches of ~100 bytes: a few dozen entries, a page or two on disk.
+            assert _allocated(directory, pattern) <= 64 * 1024, (restart, pattern)
+        log = reopened
+    assert _allocated(directory, "*") <= 256 * 1024
+    reopened.close()
