@@ -30,7 +30,7 @@ from broker.metadata_bridge import MetadataBridge
 from broker.network import NetworkServer, ServerSettings
 from broker.server import BrokerServer
 from kraft.config import QuorumConfig
-from kraft.errors import QuorumError
+from kraft.errors import QuorumError, RaftPortBindError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
 
@@ -160,9 +160,9 @@ class _Node:
     async def _start_quorum(self) -> None:
         try:
             await trio.to_thread.run_sync(self.quorum.start)
+        except RaftPortBindError as exc:
+            raise NodeStartupError(_raft_port_in_use(self.config, exc)) from exc
         except QuorumError as exc:
-            if "bind" in str(exc):
-                raise NodeStartupError(_raft_port_in_use(self.config, exc)) from exc
             raise NodeStartupError(f"cannot start the metadata quorum: {exc}") from exc
 
 
