@@ -16,6 +16,9 @@ import argparse
 import sys
 from typing import Any, BinaryIO
 
+from broker.cli.main import CommandError
+from broker.cli.properties import parse_pairs, unescape
+
 CLIENT_ID = "console-consumer"
 
 
@@ -33,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--group")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="formatter properties: print.key, print.value, print.partition, "
-                             "print.offset, print.timestamp, key.separator, line.separator")
+                             "print.offset, print.timestamp, print.headers, key.separator, "
+                             "line.separator, headers.separator, headers.key.separator")
     parser.add_argument("--consumer-property", action="append", default=[],
                         metavar="KEY=VALUE", help="a consumer setting (repeatable)")
     parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE")
@@ -50,10 +54,14 @@ class MessageFormatter:
         self.print_timestamp = flag("print.timestamp")
         self.print_partition = flag("print.partition")
         self.print_offset = flag("print.offset")
+        self.print_headers = flag("print.headers")
         self.print_key = flag("print.key")
         self.print_value = flag("print.value", True)
-        self.key_separator = _unescape(properties.get("key.separator", "\t")).encode()
-        self.line_separator = _unescape(properties.get("line.separator", "\n")).encode()
+        self.key_separator = unescape(properties.get("key.separator", "\t")).encode()
+        self.line_separator = unescape(properties.get("line.separator", "\n")).encode()
+        self.headers_separator = unescape(properties.get("headers.separator", ",")).encode()
+        self.headers_key_separator = unescape(
+            properties.get("headers.key.separator", ":")).encode()
 
     def format(self, record: Any) -> bytes:
         parts: list[bytes] = []
@@ -66,25 +74,21 @@ class MessageFormatter:
             parts.append(f"Partition:{record.partition}".encode())
         if self.print_offset:
             parts.append(f"Offset:{record.offset}".encode())
+        if self.print_headers:
+            parts.append(self._headers(record.headers))
         if self.print_key:
             parts.append(b"null" if record.key is None else record.key)
         if self.print_value:
             parts.append(b"null" if record.value is None else record.value)
         return self.key_separator.join(parts) + self.line_separator
 
-
-def _unescape(text: str) -> str:
-    return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
-
-
-def parse_pairs(entries: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep:
-            raise ValueError(f"{option} expects KEY=VALUE, got {entry!r}")
-        out[key.strip()] = value
-    return out
+    def _headers(self, headers: Any) -> bytes:
+        """``k1:v1,k2:v2`` (a null value prints as null), or NO_HEADERS."""
+        if not headers:
+            return b"NO_HEADERS"
+        return self.headers_separator.join(
+            name.encode() + self.headers_key_separator + (b"null" if value is None else value)
+            for name, value in headers)
 
 
 async def _consume(args: argparse.Namespace, config: dict[str, Any],
@@ -94,30 +98,38 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
     from clients.consumer import CommitFailedError, Consumer
 
     processed = 0
-    async with Consumer(config) as consumer:
+    async with Consumer(config) as consumer, trio.open_nursery() as nursery:
+        stop = trio.CancelScope()
+        nursery.start_soon(_stop_on_signal, stop)
         if args.group is not None:
             consumer.subscribe([args.topic])
         else:
-            partitions = [args.partition] if args.partition is not None else \
-                await consumer.partitions_for(args.topic)
+            partitions = await consumer.partitions_for(args.topic)
+            if args.partition is not None:
+                if args.partition not in partitions:
+                    raise CommandError(
+                        f"--partition {args.partition}: topic {args.topic!r} has no partition "
+                        f"{args.partition} (its partitions are 0 to {len(partitions) - 1})")
+                partitions = [args.partition]
             _assign(consumer, args, partitions)
         idle_deadline = None if args.timeout_ms is None else \
             trio.current_time() + args.timeout_ms / 1000
         try:
-            while args.max_messages is None or processed < args.max_messages:
-                wait_ms = 1000.0
-                if idle_deadline is not None:
-                    wait_ms = max((idle_deadline - trio.current_time()) * 1000, 0)
-                limit = None if args.max_messages is None else args.max_messages - processed
-                records = await consumer.poll(wait_ms, max_records=limit)
-                if records:
-                    out.write(b"".join(formatter.format(r) for r in records))
-                    out.flush()
-                    processed += len(records)
-                    if args.timeout_ms is not None:
-                        idle_deadline = trio.current_time() + args.timeout_ms / 1000
-                elif idle_deadline is not None and trio.current_time() >= idle_deadline:
-                    break
+            with stop:
+                while args.max_messages is None or processed < args.max_messages:
+                    wait_ms = 1000.0
+                    if idle_deadline is not None:
+                        wait_ms = max((idle_deadline - trio.current_time()) * 1000, 0)
+                    limit = None if args.max_messages is None else args.max_messages - processed
+                    records = await consumer.poll(wait_ms, max_records=limit)
+                    if records:
+                        out.write(b"".join(formatter.format(r) for r in records))
+                        out.flush()
+                        processed += len(records)
+                        if args.timeout_ms is not None:
+                            idle_deadline = trio.current_time() + args.timeout_ms / 1000
+                    elif idle_deadline is not None and trio.current_time() >= idle_deadline:
+                        break
             if args.group is not None:
                 # Everything printed is consumed: commit it before leaving the group.
                 try:
@@ -125,8 +137,23 @@ async def _consume(args: argparse.Namespace, config: dict[str, Any],
                 except CommitFailedError as exc:
                     print(f"WARN {exc}", file=sys.stderr)
         finally:
+            nursery.cancel_scope.cancel()
             print(f"Processed a total of {processed} messages", file=sys.stderr)
     return 0
+
+
+async def _stop_on_signal(stop: Any) -> None:
+    """SIGINT or SIGTERM ends the poll loop, so the consumer commits and leaves its group
+    (Kafka's console consumer closes from its shutdown hook); a second signal stops at once."""
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if stop.cancel_called:
+                raise KeyboardInterrupt
+            stop.cancel()
 
 
 def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
@@ -146,45 +173,32 @@ def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> N
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from clients.consumer import ConfigError
-    from clients.protocol import KafkaError
-
     if args.group is not None and args.partition is not None:
-        print("ERROR Options group and partition cannot be specified together.",
-              file=sys.stderr)
-        return 1
+        raise CommandError("Options group and partition cannot be specified together.")
     if args.offset is not None and args.partition is None:
-        print("ERROR The partition is required when offset is specified.", file=sys.stderr)
-        return 1
-    if args.offset not in (None, "earliest", "latest"):
-        if not args.offset.isdigit():
-            print(f"ERROR The offset must be a non-negative number, earliest or latest, got "
-                  f"{args.offset!r}", file=sys.stderr)
-            return 1
+        raise CommandError("The partition is required when offset is specified.")
+    if args.offset not in (None, "earliest", "latest") and not args.offset.isdigit():
+        raise CommandError(f"--offset {args.offset!r}: the offset must be a non-negative "
+                           "number, earliest or latest")
+    config: dict[str, Any] = {"client.id": CLIENT_ID}
+    if args.consumer_config:
+        from broker.config import load_properties
+        config.update(load_properties(args.consumer_config))
+    config.update(parse_pairs(args.consumer_property, "--consumer-property"))
+    config["bootstrap.servers"] = args.bootstrap_server
+    if args.group is not None:
+        config["group.id"] = args.group
+        # Committed offsets win; this only decides where a new group starts. As in
+        # Kafka's tool, a value the user set is kept, and --from-beginning asks for
+        # earliest (contradicting it is an error).
+        if args.from_beginning:
+            if config.setdefault("auto.offset.reset", "earliest") != "earliest":
+                raise CommandError("Found conflicting configs: auto.offset.reset="
+                                   f"{config['auto.offset.reset']} and --from-beginning")
+        else:
+            config.setdefault("auto.offset.reset", "latest")
+    formatter = MessageFormatter(parse_pairs(args.property, "--property"))
     try:
-        config: dict[str, Any] = {"client.id": CLIENT_ID}
-        if args.consumer_config:
-            from broker.config import load_properties
-            config.update(load_properties(args.consumer_config))
-        config.update(parse_pairs(args.consumer_property, "--consumer-property"))
-        config["bootstrap.servers"] = args.bootstrap_server
-        if args.group is not None:
-            config["group.id"] = args.group
-            # Committed offsets win; this only decides where a new group starts. As in
-            # Kafka's tool, a value the user set is kept, and --from-beginning asks for
-            # earliest (contradicting it is an error).
-            if args.from_beginning:
-                if config.setdefault("auto.offset.reset", "earliest") != "earliest":
-                    print("ERROR Found conflicting configs: auto.offset.reset="
-                          f"{config['auto.offset.reset']} and --from-beginning",
-                          file=sys.stderr)
-                    return 1
-            else:
-                config.setdefault("auto.offset.reset", "latest")
-        formatter = MessageFormatter(parse_pairs(args.property, "--property"))
         return trio.run(_consume, args, config, formatter, sys.stdout.buffer)
-    except (ConfigError, KafkaError, ValueError, OSError) as exc:
-        print(f"ERROR {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
-        return 0
+        return 0  # Ctrl-C is how a console consumer is meant to end

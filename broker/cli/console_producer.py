@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Callable
+
+from broker.cli.main import CommandError
+from broker.cli.properties import parse_pairs
 
 CLIENT_ID = "console-producer"
 DEFAULT_LINGER_MS = 1000
@@ -32,16 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_pairs(entries: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep:
-            raise ValueError(f"{option} expects KEY=VALUE, got {entry!r}")
-        out[key.strip()] = value
-    return out
-
-
 class LineReader:
     """Turns stdin lines into (key, value) pairs per Kafka's LineMessageReader properties."""
 
@@ -59,9 +52,14 @@ class LineReader:
         if not sep:
             if self.ignore_error:
                 return None, line
-            raise ValueError(f"No key separator found on line number {self.line_number}: "
-                             f"'{line.decode(errors='replace')}'")
+            raise CommandError(f"No key separator found on line number {self.line_number}: "
+                               f"'{_excerpt(line)}'")
         return key, value
+
+
+def _excerpt(line: bytes, limit: int = 80) -> str:
+    text = line[:limit].decode(errors="replace")
+    return text if len(line) <= limit else f"{text}... ({len(line)} bytes)"
 
 
 def _split_lines(buffer: bytearray) -> list[bytes]:
@@ -72,57 +70,76 @@ def _split_lines(buffer: bytearray) -> list[bytes]:
 
 async def _produce(args: argparse.Namespace, config: dict[str, Any],
                    reader: LineReader) -> int:
-    import trio
-
     from clients.producer import open_producer
 
     failures = 0
+    stopping = False  # a fatal error ends the run: it is the one line, not each record's
+
+    def report(error: BaseException) -> None:
+        nonlocal failures
+        failures += 1
+        print(f"Error when sending message to topic {args.topic}: {error}", file=sys.stderr)
 
     def on_done(future: Any) -> None:
-        nonlocal failures
         error = future.exception()
-        if error is not None:
-            failures += 1
-            print(f"Error when sending message to topic {args.topic}: {error}",
-                  file=sys.stderr)
+        if error is not None and not stopping:
+            report(error)
+
+    async with open_producer(config) as producer:
+        try:
+            bad_line = await _send_lines(producer, args.topic, reader, report, on_done)
+        except BaseException:
+            stopping = True
+            raise
+        await producer.flush()
+    if bad_line is not None:
+        raise bad_line
+    return 1 if failures else 0
+
+
+async def _send_lines(producer: Any, topic: str, reader: LineReader,
+                      report: Callable[[BaseException], None],
+                      on_done: Callable[[Any], None]) -> CommandError | None:
+    """Send each stdin line; returns the error of a line that could not be parsed (reading
+    stops there, what was read before is still delivered)."""
+    import trio
+
+    from clients.protocol import ErrorCode, KafkaError
 
     stdin = trio.wrap_file(sys.stdin.buffer)
     buffer = bytearray()
-    async with open_producer(config) as producer:
-        while True:
-            chunk = await stdin.read1(_READ_CHUNK)
-            if chunk:
-                buffer += chunk
-                lines = _split_lines(buffer)
-            else:
-                lines = [bytes(buffer)] if buffer else []
-            for line in lines:
+    while True:
+        chunk = await stdin.read1(_READ_CHUNK)
+        if chunk:
+            buffer += chunk
+            lines = _split_lines(buffer)
+        else:
+            lines = [bytes(buffer)] if buffer else []
+        for line in lines:
+            try:
                 key, value = reader.record(line)
-                future = await producer.send(args.topic, value, key=key)
-                future.add_callback(on_done)
-            if not chunk:
-                break
-        await producer.flush()
-    return 1 if failures else 0
+            except CommandError as exc:
+                return exc
+            try:
+                future = await producer.send(topic, value, key=key)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.MESSAGE_TOO_LARGE:
+                    raise  # the topic is unusable (no metadata, invalid name): stop
+                report(exc)  # only this record can never be sent; go on with the rest
+                continue
+            future.add_callback(on_done)
+        if not chunk:
+            return None
 
 
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from clients.producer import ConfigError
-    from clients.protocol import KafkaError
-
-    try:
-        config: dict[str, Any] = {"linger.ms": DEFAULT_LINGER_MS, "client.id": CLIENT_ID}
-        if args.producer_config:
-            from broker.config import load_properties
-            config.update(load_properties(args.producer_config))
-        config.update(parse_pairs(args.producer_property, "--producer-property"))
-        config["bootstrap.servers"] = args.bootstrap_server
-        reader = LineReader(parse_pairs(args.property, "--property"))
-        return trio.run(_produce, args, config, reader)
-    except (ConfigError, KafkaError, ValueError, OSError) as exc:
-        print(f"ERROR {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    config: dict[str, Any] = {"linger.ms": DEFAULT_LINGER_MS, "client.id": CLIENT_ID}
+    if args.producer_config:
+        from broker.config import load_properties
+        config.update(load_properties(args.producer_config))
+    config.update(parse_pairs(args.producer_property, "--producer-property"))
+    config["bootstrap.servers"] = args.bootstrap_server
+    reader = LineReader(parse_pairs(args.property, "--property"))
+    return trio.run(_produce, args, config, reader)

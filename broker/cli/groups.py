@@ -128,15 +128,28 @@ def _describe(admin: "BlockingAdmin", group: str, *, members: bool, state: bool)
 
 def _offsets(admin: "BlockingAdmin", timestamps: Mapping[tuple[str, int], int], *,
              require_all: bool = False) -> dict[tuple[str, int], int]:
-    """Partition offsets by time; a partition without one is left out (logged), or with
-    `require_all` raises ValueError naming it and why."""
-    found = admin.list_offsets(timestamps)
-    if found.missing:
-        described = ", ".join(f"{t}-{p} ({why})" for (t, p), why in sorted(found.missing.items()))
+    """Partition offsets by time (ListOffsets at each leader). A partition without one (no
+    such partition, no leader, an error; by time: no record that late) is left out and
+    logged, or with `require_all` raises ValueError naming it and why."""
+    from clients.protocol import ErrorCode, KafkaError
+
+    reasons = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "no such partition",
+               ErrorCode.LEADER_NOT_AVAILABLE: "no leader"}
+    found: dict[tuple[str, int], int] = {}
+    missing: dict[tuple[str, int], str] = {}
+    for tp, listed in admin.list_offsets(timestamps).items():
+        if isinstance(listed, KafkaError):
+            missing[tp] = reasons.get(listed.code, listed.code.name)
+        elif listed is None:
+            missing[tp] = "no record at or after that time"
+        else:
+            found[tp] = listed.offset
+    if missing:
+        described = ", ".join(f"{t}-{p} ({why})" for (t, p), why in sorted(missing.items()))
         if require_all:
             raise ValueError(f"no offset for {described}")
         logger.warning("no offset for %s", described)
-    return found.offsets
+    return found
 
 
 def _target_function(args: argparse.Namespace, admin: "BlockingAdmin") -> Callable[

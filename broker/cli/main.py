@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+import traceback
+from typing import NoReturn, Sequence
+
+from broker.cli.errors import LOG_LEVELS, configure_logging, one_line, root_cause
 
 # Each module exposes `register(subparsers)` and sets `func` on its parser(s). Modules import
 # their heavy dependencies inside the command function so `raftka --help` stays fast.
@@ -16,6 +19,8 @@ COMMAND_MODULES = (
     "broker.cli.dump_log",
     "broker.cli.quorum",
     "broker.cli.topics",
+    "broker.cli.get_offsets",
+    "broker.cli.delete_records",
     "broker.cli.console_producer",
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
@@ -27,11 +32,22 @@ class CommandError(Exception):
     """A command failed in a way the user should read; printed without a traceback."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error (subcommand parsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="raftka",
         description="Raftka: a Kafka-compatible broker with a Raft metadata quorum.",
     )
+    parser.add_argument("--log-level", dest="cli_log_level", type=str.upper,
+                        choices=LOG_LEVELS, metavar="LEVEL",
+                        help="log the client libraries at LEVEL (DEBUG also prints the "
+                             "traceback of an error)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -45,10 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    if args.cli_log_level is not None:
+        configure_logging(args.cli_log_level)
     try:
         return int(func(args) or 0)
-    except CommandError as exc:
-        print(f"raftka {args.command}: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one boundary: every command's error becomes one line
+        cause = root_cause(exc)
+        if isinstance(cause, KeyboardInterrupt):
+            return 130
+        if args.cli_log_level == "DEBUG" or getattr(args, "log_level", None) == "DEBUG":
+            traceback.print_exception(exc)
+        print(f"raftka {args.command}: {one_line(cause)}", file=sys.stderr)
         return 1
 
 

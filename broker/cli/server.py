@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from broker.cli.errors import configure_logging
 from broker.cli.main import CommandError
 
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ logger = logging.getLogger(__name__)
 
 # node_main(config, shutdown): run the node; return once `shutdown` is set and it has stopped.
 NodeMain = Callable[["ServerConfig", "trio.Event"], Awaitable[None]]
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,15 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     start.set_defaults(func=run_start)
-
-
-def configure_logging(level: str) -> None:
-    """One line per record on stderr: time, level, logger, message."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

@@ -1,16 +1,19 @@
 """`raftka topics`: create, list, describe, alter and delete topics, like kafka-topics.sh.
 
 Output follows Kafka 4.0's TopicCommand, including the (always empty here) `Elr` and
-`LastKnownElr` columns of `--describe`. Errors print `Error while executing topic command :
-<message>` on stderr and exit 1.
+`LastKnownElr` columns of `--describe`. `--topic` is a regular expression for describe,
+alter and delete, as there. `--alter --config/--delete-config` change topic configs through
+IncrementalAlterConfigs and print kafka-configs.sh's `Completed updating config for topic T.`
+Errors print `Error while executing topic command : <message>` on stderr and exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import sys
 from typing import Any, Sequence
+
+from broker.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -19,26 +22,35 @@ ERROR_PREFIX = "Error while executing topic command : "
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("topics", help="create, list, describe, alter or delete "
                                    "topics (like kafka-topics.sh)")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_options(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create a topic")
     action.add_argument("--list", action="store_true", help="list the topics")
     action.add_argument("--describe", action="store_true", help="describe topics")
     action.add_argument("--delete", action="store_true", help="delete a topic")
     action.add_argument("--alter", action="store_true",
-                        help="raise a topic's partition count")
-    parser.add_argument("--topic", metavar="TOPIC")
+                        help="raise a topic's partition count, set or delete its configs")
+    parser.add_argument("--topic", metavar="TOPIC",
+                        help="the topic; with --describe, --alter and --delete a regular "
+                             "expression matching whole names (a,b means a or b)")
     parser.add_argument("--partitions", type=int, metavar="N")
     parser.add_argument("--replication-factor", type=int, metavar="R")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="a topic config for --create (repeatable)")
+                        help="a topic config for --create or to set with --alter "
+                             "(repeatable)")
+    parser.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                        help="with --alter: a topic config to remove, back to its default "
+                             "(repeatable)")
+    parser.add_argument("--if-exists", action="store_true",
+                        help="with --alter, --delete or --describe: do nothing, "
+                             "successfully, when no topic matches")
+    parser.add_argument("--if-not-exists", action="store_true",
+                        help="with --create: do nothing, successfully, if the topic exists")
     parser.add_argument("--under-replicated-partitions", action="store_true",
                         help="with --describe: only partitions whose ISR is smaller than "
                              "their replica set")
     parser.add_argument("--exclude-internal", action="store_true",
                         help="with --list or --describe: leave out internal topics")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
     parser.set_defaults(func=run)
 
 
@@ -90,20 +102,39 @@ def parse_configs(entries: Sequence[str]) -> dict[str, str]:
 
 # ---- commands ----
 
-def _admin_config(args: argparse.Namespace) -> dict[str, str]:
-    config: dict[str, str] = {}
-    if args.command_config:
-        from broker.config import load_properties
-        config.update(load_properties(args.command_config))
-    config["bootstrap.servers"] = args.bootstrap_server
-    config.setdefault("client.id", CLIENT_ID)
-    return config
-
-
 def _require_topic(args: argparse.Namespace, action: str) -> str:
     if not args.topic:
         raise ValueError(f"--topic is required with --{action}")
     return args.topic
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Kafka's TopicCommand option checks: each option only with the actions it serves."""
+    if args.if_not_exists and not args.create:
+        raise ValueError("--if-not-exists can only be used with --create")
+    if args.if_exists and not (args.alter or args.delete or args.describe):
+        raise ValueError("--if-exists can only be used with --alter, --delete or --describe")
+    if args.delete_config and not args.alter:
+        raise ValueError("--delete-config can only be used with --alter")
+    if args.config and not (args.create or args.alter):
+        raise ValueError("--config can only be used with --create or --alter")
+    if args.topic and not (args.create or args.list):
+        from broker.cli.topic_pattern import compile_topic_pattern
+        compile_topic_pattern(args.topic)  # a bad pattern fails before the cluster is asked
+
+
+def _matching(args: argparse.Namespace, described: list[Any], action: str) -> list[Any]:
+    """The topics `--topic` matches, as Kafka's tools: an error naming the pattern when
+    none does, unless --if-exists."""
+    from broker.cli.topic_pattern import compile_topic_pattern, matching_topics
+
+    pattern = compile_topic_pattern(_require_topic(args, action))
+    by_name = {d.name: d for d in described}
+    names = matching_topics(pattern, by_name, args.exclude_internal,
+                            [d.name for d in described if d.is_internal])
+    if not names and not args.if_exists:
+        raise ValueError(f"Topic '{args.topic}' does not exist as expected")
+    return [by_name[name] for name in names]
 
 
 def _message(error: Any, topic: str | None) -> str:
@@ -131,51 +162,67 @@ def _non_default_configs(admin: Any, topic: str) -> dict[str, str | None]:
 
 def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
     from clients.admin import NewTopic
+    from clients.protocol import ErrorCode, KafkaError
 
+    check_options(args)
     if args.create:
         topic = _require_topic(args, "create")
         new = NewTopic(topic, args.partitions if args.partitions is not None else -1,
                        args.replication_factor if args.replication_factor is not None else -1,
                        parse_configs(args.config))
-        admin.create_topics([new])
+        try:
+            admin.create_topics([new])
+        except KafkaError as exc:
+            if args.if_not_exists and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                return []
+            raise
         return [f"Created topic {topic}."]
     if args.list:
         return admin.list_topics(include_internal=not args.exclude_internal)
     if args.describe:
-        names = [args.topic] if args.topic else None
+        described = admin.describe_topics()
+        if args.topic:
+            described = _matching(args, described, "describe")
         lines: list[str] = []
-        for description in admin.describe_topics(names):
-            if description.is_internal and args.exclude_internal and not args.topic:
+        for description in described:
+            if description.is_internal and args.exclude_internal:
                 continue
             configs = {} if args.under_replicated_partitions else _non_default_configs(
                 admin, description.name)
             lines += describe_lines(description, configs, args.under_replicated_partitions)
         return lines
+    matched = _matching(args, admin.describe_topics(), "delete" if args.delete else "alter")
+    names = [d.name for d in matched]
     if args.delete:
-        admin.delete_topics([_require_topic(args, "delete")])
+        internal = [d.name for d in matched if d.is_internal]
+        if internal:
+            raise ValueError(f"Topic {internal[0]} is a kafka internal topic and is not "
+                             "allowed to be marked for deletion.")
+        if names:
+            admin.delete_topics(names)
         return []
-    topic = _require_topic(args, "alter")
-    if args.partitions is None:
-        raise ValueError("--partitions is required with --alter")
-    admin.describe_topics([topic])
-    admin.create_partitions({topic: args.partitions})
-    return []
+    return _alter(args, admin, names)
+
+
+def _alter(args: argparse.Namespace, admin: Any, topics: list[str]) -> list[str]:
+    """--alter: raise partition counts, then set and delete configs
+    (IncrementalAlterConfigs, as kafka-configs.sh)."""
+    changes: dict[str, str | None] = dict(parse_configs(args.config))
+    for key in args.delete_config:
+        if key.strip() in changes:
+            raise ValueError(f"Invalid alter config: {key.strip()!r} is both set and deleted")
+        changes[key.strip()] = None
+    if args.partitions is None and not changes:
+        raise ValueError("--alter needs --partitions, --config or --delete-config")
+    lines: list[str] = []
+    if args.partitions is not None and topics:
+        admin.create_partitions({topic: args.partitions for topic in topics})
+    for topic in topics if changes else []:
+        admin.incremental_alter_configs(topic, changes)
+        lines.append(f"Completed updating config for topic {topic}.")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
-    from clients.admin import BlockingAdmin, ConfigError
-    from clients.net import KafkaConnectionError
-    from clients.protocol import KafkaError, ProtocolError
-
-    try:
-        with BlockingAdmin(_admin_config(args)) as admin:
-            lines = _execute(args, admin)
-    except KafkaError as exc:
-        print(ERROR_PREFIX + _message(exc, args.topic), file=sys.stderr)
-        return 1
-    except (ValueError, ConfigError, KafkaConnectionError, ProtocolError, OSError) as exc:
-        print(ERROR_PREFIX + str(exc), file=sys.stderr)
-        return 1
-    if lines:
-        print("\n".join(lines))
-    return 0
+    return run_admin_tool(args, CLIENT_ID, _execute, ERROR_PREFIX,
+                          lambda exc: _message(exc, args.topic))

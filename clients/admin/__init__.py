@@ -6,6 +6,7 @@ from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, To
 from clients.admin.operations import (
     ClusterDescription,
     ConfigEntry,
+    ListedOffset,
     NewTopic,
     TopicDescription,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "ClusterMetadata",
     "ConfigEntry",
     "ConfigError",
+    "ListedOffset",
     "NewTopic",
     "PartitionInfo",
     "TopicDescription",

@@ -17,9 +17,8 @@ from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
 from clients.admin.settings import resolve_config
-from clients.consumer.group.protocol import TopicPartition
 from clients.net import KafkaConnectionError, parse_bootstrap_servers
-from clients.protocol import ApiKey
+from clients.protocol import ApiKey, KafkaError
 
 ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
@@ -47,14 +46,19 @@ class AdminConfig:
                    values["default.api.timeout.ms"])
 
 
-def _pick_target(cluster: ClusterMetadata, to_controller: bool,
+def _pick_target(cluster: ClusterMetadata, call: ops.Call,
                  connected: set[tuple[str, int]], avoid: set[int]) -> BrokerNode:
-    """The controller for controller calls; otherwise, like Kafka's least-loaded node, a
-    broker already connected to (the bootstrap one, usually), then the lowest id. Brokers
-    in `avoid` (one just failed) come last."""
+    """The named broker for a call that names one; the controller for controller calls;
+    otherwise, like Kafka's least-loaded node, a broker already connected to (the bootstrap
+    one, usually), then the lowest id. Brokers in `avoid` (one just failed) come last."""
     if not cluster.brokers:
         raise KafkaConnectionError("the cluster's Metadata lists no brokers")
-    if to_controller and cluster.controller_id in cluster.brokers:
+    if call.node_id is not None:
+        if call.node_id not in cluster.brokers:
+            raise KafkaConnectionError(f"broker {call.node_id} is not in the cluster's "
+                                       "Metadata")
+        return cluster.brokers[call.node_id]
+    if call.to_controller and cluster.controller_id in cluster.brokers:
         return cluster.brokers[cluster.controller_id]
     ranked = sorted(cluster.brokers.values(), key=lambda node: (
         node.node_id in avoid, (node.host, node.port) not in connected, node.node_id))
@@ -122,16 +126,22 @@ class Admin:
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         await self._run(groups.delete_groups(group_ids))
 
-    async def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+    async def list_group_offsets(self, group_id: str) -> dict[ops.TopicPartition, int]:
         return await self._run(groups.list_group_offsets(group_id))
 
     async def alter_group_offsets(self, group_id: str,
-                                  offsets: Mapping[TopicPartition, int]) -> None:
+                                  offsets: Mapping[ops.TopicPartition, int]) -> None:
         await self._run(groups.alter_group_offsets(group_id, offsets))
 
-    async def list_offsets(self, timestamps: Mapping[TopicPartition, int]
-                           ) -> groups.PartitionOffsets:
-        return await self._run(groups.list_offsets(timestamps))
+    async def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
+                           isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
+        """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
+        return await self._run(ops.list_offsets(timestamps, isolation_level))
+
+    async def delete_records(self, before: Mapping[ops.TopicPartition, int]
+                             ) -> dict[ops.TopicPartition, int | KafkaError]:
+        """{partition: low watermark | KafkaError}; see ``operations.delete_records``."""
+        return await self._run(ops.delete_records(before))
 
     async def _run(self, operation: ops.Operation) -> Any:
         call = next(operation)
@@ -143,16 +153,12 @@ class Admin:
                 return stop.value
 
     async def _call(self, call: ops.Call) -> dict[str, Any]:
-        if call.node is not None:
-            version = (await self._pool.connection(call.node)).pick_version(call.api_key)
-            return await self._pool.request(call.node, call.api_key, call.build(version),
-                                            version)
         failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:
                 response = await self._pool.request_any(ApiKey.METADATA, metadata_request([]))
                 self._cluster = ClusterMetadata.from_response(response)
-            node = _pick_target(self._cluster, call.to_controller,
+            node = _pick_target(self._cluster, call,
                                 self._pool.connected_addresses(), failed)
             try:
                 conn = await self._pool.connection(node)
@@ -227,14 +233,20 @@ class BlockingAdmin:
     def delete_groups(self, group_ids: Iterable[str]) -> None:
         self._run(groups.delete_groups(group_ids))
 
-    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+    def list_group_offsets(self, group_id: str) -> dict[ops.TopicPartition, int]:
         return self._run(groups.list_group_offsets(group_id))
 
-    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+    def alter_group_offsets(self, group_id: str,
+                            offsets: Mapping[ops.TopicPartition, int]) -> None:
         self._run(groups.alter_group_offsets(group_id, offsets))
 
-    def list_offsets(self, timestamps: Mapping[TopicPartition, int]) -> groups.PartitionOffsets:
-        return self._run(groups.list_offsets(timestamps))
+    def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
+                     isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
+        return self._run(ops.list_offsets(timestamps, isolation_level))
+
+    def delete_records(self, before: Mapping[ops.TopicPartition, int]
+                       ) -> dict[ops.TopicPartition, int | KafkaError]:
+        return self._run(ops.delete_records(before))
 
     def broker_versions(self) -> dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]]:
         """Each broker's (node, {api key: (min, max)}) from its ApiVersions answer."""
@@ -255,15 +267,12 @@ class BlockingAdmin:
                 return stop.value
 
     def _call(self, call: ops.Call) -> dict[str, Any]:
-        if call.node is not None:
-            version = self._pool.connection(call.node).pick_version(call.api_key)
-            return self._pool.request(call.node, call.api_key, call.build(version), version)
         failed: set[int] = set()
         for attempt in (1, 2):
             if self._cluster is None or not self._cluster.brokers:
                 response = self._pool.request_any(ApiKey.METADATA, metadata_request([]))
                 self._cluster = ClusterMetadata.from_response(response)
-            node = _pick_target(self._cluster, call.to_controller,
+            node = _pick_target(self._cluster, call,
                                 self._pool.connected_addresses(), failed)
             try:
                 conn = self._pool.connection(node)

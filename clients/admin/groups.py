@@ -1,10 +1,9 @@
 """Consumer-group operations of the admin client, as I/O-free generators like
 ``clients.admin.operations``: list, describe and delete groups; list and alter a group's
-committed offsets; and partition offsets by time (ListOffsets at each leader), which the
-group tools bound their targets with.
+committed offsets.
 
 Group requests go to the group's coordinator (found with FindCoordinator), ListGroups to
-every broker, ListOffsets to each partition's leader. Errors raise ``KafkaError``.
+every broker. Errors raise ``KafkaError``.
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.operations import Call, Operation, _fixed, _raise_for
 from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.consumer.group.protocol import TopicPartition, decode_assignment
-from clients.protocol import ApiKey, ErrorCode, ProtocolError
+from clients.protocol import ApiKey, ProtocolError
 
 GROUP_KEY_TYPE = 0
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
 
 
 @dataclass(frozen=True)
@@ -41,14 +38,6 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: BrokerNode
-
-
-@dataclass(frozen=True)
-class PartitionOffsets:
-    """ListOffsets answers: `offsets` found, `missing` partition -> why none was."""
-
-    offsets: dict[TopicPartition, int]
-    missing: dict[TopicPartition, str]
 
 
 def consumer_assignment(data: bytes) -> tuple[TopicPartition, ...]:
@@ -83,7 +72,7 @@ def list_groups() -> Operation:
     brokers: dict[int, BrokerNode] = yield from _brokers()
     names: set[str] = set()
     for node in brokers.values():
-        response = yield Call(ApiKey.LIST_GROUPS, _fixed({}), node=node)
+        response = yield Call(ApiKey.LIST_GROUPS, _fixed({}), node_id=node.node_id)
         _raise_for(response["error_code"], None,
                    f"listing groups on {node.host}:{node.port}")
         names.update(g["group_id"] for g in response["groups"])
@@ -96,7 +85,8 @@ def describe_groups(groups: Iterable[str]) -> Operation:
     for group in groups:
         coordinator = yield from find_coordinator(group)
         response = yield Call(ApiKey.DESCRIBE_GROUPS, _fixed(
-            {"groups": [group], "include_authorized_operations": False}), node=coordinator)
+            {"groups": [group], "include_authorized_operations": False}),
+            node_id=coordinator.node_id)
         entry = response["groups"][0]
         _raise_for(entry["error_code"], None, f"describing group {group}")
         consumer = entry["protocol_type"] == "consumer"
@@ -114,7 +104,7 @@ def delete_groups(groups: Iterable[str]) -> Operation:
     for group in groups:
         coordinator = yield from find_coordinator(group)
         response = yield Call(ApiKey.DELETE_GROUPS, _fixed({"groups_names": [group]}),
-                              node=coordinator)
+                              node_id=coordinator.node_id)
         _raise_for(response["results"][0]["error_code"], None, f"deleting group {group}")
 
 
@@ -127,7 +117,7 @@ def list_group_offsets(group: str) -> Operation:
             return {"groups": [{"group_id": group, "topics": None}], "require_stable": False}
         return {"group_id": group, "topics": None, "require_stable": False}
 
-    response = yield Call(ApiKey.OFFSET_FETCH, build, node=coordinator)
+    response = yield Call(ApiKey.OFFSET_FETCH, build, node_id=coordinator.node_id)
     if "groups" in response:
         response = response["groups"][0]
     _raise_for(response.get("error_code", 0), None, f"fetching the offsets of group {group}")
@@ -140,43 +130,7 @@ def alter_group_offsets(group: str, offsets: Mapping[TopicPartition, int]) -> Op
     """Commit `offsets` as a group without members would (generation -1, no member id)."""
     coordinator = yield from find_coordinator(group)
     response = yield Call(ApiKey.OFFSET_COMMIT, _fixed(offset_commit_request(
-        group, -1, "", None, dict(sorted(offsets.items())))), node=coordinator)
+        group, -1, "", None, dict(sorted(offsets.items())))),
+        node_id=coordinator.node_id)
     for (topic, partition), code in offset_commit_errors(response).items():
         _raise_for(code, None, f"committing {topic}-{partition}")
-
-
-def list_offsets(timestamps: Mapping[TopicPartition, int]) -> Operation:
-    """ListOffsets at each partition's leader (-1 latest, -2 earliest, else a time):
-    the offsets found and, for every other partition, why there is none."""
-    response = yield Call(ApiKey.METADATA, _fixed(metadata_request(
-        sorted({topic for topic, _ in timestamps}))))
-    cluster = ClusterMetadata.from_response(response)
-    missing: dict[TopicPartition, str] = {}
-    by_leader: dict[int, dict[str, list[dict[str, Any]]]] = {}
-    for (topic, partition), timestamp in timestamps.items():
-        info = cluster.topics.get(topic)
-        found = None if info is None else info.partitions.get(partition)
-        if found is None:
-            missing[(topic, partition)] = "no such partition"
-        elif found.leader not in cluster.brokers:
-            missing[(topic, partition)] = "no leader"
-        else:
-            by_leader.setdefault(found.leader, {}).setdefault(topic, []).append(
-                {"partition_index": partition, "current_leader_epoch": -1,
-                 "timestamp": timestamp})
-    offsets: dict[TopicPartition, int] = {}
-    for leader, topics in by_leader.items():
-        answer = yield Call(ApiKey.LIST_OFFSETS, _fixed({
-            "replica_id": -1, "isolation_level": 0,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}),
-            node=cluster.brokers[leader])
-        for t in answer["topics"]:
-            for p in t["partitions"]:
-                tp = (t["name"], p["partition_index"])
-                if p["error_code"] == ErrorCode.NONE:
-                    offsets[tp] = p["offset"]
-                else:
-                    missing[tp] = ErrorCode.from_code(p["error_code"]).name
-    missing.update({tp: "no answer" for tp in timestamps if tp not in offsets and tp not in missing})
-    return PartitionOffsets(offsets, missing)
-

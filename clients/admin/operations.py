@@ -30,16 +30,25 @@ CONFIG_SOURCES = {
 @dataclass(frozen=True)
 class Call:
     """One request: ``build(version)`` gives the body for the version the connection picks.
-    ``to_controller`` sends it to the controller Metadata names, ``node`` to that broker
-    (a group's coordinator, a partition's leader); else it goes to any broker."""
+    ``node_id`` sends it to that broker; ``to_controller`` to the controller Metadata names;
+    otherwise it goes to any broker."""
 
     api_key: ApiKey
     build: Callable[[int], dict[str, Any]]
     to_controller: bool = False
-    node: BrokerNode | None = None
+    node_id: int | None = None  # a partition's leader or a group's coordinator
 
 
 Operation = Generator[Call, dict[str, Any], Any]
+TopicPartition = tuple[str, int]
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+# Partition errors after which the leader is looked up again and the partition retried.
+_LEADER_MOVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                           ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH})
+LEADER_LOOKUPS = 3
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,16 @@ class ConfigEntry:
     @property
     def is_default(self) -> bool:
         return self.source == "DEFAULT_CONFIG"
+
+
+@dataclass(frozen=True)
+class ListedOffset:
+    """A ListOffsets answer: the offset, and the record's timestamp and leader epoch (-1
+    when the lookup was not by time)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
 
 
 @dataclass(frozen=True)
@@ -226,3 +245,109 @@ def describe_cluster() -> Operation:
                for b in response["brokers"]]
     return ClusterDescription(response["cluster_id"], response["controller_id"],
                               sorted(brokers, key=lambda b: b.node_id))
+
+
+# ---- calls to partition leaders ----
+
+def _locate(cluster: ClusterMetadata, tp: TopicPartition) -> int | KafkaError:
+    """The partition's leader id, or the error that keeps it from being asked."""
+    topic, partition = tp
+    code = cluster.topic_error(topic)
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return KafkaError(code, f"Topic '{topic}' does not exist")
+    if code is not None:
+        return KafkaError(code, f"topic {topic!r}: {code.message}")
+    if cluster.partition(topic, partition) is None:
+        return KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                          f"Partition {topic}-{partition} does not exist")
+    leader = cluster.leader_for(topic, partition)
+    if leader is None:
+        return KafkaError(ErrorCode.LEADER_NOT_AVAILABLE,
+                          f"{topic}-{partition}: {ErrorCode.LEADER_NOT_AVAILABLE.message}")
+    return leader.node_id
+
+
+def _at_leaders(wanted: Mapping[TopicPartition, Any], api_key: ApiKey,
+                body: Callable[[dict[str, list[tuple[int, Any]]]], dict[str, Any]],
+                answers: Callable[[dict[str, Any]], Iterable[tuple[TopicPartition, int,
+                                                                  dict[str, Any]]]]
+                ) -> Operation:
+    """Send each partition's argument to its leader, one request per leader, as Kafka's
+    admin client does; {partition: answer entry or KafkaError}. A partition whose leader
+    moved is looked up again, up to LEADER_LOOKUPS times."""
+    results: dict[TopicPartition, Any] = {}
+    pending = dict(wanted)
+    for lookup in range(LEADER_LOOKUPS):
+        last = lookup == LEADER_LOOKUPS - 1
+        cluster = yield from metadata(sorted({topic for topic, _ in pending}))
+        by_leader: dict[int, dict[str, list[tuple[int, Any]]]] = {}
+        retry: dict[TopicPartition, Any] = {}
+        for tp, argument in pending.items():
+            located = _locate(cluster, tp)
+            if isinstance(located, KafkaError):
+                if located.code in _LEADER_MOVED and not last:
+                    retry[tp] = argument
+                else:
+                    results[tp] = located
+                continue
+            by_leader.setdefault(located, {}).setdefault(tp[0], []).append((tp[1], argument))
+        for leader, topics in sorted(by_leader.items()):
+            response = yield Call(api_key, _fixed(body(topics)), node_id=leader)
+            for tp, code, entry in answers(response):
+                if tp not in pending:
+                    continue
+                if code == ErrorCode.NONE:
+                    results[tp] = entry
+                elif code in _LEADER_MOVED and not last:
+                    retry[tp] = pending[tp]
+                else:
+                    error = ErrorCode.from_code(code)
+                    results[tp] = KafkaError(error, f"{tp[0]}-{tp[1]}: {error.message}")
+        for tp in pending:
+            if tp not in results and tp not in retry:
+                results[tp] = KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                         f"{tp[0]}-{tp[1]}: the leader did not answer for it")
+        if not retry:
+            break
+        pending = retry
+    return results
+
+
+def _partition_answers(response: dict[str, Any]
+                       ) -> Iterable[tuple[TopicPartition, int, dict[str, Any]]]:
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            yield (topic["name"], p["partition_index"]), p["error_code"], p
+
+
+def list_offsets(timestamps: Mapping[TopicPartition, int], isolation_level: int = 0
+                 ) -> Operation:
+    """ListOffsets at each partition's leader: -1 latest (the high watermark), -2 earliest,
+    -3 the record with the largest timestamp, else the first record at or after that time.
+    {partition: ListedOffset, or None when no record matches, or KafkaError}."""
+    def body(topics: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
+        return {"replica_id": -1, "isolation_level": isolation_level, "topics": [
+            {"name": name, "partitions": [
+                {"partition_index": p, "current_leader_epoch": -1, "timestamp": ts}
+                for p, ts in partitions]} for name, partitions in topics.items()]}
+
+    found = yield from _at_leaders(timestamps, ApiKey.LIST_OFFSETS, body, _partition_answers)
+    return {tp: entry if isinstance(entry, KafkaError)
+            else None if entry["offset"] < 0
+            else ListedOffset(entry["offset"], entry["timestamp"], entry.get("leader_epoch", -1))
+            for tp, entry in found.items()}
+
+
+def delete_records(before: Mapping[TopicPartition, int],
+                   timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Operation:
+    """DeleteRecords at each partition's leader: move its log start offset up to the given
+    offset (-1: the high watermark). {partition: new low watermark, or KafkaError}."""
+    def body(topics: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
+        return {"timeout_ms": timeout_ms, "topics": [
+            {"name": name, "partitions": [{"partition_index": p, "offset": offset}
+                                          for p, offset in partitions]}
+            for name, partitions in topics.items()]}
+
+    found = yield from _at_leaders(before, ApiKey.DELETE_RECORDS, body, _partition_answers)
+    return {tp: entry if isinstance(entry, KafkaError) else entry["low_watermark"]
+            for tp, entry in found.items()}

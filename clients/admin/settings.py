@@ -28,7 +28,10 @@ def parse_int(value: Any) -> int:
         raise ValueError("expected an integer")
     if isinstance(value, int):
         return value
-    return int(str(value).strip())
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError("expected an integer") from None
 
 
 def parse_bool(value: Any) -> bool:

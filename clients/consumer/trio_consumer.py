@@ -34,6 +34,7 @@ from clients.consumer.group.trio_group import GroupClient
 from clients.consumer.records import ConsumerRecord
 from clients.consumer.subscription import Listener, SubscriptionDriver
 from clients.net import NO_ANSWER, KafkaConnectionError
+from clients.net.failure_log import RepeatedFailureLog
 from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -55,6 +56,7 @@ class Consumer:
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
                                         config.request_timeout_ms / 1000)
+        self._metadata_log = RepeatedFailureLog(logger, "metadata refresh")
         self._group: GroupClient | None = None
         if config.group_id is not None:
             settings = GroupSettings(
@@ -337,8 +339,9 @@ class Consumer:
             response = await self._pool.request_any(ApiKey.METADATA, body,
                                                     self._core.cluster.brokers.values())
         except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-            logger.warning("metadata refresh failed: %s", exc)
+            self._metadata_log.failed(exc)
             return
+        self._metadata_log.succeeded()
         self._core.apply_metadata(response, now_ms())
 
     def _step_manual_group(self) -> None:

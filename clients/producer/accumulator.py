@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 from clients.admin.cluster import ClusterMetadata
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.records.batch import decode_batch
 from clients.records.builder import BatchBuilder
 from clients.records.header import LOG_OVERHEAD
 from clients.records.record import Header
@@ -93,7 +94,9 @@ class RecordAccumulator:
         if head.attempts:
             return head.retry_at_ms
         queue = self._batches[tp]
-        if flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size:
+        # A closed builder before any attempt is a split batch: its records have lingered.
+        if (flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size
+                or head.builder.is_closed):
             return 0.0
         return head.created_ms + self.linger_ms
 
@@ -161,6 +164,43 @@ class RecordAccumulator:
         batch.in_flight = False
         batch.retry_at_ms = retry_at_ms
         self._muted.discard(batch.tp)
+
+    def split(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """Replace a refused in-flight batch of two or more records by smaller batches at its
+        place in the queue, each at most half its size or a single record, so that repeated
+        splits isolate a record that can never fit. Returns the new batches, oldest first.
+
+        Runs only on the MESSAGE_TOO_LARGE path: the records are decoded back from the
+        batch's bytes rather than kept beside them on every append.
+        """
+        records = decode_batch(batch.builder.build(), verify_crc=False).records
+        half = max(batch.builder.estimated_size // 2, 1)
+        parts: list[ProducerBatch] = []
+        for record, (future, _, timestamp) in zip(records, batch.futures):
+            headers = record.headers
+            delta = None
+            if parts:
+                delta = parts[-1].builder.try_append(timestamp, record.key, record.value,
+                                                     headers)
+            if delta is None:
+                builder = BatchBuilder(max_bytes=half, compression=self.compression)
+                # Keep the creation time: delivery.timeout.ms still counts from the send.
+                parts.append(ProducerBatch(batch.topic, batch.partition, builder,
+                                           batch.created_ms))
+                delta = builder.append(timestamp, record.key, record.value, headers)
+            parts[-1].futures.append((future, delta, timestamp))
+        for part in parts:
+            part.builder.build()  # closed: later records must not join a split batch
+        queue = self._batches.setdefault(batch.tp, deque())
+        try:
+            index = queue.index(batch)
+            del queue[index]
+        except ValueError:
+            index = 0
+        for offset, part in enumerate(parts):
+            queue.insert(index + offset, part)
+        self._muted.discard(batch.tp)
+        return parts
 
     def expired(self, now_ms: float, delivery_timeout_ms: int) -> list[ProducerBatch]:
         """Remove and return batches not in flight that are older than the timeout."""

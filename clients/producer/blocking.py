@@ -8,7 +8,6 @@ record must go out now.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from typing import Any, Iterable, Mapping
@@ -21,7 +20,6 @@ from clients.producer.core import ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
-logger = logging.getLogger(__name__)
 
 
 class BlockingDeliveryFuture(DeliveryFuture):
@@ -135,7 +133,7 @@ class BlockingProducer:
             response = self._pool.request_any(ApiKey.METADATA, body,
                                               self._core.cluster.brokers.values())
         except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-            logger.warning("metadata refresh failed: %s", exc)
+            self._core.metadata_failed(exc)
             return
         self._core.apply_metadata(response, now_ms())
 

@@ -24,10 +24,9 @@ def _parse_acks(value: Any) -> int:
     text = str(value).strip().lower()
     if text == "all":
         return -1
-    acks = int(text)
-    if acks not in (-1, 0, 1):
+    if text not in ("-1", "0", "1"):
         raise ValueError("must be all, -1, 0 or 1")
-    return acks
+    return int(text)
 
 
 PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from clients.admin.cluster import ClusterMetadata
 from clients.net import KafkaConnectionError
+from clients.net.failure_log import RepeatedFailureLog
 from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
@@ -75,6 +76,8 @@ class ProducerCore:
         self.metadata_fetched_ms: float | None = None
         self.topics: set[str] = set()
         self.needs_metadata = False
+        self._metadata_log = RepeatedFailureLog(
+            logger, "metadata refresh", "retrying until max.block.ms or delivery.timeout.ms")
         self.partitioner = StickyPartitioner(config.batch_size)
         self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
                                              config.compression, config.max_in_flight == 1)
@@ -88,7 +91,12 @@ class ProducerCore:
             return bool(self.topics)
         return now - self.metadata_fetched_ms >= self.config.metadata_max_age_ms
 
+    def metadata_failed(self, error: BaseException) -> None:
+        """A metadata refresh failed (the drivers retry every ``retry.backoff.ms``)."""
+        self._metadata_log.failed(error)
+
     def apply_metadata(self, response: dict[str, Any], now: float) -> None:
+        self._metadata_log.succeeded()
         self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
         self.metadata_fetched_ms = now
         self.needs_metadata = any(
@@ -211,6 +219,14 @@ class ProducerCore:
                 batch.succeed(result["base_offset"], result.get("log_append_time_ms", -1))
                 continue
             message = result.get("error_message") or code.message
+            if code == ErrorCode.MESSAGE_TOO_LARGE and len(batch.futures) > 1:
+                # As Kafka's producer does: retry the records in smaller batches, so only a
+                # record that can never fit fails.
+                parts = self.accumulator.split(batch)
+                logger.debug("%s-%d refused a batch of %d records as too large; split into "
+                             "%d", batch.topic, batch.partition, len(batch.futures),
+                             len(parts))
+                continue
             if code in _METADATA_ERRORS:
                 self.needs_metadata = True
             self._retry_or_fail(batch, KafkaError(code, message), now)

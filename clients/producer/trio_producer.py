@@ -147,7 +147,7 @@ class Producer:
                 response = await self._pool.request_any(
                     ApiKey.METADATA, body, self._core.cluster.brokers.values())
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-                logger.warning("metadata refresh failed: %s", exc)
+                self._core.metadata_failed(exc)
                 return
             self._core.apply_metadata(response, now_ms())
         self._wake()

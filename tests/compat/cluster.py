@@ -7,7 +7,6 @@ seconds, and each test uses its own topics.
 
 from __future__ import annotations
 
-import random
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.launcher import ClusterInfo, LauncherError, stop_quorum
+from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import log_tail
 from tests.waiting import wait_for
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
@@ -118,28 +118,12 @@ class Cluster:
                     if p["partition_index"] == partition)
 
 
-def _random_base_port() -> int:
-    # base..base+N clients, base+100.. controllers, base+1100.. Raft; staying under the
-    # ephemeral range keeps outgoing connections off our ports.
-    return random.randrange(20000, 31000)
-
-
 @contextmanager
 def running_cluster(directory: Path, nodes: int = 3,
                     overrides: Mapping[str, str] | None = None) -> Iterator[Cluster]:
-    """bootstrap_quorum on a random port range (retrying when a port is taken); every node
-    is SIGKILLed afterwards, which keeps teardown fast."""
-    info = None
-    for attempt in range(5):
-        try:
-            info = bootstrap_quorum(directory / f"attempt-{attempt}", nodes, 0,
-                                    _random_base_port(), overrides, timeout=45.0)
-            break
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    if info is None:
-        raise AssertionError("no free port range found in 5 attempts")
+    """bootstrap_quorum on free ports of the test range (picking again when a port is
+    taken); every node is SIGKILLed afterwards, which keeps teardown fast."""
+    info = bootstrap_on_free_ports(directory / "cluster", nodes, 0, overrides, timeout=45.0)
     try:
         yield Cluster(info)
     finally:

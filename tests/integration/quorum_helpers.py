@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -25,11 +24,11 @@ from broker.launcher import (
     ClusterInfo,
     LauncherError,
     NodeInfo,
-    bootstrap_quorum,
     kraft_ready,
     start_node,
     stop_quorum,
 )
+from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import is_running, log_tail, read_pid
 from tests.waiting import wait_for as poll_until
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
@@ -330,18 +329,11 @@ def _started(cluster: ClusterInfo, node: NodeInfo) -> bool:
     return True
 
 
-def _random_base_port() -> int:
-    # Ports used: base..base+N (clients), base+100.. (controllers), base+1100.. (Raft).
-    # Staying under Linux's ephemeral range (32768+) keeps outgoing connections from taking
-    # a port between the launcher's free-port check and the node's bind.
-    return random.randrange(20000, 31500)
-
-
 @pytest.fixture
 def start_cluster(tmp_path: Path) -> Iterator[Callable[..., QuorumCluster]]:
     """Factory: start_cluster(nodes=3, controllers=0, overrides=None) bootstraps a cluster
-    with the launcher (the path of scripts/bootstrap-quorum) on random ports and waits until
-    it is kraft-ready. Every cluster is SIGKILLed at teardown, whatever the outcome: a test
+    with the launcher (the path of scripts/bootstrap-quorum) on free ports of the test range
+    and waits until it is kraft-ready. Every cluster is SIGKILLed at teardown, whatever the outcome: a test
     that wants a graceful stop does it itself, and killing keeps teardown fast."""
     started: list[QuorumCluster] = []
 
@@ -349,20 +341,11 @@ def start_cluster(tmp_path: Path) -> Iterator[Callable[..., QuorumCluster]]:
               overrides: Mapping[str, str] | None = None, timeout: float = 45.0
               ) -> QuorumCluster:
         settings = {**FAST_OVERRIDES, **(overrides or {})}
-        for attempt in range(5):
-            # A fresh directory per attempt: a failed attempt may have formatted storage.
-            cluster_dir = tmp_path / f"cluster-{len(started)}-{attempt}"
-            try:
-                info = bootstrap_quorum(cluster_dir, nodes, controllers, _random_base_port(),
-                                        settings, timeout=timeout)
-            except LauncherError as exc:
-                if "already in use" in str(exc):  # also a bind failure in the log tail
-                    continue
-                raise
-            cluster = QuorumCluster(info)
-            started.append(cluster)
-            return cluster
-        raise AssertionError("no free port range found in 5 attempts")
+        info = bootstrap_on_free_ports(tmp_path / f"cluster-{len(started)}", nodes,
+                                       controllers, settings, timeout=timeout)
+        cluster = QuorumCluster(info)
+        started.append(cluster)
+        return cluster
 
     yield start
     for cluster in started:

@@ -3,7 +3,6 @@ topics, console producer and consumer, broker-api-versions (each a `raftka` subp
 
 from __future__ import annotations
 
-import random
 import re
 import subprocess
 import sys
@@ -12,7 +11,8 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.launcher import ClusterInfo, stop_quorum
+from broker.launcher.ports import bootstrap_on_free_ports
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -22,21 +22,11 @@ RAFTKA = str(Path(sys.executable).parent / "raftka")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    cluster_dir = tmp_path_factory.mktemp("cli-cluster")
-    info = None
-    for _ in range(5):
-        try:
-            info = bootstrap_quorum(cluster_dir, nodes=3,
-                                    base_port=random.randrange(20000, 50000), timeout=60)
-            break
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    assert info is not None, "no free port range found"
+    info = bootstrap_on_free_ports(tmp_path_factory.mktemp("cli-cluster"), nodes=3, timeout=60)
     try:
         yield info
     finally:
-        stop_quorum(cluster_dir)
+        stop_quorum(info.dir)
 
 
 def raftka(*args: str, stdin: str | None = None, timeout: float = 60

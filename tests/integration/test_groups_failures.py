@@ -106,6 +106,15 @@ def commit_until_accepted(consumer: Any, timeout: float = 60.0) -> None:
 
 # --- coordinator failover ------------------------------------------------------------------
 
+# The member must outlive the coordinator's move: the old one is fenced after the broker
+# session (3 s here), then the offsets partition's new leader loads the group and restarts each
+# member's session clock. On a loaded machine that takes well over CONSUMER's 6 s, after which
+# librdkafka drops its own assignment and re-reads uncommitted records. A session much longer
+# than the move keeps the member (what the test is about) without bounding how long it takes.
+SURVIVING_MEMBER = {**CONSUMER, "session.timeout.ms": 45000}
+FAILOVER_TIMEOUT_S = 90.0
+
+
 def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster):
     from confluent_kafka import Consumer
 
@@ -113,10 +122,12 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
     create_topics(cluster.client_port(1), {"fo": (3, 3)})
     first = [b"first-%d" % i for i in range(30)]
     produce(bootstrap(cluster), "fo", first, 3)
-    consumer = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "fo", **CONSUMER})
+    consumer = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "fo",
+                         **SURVIVING_MEMBER})
     consumer.subscribe(["fo"])
     got: list[bytes] = []
-    consume_until(consumer, got, lambda: set(first) <= set(got), "the first 30 records")
+    consume_until(consumer, got, lambda: set(first) <= set(got), "the first 30 records",
+                  timeout=FAILOVER_TIMEOUT_S)
     consumer.commit(asynchronous=False)
     old = coordinator_of(cluster, "fo", 1)
     committed = fetch_committed(cluster, old, "fo", "fo", 3)
@@ -124,9 +135,9 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
 
     cluster.kill(old)
     survivor = next(n for n in cluster.broker_ids if n != old)
-    new = coordinator_of(cluster, "fo", survivor, not_node=old, timeout=60)
+    new = coordinator_of(cluster, "fo", survivor, not_node=old, timeout=FAILOVER_TIMEOUT_S)
     assert new != old
-    intact = wait_for(lambda: fetch_committed(cluster, new, "fo", "fo", 3), 60,
+    intact = wait_for(lambda: fetch_committed(cluster, new, "fo", "fo", 3), FAILOVER_TIMEOUT_S,
                       "the new coordinator to serve the group's offsets", details=cluster.logs)
     assert intact == committed
 
@@ -134,8 +145,9 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
     second = [b"second-%d" % i for i in range(15)]
     produce(bootstrap(cluster, without=old), "fo", second, 3)
     later: list[bytes] = []
-    consume_until(consumer, later, lambda: set(second) <= set(later), "the next 15 records")
-    commit_until_accepted(consumer)
+    consume_until(consumer, later, lambda: set(second) <= set(later), "the next 15 records",
+                  timeout=FAILOVER_TIMEOUT_S)
+    commit_until_accepted(consumer, timeout=FAILOVER_TIMEOUT_S)
     assert sorted(later) == sorted(second)
     assert fetch_committed(cluster, new, "fo", "fo", 3) == {0: 15, 1: 15, 2: 15}
     consumer.close()
@@ -147,7 +159,8 @@ def test_killing_the_coordinator_moves_the_group_with_its_offsets(start_cluster)
                         **CONSUMER})
     resumed.subscribe(["fo"])
     last: list[bytes] = []
-    consume_until(resumed, last, lambda: len(last) >= len(third), "the last 6 records")
+    consume_until(resumed, last, lambda: len(last) >= len(third), "the last 6 records",
+                  timeout=FAILOVER_TIMEOUT_S)
     resumed.close()
     assert sorted(last) == sorted(third)
 

@@ -4,18 +4,19 @@ readiness check, and the scripts themselves as a user runs them."""
 from __future__ import annotations
 
 import os
-import random
 import re
 import socket
 import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.config import load_properties
 from broker.launcher import (
+    ClusterInfo,
     LauncherError,
     bootstrap_quorum,
     listening_ready,
@@ -24,26 +25,16 @@ from broker.launcher import (
     start_node,
     stop_quorum,
 )
+from broker.launcher.ports import bootstrap_on_free_ports, pick_base_port
 from broker.launcher.processes import is_running, read_pid
 from broker.lifecycle import BROKER_EPOCH_FILE
 from tests.conftest import REPO_ROOT
 
 
-def random_base_port() -> int:
-    return random.randrange(20000, 50000)
-
-
-def bootstrap_listening(cluster_dir: Path, **kwargs: object):
-    """bootstrap_quorum with the ApiVersions readiness check, retrying if a random base port
-    happens to be taken by someone else."""
-    for _ in range(5):
-        try:
-            return bootstrap_quorum(cluster_dir, base_port=random_base_port(),
-                                    ready=listening_ready, timeout=30, **kwargs)
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    raise AssertionError("no free port range found")
+def bootstrap_listening(cluster_dir: Path, **kwargs: Any) -> ClusterInfo:
+    """bootstrap_quorum with the ApiVersions readiness check on free ports of the test range
+    (picking again if one is taken); callers use the returned cluster's directory."""
+    return bootstrap_on_free_ports(cluster_dir, ready=listening_ready, timeout=30, **kwargs)
 
 
 def test_plan_with_separate_controllers(tmp_path: Path) -> None:
@@ -71,11 +62,11 @@ def test_bootstrap_formats_starts_and_stops_combined_nodes(tmp_path: Path) -> No
         base = cluster.nodes[0].client_port
         assert [n.client_port for n in cluster.nodes] == [base, base + 1, base + 2]
         assert [n.controller_port for n in cluster.nodes] == [base + 100, base + 101, base + 102]
-        assert (tmp_path / "bootstrap.servers").read_text().strip() == (
+        assert (cluster.dir / "bootstrap.servers").read_text().strip() == (
             f"127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}")
         directory_ids = set()
         for node in cluster.nodes:
-            props = load_properties(tmp_path / f"node-{node.node_id}" / "server.properties")
+            props = load_properties(cluster.dir / f"node-{node.node_id}" / "server.properties")
             assert props["process.roles"] == "broker,controller"
             assert props["num.partitions"] == "2"
             meta = load_properties(Path(props["log.dirs"]) / "meta.properties")
@@ -87,7 +78,7 @@ def test_bootstrap_formats_starts_and_stops_combined_nodes(tmp_path: Path) -> No
             assert listening_ready(cluster, node)
         assert len(directory_ids) == 3
     finally:
-        stopped = stop_quorum(tmp_path)
+        stopped = stop_quorum(cluster.dir)
     assert stopped == [1, 2, 3]
     for node in cluster.nodes:
         assert not node.pid_path.exists()
@@ -98,26 +89,26 @@ def test_bootstrap_formats_starts_and_stops_combined_nodes(tmp_path: Path) -> No
 def test_restart_and_kill_one_node(tmp_path: Path) -> None:
     cluster = bootstrap_listening(tmp_path, nodes=1, controllers=1)
     try:
-        assert stop_quorum(tmp_path, node_id=2, kill=True) == [2]
-        broker = load_cluster(tmp_path).node(2)
+        assert stop_quorum(cluster.dir, node_id=2, kill=True) == [2]
+        broker = load_cluster(cluster.dir).node(2)
         assert not broker.pid_path.exists()
-        start_node(tmp_path, 2, ready=listening_ready, timeout=30)
+        start_node(cluster.dir, 2, ready=listening_ready, timeout=30)
         pid = read_pid(broker)
         assert pid is not None and is_running(pid, broker)
         with pytest.raises(LauncherError, match="already running"):
-            start_node(tmp_path, 2, ready=listening_ready, timeout=30)
+            start_node(cluster.dir, 2, ready=listening_ready, timeout=30)
     finally:
-        assert sorted(stop_quorum(tmp_path)) == [1, 2]
+        assert sorted(stop_quorum(cluster.dir)) == [1, 2]
     assert cluster.nodes[0].roles == ("controller",)
 
 
 def test_node_that_exits_at_start_fails_with_its_log_tail(tmp_path: Path) -> None:
     cluster = bootstrap_listening(tmp_path, nodes=1)
-    stop_quorum(tmp_path)
+    stop_quorum(cluster.dir)
     (Path(cluster.nodes[0].properties["log.dirs"]) / "meta.properties").unlink()
     started = time.monotonic()
     with pytest.raises(LauncherError) as failure:
-        start_node(tmp_path, 1, ready=listening_ready, timeout=30)
+        start_node(cluster.dir, 1, ready=listening_ready, timeout=30)
     assert time.monotonic() - started < 30
     assert "exited during start-up" in str(failure.value)
     assert "not formatted" in str(failure.value)  # the tail of the node's own log
@@ -146,7 +137,7 @@ def test_bootstrap_fails_fast_when_a_port_is_taken(tmp_path: Path) -> None:
 
 def test_script_exits_nonzero_with_log_tail_when_never_ready(tmp_path: Path) -> None:
     """A voter list naming a second voter that never starts leaves no majority: no leader."""
-    base_port = random_base_port()
+    base_port = pick_base_port(nodes=2)  # this node's ports and the absent voter's
     controller_port = base_port + 100
     absent_voter = f"2@127.0.0.1:{base_port + 101}"
     started = time.monotonic()
@@ -169,7 +160,7 @@ def test_script_with_default_timeout_fails_within_60_s(tmp_path: Path) -> None:
     """The promise holds with default settings: three combined nodes (formatted and stopped
     too) in a voter list of seven, so the four absent voters deny them a majority."""
     for _ in range(5):
-        base_port = random_base_port()
+        base_port = pick_base_port(nodes=7)  # the controller ports of all seven voters
         voters = ",".join(f"{i}@127.0.0.1:{base_port + 99 + i}" for i in range(1, 8))
         started = time.monotonic()
         result = subprocess.run(
@@ -222,7 +213,7 @@ def test_scripts_bootstrap_describe_restart_after_sigterm_kill_and_stop(tmp_path
     """A broker restarted right after a clean stop names its previous epoch, so it registers at
     once instead of waiting out its old session (60 s here)."""
     for _ in range(5):
-        base_port = random.randrange(20000, 50000)
+        base_port = pick_base_port(nodes=3)
         result = run_script("bootstrap-quorum", "--dir", str(tmp_path), "--nodes", "3",
                             "--base-port", str(base_port),
                             "--set", "broker.session.timeout.ms=60000",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -17,18 +16,19 @@ from typing import Any, Iterator
 import pytest
 import trio
 
-from broker.controller_client import ControllerClient
 from broker.apis.admin import ForwardingHandlers
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from broker.apis.request import ConnectionContext, RequestContext
+from broker.controller_client import ControllerClient
+from broker.launcher import ClusterInfo, stop_quorum
+from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import exit_code, log_tail, read_pid
 from broker.metadata_bridge import MetadataBridge
-from broker.apis.request import ConnectionContext, RequestContext
-from tests.waiting import wait_for
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, encode_response
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from tests.conftest import REPO_ROOT
+from tests.waiting import wait_for
 
 HOST = "127.0.0.1"
 # Quicker heartbeats and sessions: a node stopping after the quorum lost its majority waits
@@ -37,15 +37,8 @@ FAST_LIFECYCLE = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout
 
 
 def start_cluster(cluster_dir: Path, **kwargs: Any) -> ClusterInfo:
-    """bootstrap_quorum on a random port range, retrying when a port is taken."""
-    for _ in range(6):
-        base_port = random.randrange(20000, 50000, 1000)
-        try:
-            return bootstrap_quorum(cluster_dir, base_port=base_port, timeout=45, **kwargs)
-        except LauncherError as exc:
-            if "already in use" not in str(exc):
-                raise
-    raise AssertionError("no free port range found")
+    """bootstrap_quorum on free ports of the test range, picking again when one is taken."""
+    return bootstrap_on_free_ports(cluster_dir, timeout=45, **kwargs)
 
 
 def stop_cluster(cluster: ClusterInfo) -> None:

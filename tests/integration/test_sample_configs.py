@@ -4,10 +4,8 @@ test moves their ports to a free range and their log.dirs under tmp_path, nothin
 
 from __future__ import annotations
 
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +15,7 @@ from typing import Iterator
 
 import pytest
 
+from broker.launcher.ports import pick_block
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from tests.conftest import REPO_ROOT
@@ -67,17 +66,6 @@ def ports_of(config: Path) -> list[int]:
     return ports
 
 
-def all_free(ports: list[int]) -> bool:
-    for port in ports:
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((HOST, port))
-            except OSError:
-                return False
-    return True
-
-
 def client_port(config: Path) -> int:
     match = re.search(r"PLAINTEXT://127\.0\.0\.1:(\d+)", config.read_text())
     assert match is not None
@@ -102,12 +90,12 @@ def started(samples: list[Path], tmp_path: Path) -> Iterator[tuple[list[Path], s
     """Format (one cluster id) and start every sample, moved to a free port range; yields
     the moved configs and the bootstrap servers. SIGTERM at the end: each must exit 0."""
     cluster_id = raftka("storage", "random-uuid").stdout.strip()
+    sample_ports = [port for sample in samples for port in ports_of(sample)]
     for attempt in range(8):
-        shift = random.randrange(20000, 31000) - SAMPLE_BASE_PORT
+        shift = pick_block([port - SAMPLE_BASE_PORT for port in sample_ports]) \
+            - SAMPLE_BASE_PORT
         directory = tmp_path / f"attempt-{attempt}"
         configs = [moved(sample, directory / sample.stem, shift) for sample in samples]
-        if not all_free([port for config in configs for port in ports_of(config)]):
-            continue
         for config in configs:
             formatted = raftka("storage", "format", "-t", cluster_id, "-c", str(config))
             assert formatted.returncode == 0, formatted.stderr

@@ -5,7 +5,6 @@ sparse (real processes)."""
 
 from __future__ import annotations
 
-import random
 import re
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from typing import Iterator
 
 import pytest
 
+from broker.launcher.ports import pick_block
 from clients.protocol import ApiKey
 from tests.conftest import REPO_ROOT
 from tests.integration.quorum_helpers import (
@@ -45,22 +45,8 @@ def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 def free_port_pair() -> tuple[int, int]:
     """A client port and a controller port whose Raft port (+1000) is free too."""
-    for _ in range(50):
-        client = random.randrange(20000, 31000)
-        ports = (client, client + 1, client + 1 + RAFT_PORT_OFFSET)
-        if all(_free(port) for port in ports):
-            return client, client + 1
-    raise AssertionError("no free ports")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((HOST, port))
-        except OSError:
-            return False
-    return True
+    client = pick_block([0, 1, 1 + RAFT_PORT_OFFSET])
+    return client, client + 1
 
 
 @pytest.fixture

@@ -20,6 +20,10 @@ import trio
 
 from clients.admin.cluster import BrokerNode
 from clients.admin.connections import TrioConnectionPool
+from clients.consumer.group.coordinator_search import (
+    CoordinatorSearchReport,
+    coordinator_error_reason,
+)
 from clients.consumer.group.membership import GroupMembership, Send, Wait, coordinator_from
 from clients.consumer.group.offsets import (
     CommitFailedError,
@@ -67,6 +71,7 @@ class GroupClient:
         self._wakeup = trio.Event()
         self._changed = trio.Event()
         self._request_scope: trio.CancelScope | None = None
+        self._search_report = CoordinatorSearchReport(membership.settings.group_id)
 
     # ---- notifications ----
 
@@ -104,6 +109,7 @@ class GroupClient:
 
     async def _perform(self, action: Send) -> None:
         response: dict[str, Any] | None = None
+        failure: BaseException | None = None
         with trio.CancelScope() as scope:
             self._request_scope = scope
             try:
@@ -114,6 +120,7 @@ class GroupClient:
                     response = await self._pool.request_any(action.api_key, action.body,
                                                             self._brokers(), action.version)
             except (*NO_ANSWER, KafkaError) as exc:
+                failure = exc
                 logger.debug("%s for group %s failed: %s", action.api_key.name,
                              self.membership.settings.group_id, exc)
             finally:
@@ -121,10 +128,32 @@ class GroupClient:
         if scope.cancel_called:
             # Abandoned by unsubscribe/close: any answer would be stale.
             self.membership.abandon(action.api_key)
-        elif response is None:
+            return
+        if response is None:
             self.membership.handle_failure(action.api_key, now_ms())
         else:
             self.membership.handle_response(action.api_key, response, now_ms())
+        if action.api_key == ApiKey.FIND_COORDINATOR:
+            self._report_search(response, failure)
+
+    def _report_search(self, response: dict[str, Any] | None,
+                       failure: BaseException | None) -> None:
+        """Say (rate-limited) why the group has no coordinator, and when it has one again:
+        otherwise a consumer of an unreachable cluster would wait in silence."""
+        if self.membership.coordinator is not None:
+            message = self._search_report.found()
+            if message is not None:
+                logger.info(message)
+            return
+        if response is None:
+            reason = str(failure) if failure is not None else "no answer"
+        else:
+            code = ErrorCode.from_code(response.get("error_code", 0))
+            reason = coordinator_error_reason(code.name,
+                                              response.get("error_message") or code.message)
+        message = self._search_report.failed(reason, now_ms(), unanswered=response is None)
+        if message is not None:
+            logger.warning(message)
 
     def abandon_request(self) -> None:
         if self._request_scope is not None:

@@ -1,5 +1,5 @@
 """The admin client's group operations against an in-process broker: list, describe and
-delete groups, list and alter a group's offsets, partition offsets by time."""
+delete groups, list and alter a group's offsets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 import trio
 
 from clients.admin import BlockingAdmin
-from clients.admin.groups import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from clients.protocol import ErrorCode, KafkaError
 from tests.unit.group.harness import running_group_broker
 from tests.unit.group.test_coordinator_clients import produce, ready
@@ -23,10 +22,6 @@ def _exercise(bootstrap: str) -> None:
         assert (described.group_id, described.state, described.members) == (
             "admin-group", "Empty", ())
         assert described.coordinator.node_id == 1
-        ends = admin.list_offsets({("g-topic", 0): LATEST_TIMESTAMP,
-                                   ("g-topic", 1): EARLIEST_TIMESTAMP, ("g-topic", 9): -1})
-        assert ends.offsets == {("g-topic", 0): 3, ("g-topic", 1): 0}
-        assert ends.missing == {("g-topic", 9): "no such partition"}
         admin.delete_groups(["admin-group"])
         assert "admin-group" not in admin.list_groups()
         with pytest.raises(KafkaError) as refused:

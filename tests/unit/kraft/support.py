@@ -1,9 +1,8 @@
-"""Helpers for the quorum tests: a list state machine, free loopback ports, quorum builders."""
+"""Helpers for the quorum tests: a list state machine, free loopback ports (from the test
+port range), quorum builders."""
 
 from __future__ import annotations
 
-import random
-import socket
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -11,6 +10,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import trio
 
+from broker.launcher.ports import free_ports  # noqa: F401  (the quorum tests import it here)
 from kraft import QuorumConfig, RaftQuorum
 
 # Fast timings keep elections (and so the tests) short; the ratios match the defaults.
@@ -55,22 +55,6 @@ class ListStateMachine:
         """All applied records in order."""
         with self._lock:
             return [record for _, _, records in self.entries for record in records]
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports picked at random from 20000-60000."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randint(20000, 60000)
-        if port in ports:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        ports.append(port)
-    return ports
 
 
 def voter_map(ports: list[int], first_id: int = 1) -> dict[int, tuple[str, int]]:
