@@ -2,7 +2,8 @@
 (top level, per group, per partition or per coordinator key), around `GroupCoordinator`.
 
 FindCoordinator v0-4, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5,
-OffsetCommit v2-8, OffsetFetch v1-8, ListGroups v0-4, DescribeGroups v0-5, DeleteGroups v0-2.
+OffsetCommit v2-8, OffsetFetch v1-8, ListGroups v0-4, DescribeGroups v0-5, DeleteGroups v0-2,
+OffsetDelete v0.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class GroupHandlers:
                 (ApiKey.OFFSET_FETCH, self.offset_fetch),
                 (ApiKey.LIST_GROUPS, self.list_groups),
                 (ApiKey.DESCRIBE_GROUPS, self.describe_groups),
-                (ApiKey.DELETE_GROUPS, self.delete_groups)):
+                (ApiKey.DELETE_GROUPS, self.delete_groups),
+                (ApiKey.OFFSET_DELETE, self.offset_delete)):
             router.register(api_key, handler, GROUP_ERRORS[api_key])
 
     def _topic_exists(self, topic: str) -> bool:
@@ -195,6 +197,23 @@ class GroupHandlers:
             results.append({"group_id": group_id, "error_code": int(code)})
         return {"throttle_time_ms": 0, "results": results}
 
+    async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        group_id = body.get("group_id") or ""
+        code = self.coordinator.coordinator_error(group_id)
+        partitions = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
+                      for p in t.get("partitions") or ()]
+        if not code:
+            code, codes = await self.coordinator.delete_offsets(group_id, partitions)
+        if code:
+            return offset_delete_error(body, version, int(code))
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), c in codes.items():
+            topics.setdefault(topic, []).append({"partition_index": partition,
+                                                 "error_code": int(c)})
+        return {"error_code": 0, "throttle_time_ms": 0,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+
 
 # -- error answers ---------------------------------------------------------------------------
 
@@ -286,6 +305,12 @@ def offset_fetch_error(body: Mapping[str, Any], version: int, code: int,
             "topics": _offset_fetch_topics(body.get("topics"), code)}
 
 
+def offset_delete_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict:
+    """A group-wide error: the top-level code and no partitions, as Kafka answers."""
+    return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+
+
 GROUP_ERRORS: dict[int, ErrorBody] = {
     ApiKey.FIND_COORDINATOR: find_coordinator_error,
     ApiKey.JOIN_GROUP: join_group_error,
@@ -297,4 +322,5 @@ GROUP_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_GROUPS: delete_groups_error,
     ApiKey.OFFSET_COMMIT: offset_commit_error,
     ApiKey.OFFSET_FETCH: offset_fetch_error,
+    ApiKey.OFFSET_DELETE: offset_delete_error,
 }

@@ -133,6 +133,10 @@ class Admin:
                                   offsets: Mapping[ops.TopicPartition, int]) -> None:
         await self._run(groups.alter_group_offsets(group_id, offsets))
 
+    async def delete_group_offsets(self, group_id: str,
+                                   partitions: Iterable[ops.TopicPartition]) -> None:
+        await self._run(groups.delete_group_offsets(group_id, partitions))
+
     async def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
@@ -239,6 +243,10 @@ class BlockingAdmin:
     def alter_group_offsets(self, group_id: str,
                             offsets: Mapping[ops.TopicPartition, int]) -> None:
         self._run(groups.alter_group_offsets(group_id, offsets))
+
+    def delete_group_offsets(self, group_id: str,
+                             partitions: Iterable[ops.TopicPartition]) -> None:
+        self._run(groups.delete_group_offsets(group_id, partitions))
 
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:

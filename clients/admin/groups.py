@@ -1,6 +1,6 @@
 """Consumer-group operations of the admin client, as I/O-free generators like
-``clients.admin.operations``: list, describe and delete groups; list and alter a group's
-committed offsets.
+``clients.admin.operations``: list, describe and delete groups; list, alter and delete a
+group's committed offsets.
 
 Group requests go to the group's coordinator (found with FindCoordinator), ListGroups to
 every broker. Errors raise ``KafkaError``.
@@ -134,3 +134,21 @@ def alter_group_offsets(group: str, offsets: Mapping[TopicPartition, int]) -> Op
         node_id=coordinator.node_id)
     for (topic, partition), code in offset_commit_errors(response).items():
         _raise_for(code, None, f"committing {topic}-{partition}")
+
+
+def delete_group_offsets(group: str, partitions: Iterable[TopicPartition]) -> Operation:
+    """Delete the group's committed offsets of `partitions` (OffsetDelete); a partition of a
+    topic the group's members consume is refused (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    wanted = sorted(set(partitions))
+    coordinator = yield from find_coordinator(group)
+    topics: dict[str, list[dict[str, int]]] = {}
+    for topic, partition in wanted:
+        topics.setdefault(topic, []).append({"partition_index": partition})
+    response = yield Call(ApiKey.OFFSET_DELETE, _fixed({"group_id": group, "topics": [
+        {"name": name, "partitions": parts} for name, parts in topics.items()]}),
+        node_id=coordinator.node_id)
+    _raise_for(response["error_code"], None, f"deleting offsets of group {group}")
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            _raise_for(p["error_code"], None,
+                       f"deleting the offset of {topic['name']}-{p['partition_index']}")

@@ -34,3 +34,22 @@ async def test_group_operations_of_the_admin_client(tmp_path):
         await broker.create_topic("g-topic", 2)
         await ready(broker, "admin-group")
         await trio.to_thread.run_sync(_exercise, broker.bootstrap)
+
+
+def _delete_offsets(bootstrap: str) -> None:
+    with BlockingAdmin({"bootstrap.servers": bootstrap}) as admin:
+        admin.alter_group_offsets("offsets-group", {("g-topic", 0): 1, ("g-topic", 1): 2,
+                                                    ("other", 0): 1})
+        admin.delete_group_offsets("offsets-group", [("g-topic", 0), ("other", 0)])
+        assert admin.list_group_offsets("offsets-group") == {("g-topic", 1): 2}
+        with pytest.raises(KafkaError) as refused:
+            admin.delete_group_offsets("no-such-group", [("g-topic", 0)])
+        assert refused.value.code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+async def test_delete_group_offsets(tmp_path):
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("g-topic", 2)
+        await broker.create_topic("other", 1)
+        await ready(broker, "offsets-group")
+        await trio.to_thread.run_sync(_delete_offsets, broker.bootstrap)
