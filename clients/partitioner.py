@@ -4,13 +4,19 @@ Keyed records go to ``to_positive(murmur2(key)) % num_partitions``, bit-for-bit 
 partition Java's ``BuiltInPartitioner`` picks, so Raftka and Java producers agree on where a
 key lives. Keyless records use sticky partitioning (KIP-480/KIP-794): they stick to one
 partition that has a leader until ``batch.size`` bytes have gone to it, then a new one is
-picked at random; this fills batches instead of spreading tiny batches across partitions.
+picked; this fills batches instead of spreading tiny batches across partitions. With
+``partitioner.adaptive.partitioning.enable`` (the default) the next one is picked with a
+probability that falls with the number of batches queued for it (Kafka's
+BuiltInPartitioner: weight ``max_queue + 1 - queue``), so slower brokers get less; with
+``partitioner.availability.timeout.ms`` the caller leaves out partitions whose leader has
+not taken data for that long.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Sequence
+import bisect
+from typing import Mapping, Sequence
 
 _MASK32 = 0xFFFFFFFF
 _SEED = 0x9747B28C
@@ -65,8 +71,10 @@ class StickyPartitioner:
     leader (``available``) are preferred, as in Kafka.
     """
 
-    def __init__(self, batch_size: int, rng: random.Random | None = None) -> None:
+    def __init__(self, batch_size: int, rng: random.Random | None = None,
+                 adaptive: bool = True) -> None:
         self.batch_size = max(batch_size, 1)
+        self.adaptive = adaptive
         self._rng = rng or random.Random()
         self._current: dict[str, int] = {}
         self._produced: dict[str, int] = {}
@@ -81,18 +89,46 @@ class StickyPartitioner:
         return current
 
     def record_produced(self, topic: str, partition: int, size: int, num_partitions: int,
-                        available: Sequence[int] = ()) -> None:
-        """Count ``size`` bytes appended to ``partition``; switch once a batch is full."""
+                        available: Sequence[int] = (),
+                        queue_sizes: Mapping[int, int] | None = None) -> bool:
+        """Count ``size`` bytes appended to ``partition``; switch once a batch is full.
+        ``queue_sizes`` (batches queued per partition) weighs the next pick when adaptive.
+        Returns whether the partition switched."""
         if self._current.get(topic) != partition:
-            return
+            return False
         produced = self._produced.get(topic, 0) + size
-        if produced >= self.batch_size:
-            self._current[topic] = self._pick(num_partitions, available, exclude=partition)
+        switched = produced >= self.batch_size
+        if switched:
+            self._current[topic] = self._pick(num_partitions, available, exclude=partition,
+                                              queue_sizes=queue_sizes)
             produced = 0
         self._produced[topic] = produced
+        return switched
 
-    def _pick(self, num_partitions: int, available: Sequence[int], exclude: int | None) -> int:
+    def needs_switch(self, topic: str, size: int) -> bool:
+        """Whether ``size`` more bytes make the current partition switch (so the caller
+        only gathers availability and queue sizes when they are used)."""
+        return self._produced.get(topic, 0) + size >= self.batch_size
+
+    def _pick(self, num_partitions: int, available: Sequence[int], exclude: int | None,
+              queue_sizes: Mapping[int, int] | None = None) -> int:
         candidates = [p for p in available if p < num_partitions] or list(range(num_partitions))
         if len(candidates) > 1 and exclude in candidates:
             candidates.remove(exclude)
-        return self._rng.choice(candidates)
+        if not self.adaptive or not queue_sizes or len(candidates) == 1:
+            return self._rng.choice(candidates)
+        return weighted_pick(candidates, [queue_sizes.get(p, 0) for p in candidates],
+                             self._rng)
+
+
+def weighted_pick(partitions: Sequence[int], queue_sizes: Sequence[int],
+                  rng: random.Random) -> int:
+    """A partition drawn with weight ``max(queue_sizes) + 1 - its queue size``: an empty
+    queue beside a long one is likelier, and equal queues are equally likely."""
+    top = max(queue_sizes) + 1
+    cumulative: list[int] = []
+    total = 0
+    for size in queue_sizes:
+        total += top - size
+        cumulative.append(total)
+    return partitions[bisect.bisect_right(cumulative, rng.randrange(total))]

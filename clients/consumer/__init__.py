@@ -2,7 +2,8 @@
 (``BlockingConsumer``), configured with Kafka's names.
 
 Partitions come from ``assign`` or, with ``group.id``, from ``subscribe`` (Kafka's classic
-group protocol, eager rebalancing, ``range``/``roundrobin`` assignors); offsets are
+group protocol; eager rebalancing with ``range``/``roundrobin``/``sticky``, incremental
+cooperative rebalancing with ``cooperative-sticky``); offsets are
 committed with ``commit`` and, by default, automatically. read_uncommitted only.
 """
 
@@ -12,7 +13,7 @@ from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import NoOffsetForPartitionError
 from clients.consumer.group import CommitFailedError
 from clients.consumer.records import ConsumerRecord, ParsedFetch, parse_fetched_records
-from clients.consumer.trio_consumer import Consumer
+from clients.consumer.trio_consumer import Consumer, WakeupException
 
 __all__ = [
     "BlockingConsumer",
@@ -23,5 +24,6 @@ __all__ = [
     "ConsumerRecord",
     "NoOffsetForPartitionError",
     "ParsedFetch",
+    "WakeupException",
     "parse_fetched_records",
 ]

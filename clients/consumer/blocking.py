@@ -210,14 +210,59 @@ class BlockingConsumer:
     def partitions_for(self, topic: str) -> list[int]:
         return self._loop.run(self._consumer.partitions_for, topic)
 
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        self._loop.run_sync(self._consumer.pause, list(partitions))
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._loop.run_sync(self._consumer.resume, list(partitions))
+
+    def paused(self) -> list[TopicPartition]:
+        return self._loop.run_sync(self._consumer.paused)
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        return self._loop.run(self._consumer.beginning_offsets, list(partitions))
+
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._loop.run(self._consumer.end_offsets, list(partitions))
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                          ) -> dict[TopicPartition, tuple[int, int] | None]:
+        return self._loop.run(self._consumer.offsets_for_times, dict(timestamps))
+
     # ---- polling and offsets ----
 
     def poll(self, timeout_ms: float = 0, max_records: int | None = None
              ) -> list[ConsumerRecord]:
         return self._loop.run(self._consumer.poll, timeout_ms, max_records)
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        self._loop.run(self._consumer.commit, offsets)
+    def wakeup(self) -> None:
+        """Make the ``poll`` in progress (or the next one) raise WakeupException; safe
+        from any thread and from a signal handler (it only schedules the call)."""
+        token = self._loop.token
+        if token is None or self._closed:
+            return
+        try:
+            token.run_sync_soon(self._consumer.wakeup)
+        except trio.RunFinishedError:
+            pass
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None, *,
+               asynchronous: bool = False,
+               callback: Callable[[dict[TopicPartition, int], BaseException | None], None]
+               | None = None) -> None:
+        """As the trio ``commit``; an asynchronous commit's callback runs in a worker
+        thread during a later ``poll``/``commit``/``close``, so it may use this consumer."""
+        wrapped = None
+        if callback is not None:
+            def call(offsets: dict[TopicPartition, int], error: BaseException | None) -> None:
+                callback(offsets, error)
+
+            async def wrapped(offsets: dict[TopicPartition, int],
+                              error: BaseException | None) -> None:
+                await trio.to_thread.run_sync(functools.partial(call, offsets, error))
+        self._loop.run(functools.partial(self._consumer.commit, offsets,
+                                         asynchronous=asynchronous, callback=wrapped))
 
     def committed(self, partitions: Iterable[TopicPartition]
                   ) -> dict[TopicPartition, int | None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from clients.admin.settings import (
     COMMON_KEYS,
@@ -18,6 +18,15 @@ from clients.admin.settings import (
 )
 from clients.consumer.group.assignors import assignor_names
 from clients.net import parse_bootstrap_servers
+from clients.interceptors import parse_interceptors
+from clients.serde import Deserializer, deserializer, is_identity
+
+
+def parse_deserializer(value: Any) -> Deserializer | None:
+    """None for the bytes default, so records skip the step."""
+    return None if is_identity(value) else deserializer(value)
+
+
 
 CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("group.id", parse_str, None),
@@ -40,6 +49,9 @@ CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("partition.assignment.strategy", lambda v: tuple(assignor_names(v)),
               ("range",)),
     ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
+    ConfigKey("key.deserializer", parse_deserializer, None),
+    ConfigKey("value.deserializer", parse_deserializer, None),
+    ConfigKey("interceptor.classes", parse_interceptors, ()),
 )
 
 
@@ -70,6 +82,9 @@ class ConsumerConfig:
     auto_commit_interval_ms: int
     partition_assignment_strategy: tuple[str, ...]
     default_api_timeout_ms: int
+    key_deserializer: Deserializer | None = None
+    value_deserializer: Deserializer | None = None
+    interceptors: Sequence[Any] = ()
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -110,4 +125,7 @@ class ConsumerConfig:
             auto_commit_interval_ms=values["auto.commit.interval.ms"],
             partition_assignment_strategy=values["partition.assignment.strategy"],
             default_api_timeout_ms=values["default.api.timeout.ms"],
+            key_deserializer=values["key.deserializer"],
+            value_deserializer=values["value.deserializer"],
+            interceptors=values["interceptor.classes"],
         )

@@ -60,6 +60,8 @@ class ConsumerCore:
         self._awaiting_committed: set[TopicPartition] = set()
         self._fetched: dict[TopicPartition, _Fetched] = {}
         self._errors: list[KafkaError] = []
+        # Paused partitions are neither fetched nor drained (their buffer waits).
+        self._paused: set[TopicPartition] = set()
 
     # ---- assignment and positions ----
 
@@ -90,8 +92,26 @@ class ConsumerCore:
                 else:
                     self._reset_by_policy(tp)
         self._assignment = wanted
+        self._paused &= kept
         if wanted:
             self.needs_metadata = True
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching and returning records of ``partitions`` until ``resume``."""
+        wanted = [(str(t), int(p)) for t, p in partitions]
+        for tp in wanted:
+            self._check_assigned(tp)
+        self._paused.update(wanted)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        wanted = [(str(t), int(p)) for t, p in partitions]
+        for tp in wanted:
+            self._check_assigned(tp)
+        self._paused.difference_update(wanted)
+
+    @property
+    def paused(self) -> list[TopicPartition]:
+        return [tp for tp in self._assignment if tp in self._paused]
 
     def _check_assigned(self, tp: TopicPartition) -> None:
         if tp not in self._positions:
@@ -214,7 +234,7 @@ class ConsumerCore:
         by_node: dict[int, dict[str, list[dict[str, Any]]]] = {}
         for tp in self._assignment:
             position = self._positions.get(tp)
-            if position is None or tp in self._fetched:
+            if position is None or tp in self._fetched or tp in self._paused:
                 continue
             leader = self.cluster.leader_for(*tp)
             if leader is None:
@@ -284,13 +304,16 @@ class ConsumerCore:
             raise error
 
     def has_buffered(self) -> bool:
-        return bool(self._fetched)
+        """Whether ``drain`` has records to return (paused partitions' do not count)."""
+        return any(tp not in self._paused for tp in self._fetched)
 
     def drain(self, max_records: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` buffered records, partition by partition, advancing
         positions."""
         out: list[ConsumerRecord] = []
         for tp in list(self._fetched):
+            if tp in self._paused:
+                continue
             fetched = self._fetched[tp]
             while fetched.records and len(out) < max_records:
                 out.append(fetched.records.popleft())

@@ -45,6 +45,8 @@ class SubscriptionDriver:
         self.current_offsets = current_offsets
         self.on_assign: Listener | None = None
         self.on_revoke: Listener | None = None
+        # Told the offsets of every successful background auto-commit (interceptors).
+        self.on_committed: Callable[[dict[TopicPartition, int]], None] | None = None
         self.next_metadata_watch = math.inf
         self._next_auto_commit = math.inf
         self._auto_commit_done: trio.Event | None = None   # the auto-commit in flight
@@ -63,14 +65,20 @@ class SubscriptionDriver:
         if m.fatal_error is not None:
             raise m.fatal_error
         self._maybe_watch_metadata()
-        if m.partitions_to_revoke() is not None:
-            await self.revoke_all()
+        revoking = m.partitions_to_revoke()
+        if revoking is not None:
+            if set(revoking) >= set(m.owned):
+                await self.revoke_all()
+            else:
+                await self.revoke(revoking)
             group.wake()
         pending = m.pending_assignment
         if pending is not None:
-            # Positions come from committed offsets; only then is the assignment taken,
-            # so a failed OffsetFetch is retried rather than reset by policy.
-            committed = self._committed_for(pending)
+            # Positions of new partitions come from committed offsets; only then is the
+            # assignment taken, so a failed OffsetFetch is retried rather than reset by
+            # policy. Partitions kept (cooperative rebalancing) keep their positions.
+            added = m.pending_added
+            committed = self._committed_for(added) if added else {}
             if committed is None:
                 return
             m.take_assignment()
@@ -79,7 +87,7 @@ class SubscriptionDriver:
                 if offset is not None:
                     self.core.seek(tp, offset)
             self.start_auto_commit_clock()
-            await self._call_listener(self.on_assign, list(pending))
+            await self._call_listener(self.on_assign, list(added))
         elif self.config.enable_auto_commit and trio.current_time() >= self._next_auto_commit:
             self._start_auto_commit()
 
@@ -153,6 +161,8 @@ class SubscriptionDriver:
         try:
             await self.group.commit(offsets, generation_id, member_id,
                                      self.config.default_api_timeout_ms / 1000)
+            if self.on_committed is not None:
+                self.on_committed(offsets)
         except (KafkaError, *NO_ANSWER) as exc:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
         finally:
@@ -169,6 +179,19 @@ class SubscriptionDriver:
             await self.commit()
         except (KafkaError, *NO_ANSWER) as exc:
             logger.warning("auto-commit for group %s failed: %s", self.config.group_id, exc)
+
+    async def revoke(self, partitions: list[TopicPartition]) -> None:
+        """Cooperative rebalancing: commit and give up only ``partitions`` (those the
+        new assignment moved elsewhere); the member then joins again."""
+        m = self.group.membership
+        try:
+            if self.config.enable_auto_commit and m.generation_id >= 0:
+                await self.auto_commit()
+            await self._call_listener(self.on_revoke, partitions)
+        finally:
+            gone = set(partitions)
+            self.core.assign([tp for tp in self.core.assignment if tp not in gone])
+            m.revoked(partitions)
 
     async def revoke_all(self) -> None:
         """Eager rebalancing: commit (unless the partitions were lost) and tell the

@@ -12,6 +12,7 @@ background tasks of that nursery, so ``poll`` keeps to its timeout.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from typing import Any, Awaitable, Callable, Iterable, Mapping
@@ -33,6 +34,7 @@ from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
 from clients.consumer.records import ConsumerRecord
 from clients.consumer.subscription import Listener, SubscriptionDriver
+from clients.interceptors import chain, notify
 from clients.net import NO_ANSWER, KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
 from clients.producer.core import now_ms
@@ -41,6 +43,13 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 logger = logging.getLogger(__name__)
 
 NO_GROUP_ID = "subscribe and commits need group.id in the consumer configuration"
+
+# A commit callback: ``callback(offsets, error)``, error None on success; plain or async.
+CommitCallback = Callable[[dict[TopicPartition, int], BaseException | None], Any]
+
+
+class WakeupException(Exception):
+    """``poll`` was interrupted by ``wakeup()`` (Kafka's WakeupException)."""
 MIXED = "subscribe() and assign() are mutually exclusive: unsubscribe() first"
 
 
@@ -81,6 +90,15 @@ class Consumer:
         self._heartbeat_scope: trio.CancelScope | None = None
         self._tasks: set[trio.CancelScope] = set()     # background tasks, cancelled by close
         self._closed = False
+        self._wakeup_requested = False
+        self._poll_scope: trio.CancelScope | None = None
+        self._last_async_commit = trio.Event()
+        self._last_async_commit.set()
+        # Finished asynchronous commits whose callbacks run at the next poll/commit/close.
+        self._commit_results: list[tuple[CommitCallback, dict[TopicPartition, int],
+                                         BaseException | None]] = []
+        if self._driver is not None:
+            self._driver.on_committed = self._on_committed
 
     async def __aenter__(self) -> Consumer:
         # The nursery hosts the heartbeat task; it lives as long as the ``async with``.
@@ -216,14 +234,156 @@ class Consumer:
             raise KafkaError(error, f"topic {topic!r}: {error.message}")
         return sorted(self._core.cluster.topics[topic].partitions)
 
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching ``partitions`` (assigned ones) until ``resume``; a rebalance
+        that keeps them keeps them paused."""
+        self._core.pause(partitions)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._core.resume(partitions)
+
+    def paused(self) -> list[TopicPartition]:
+        return self._core.paused
+
+    # ---- offsets by time ----
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                                ) -> dict[TopicPartition, int]:
+        """The first offset of each partition (its log start offset)."""
+        found = await self._list_offsets({tp: EARLIEST_TIMESTAMP for tp in partitions})
+        return {tp: answer[0] for tp, answer in found.items() if answer is not None}
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (its high watermark)."""
+        found = await self._list_offsets({tp: LATEST_TIMESTAMP for tp in partitions})
+        return {tp: answer[0] for tp, answer in found.items() if answer is not None}
+
+    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                                ) -> dict[TopicPartition, tuple[int, int] | None]:
+        """Per partition, (offset, timestamp) of the first record whose timestamp is at
+        least the one asked for, or None when there is none (Kafka's
+        ``offsetsForTimes``)."""
+        for tp, ts in timestamps.items():
+            if ts < 0:
+                raise ValueError(f"timestamp for {tp[0]}-{tp[1]} must not be negative")
+        return await self._list_offsets(dict(timestamps))
+
+    async def _list_offsets(self, query: Mapping[TopicPartition, int]
+                            ) -> dict[TopicPartition, tuple[int, int] | None]:
+        """ListOffsets to each partition's leader, retrying retriable errors until
+        ``default.api.timeout.ms``."""
+        wanted = {(str(t), int(p)): ts for (t, p), ts in query.items()}
+        out: dict[TopicPartition, tuple[int, int] | None] = {}
+        deadline = trio.current_time() + self.config.default_api_timeout_ms / 1000
+        while True:
+            todo = {tp: ts for tp, ts in wanted.items() if tp not in out}
+            if not todo:
+                return out
+            response = await self._pool.request_any(
+                ApiKey.METADATA, metadata_request(sorted({t for t, _ in todo})),
+                self._core.cluster.brokers.values())
+            self._core.apply_metadata(response, now_ms())
+            last_error: KafkaError | None = None
+            for tp, ts in todo.items():
+                error = self._core.cluster.topic_error(tp[0])
+                if error is not None and not error.retriable:
+                    raise KafkaError(error, f"topic {tp[0]!r}: {error.message}")
+            by_node: dict[int, dict[str, list[dict[str, Any]]]] = {}
+            for tp, ts in todo.items():
+                leader = self._core.cluster.leader_for(*tp)
+                if leader is not None:
+                    by_node.setdefault(leader.node_id, {}).setdefault(tp[0], []).append(
+                        {"partition_index": tp[1], "timestamp": ts})
+            for node_id, topics in by_node.items():
+                body = {"replica_id": -1, "isolation_level": self.config.isolation_level,
+                        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                try:
+                    answer = await self._pool.request(self._core.cluster.brokers[node_id],
+                                                      ApiKey.LIST_OFFSETS, body)
+                except (KafkaConnectionError, ProtocolError) as exc:
+                    last_error = KafkaError(ErrorCode.NETWORK_EXCEPTION, str(exc))
+                    continue
+                for topic in answer.get("topics", ()):
+                    for p in topic["partitions"]:
+                        tp = (topic["name"], p["partition_index"])
+                        code = ErrorCode.from_code(p["error_code"])
+                        if code == ErrorCode.NONE:
+                            offset = p.get("offset", -1)
+                            out[tp] = (offset, p.get("timestamp", -1)) if offset >= 0 else None
+                        elif code.retriable:
+                            last_error = KafkaError(code, f"ListOffsets for {tp[0]}-{tp[1]}")
+                        else:
+                            raise KafkaError(code, f"ListOffsets for {tp[0]}-{tp[1]}")
+            if all(tp in out for tp in wanted):
+                return out
+            if trio.current_time() >= deadline:
+                raise last_error or KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                               "no leader for some partitions in time")
+            await trio.sleep(self.config.retry_backoff_ms / 1000)
+
     # ---- polling ----
+
+    def wakeup(self) -> None:
+        """Make the ``poll`` in progress, or else the next one, raise WakeupException.
+        Call it on the consumer's trio thread (the blocking consumer's ``wakeup`` may be
+        called from any thread or a signal handler)."""
+        self._wakeup_requested = True
+        if self._poll_scope is not None:
+            self._poll_scope.cancel()
+
+    def _check_wakeup(self) -> None:
+        if self._wakeup_requested:
+            self._wakeup_requested = False
+            raise WakeupException("poll was interrupted by wakeup()")
 
     async def poll(self, timeout_ms: float = 0, max_records: int | None = None
                    ) -> list[ConsumerRecord]:
         """Records from the assigned partitions, at most ``max_records`` (default
         ``max.poll.records``); an empty list once ``timeout_ms`` passes without any.
+        Keys and values pass ``key.deserializer``/``value.deserializer``, then every
+        interceptor's ``on_consume``.
 
-        A group member also rebalances and auto-commits here (see ``subscribe``)."""
+        A group member also rebalances and auto-commits here (see ``subscribe``), and
+        callbacks of finished asynchronous commits run. WakeupException after
+        ``wakeup()``."""
+        self._check_wakeup()
+        await self._run_commit_callbacks()
+        records: list[ConsumerRecord] = []
+        with trio.CancelScope() as scope:
+            self._poll_scope = scope
+            try:
+                records = await self._poll(timeout_ms, max_records)
+            finally:
+                self._poll_scope = None
+        self._check_wakeup()
+        return self._deliver(records) if records else records
+
+    def _deliver(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        kd, vd = self.config.key_deserializer, self.config.value_deserializer
+        if kd is not None or vd is not None:
+            records = [ConsumerRecord(
+                r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
+                kd(r.topic, r.key) if kd is not None else r.key,
+                vd(r.topic, r.value) if vd is not None else r.value, r.headers)
+                for r in records]
+        if self.config.interceptors:
+            records = list(chain(self.config.interceptors, "on_consume", records))
+        return records
+
+    def _on_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if self.config.interceptors:
+            notify(self.config.interceptors, "on_commit", dict(offsets))
+
+    async def _run_commit_callbacks(self) -> None:
+        while self._commit_results:
+            callback, offsets, error = self._commit_results.pop(0)
+            result = callback(offsets, error)
+            if inspect.isawaitable(result):
+                await result
+
+    async def _poll(self, timeout_ms: float, max_records: int | None
+                    ) -> list[ConsumerRecord]:
         limit = max_records or self.config.max_poll_records
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
         while True:
@@ -262,15 +422,59 @@ class Consumer:
 
     # ---- offsets ----
 
-    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None, *,
+                     asynchronous: bool = False, callback: CommitCallback | None = None
+                     ) -> None:
         """Commit ``offsets`` (next offset to read per partition; default: the current
         position of every assigned partition) and wait for the coordinator's answer.
 
         A group member commits with its generation: CommitFailedError if the group has
-        rebalanced since (the partitions may be someone else's now)."""
+        rebalanced since (the partitions may be someone else's now).
+
+        ``asynchronous``: send the commit in the background and return at once (needs
+        ``async with``); ``callback(offsets, error)`` runs at a later ``poll``, ``commit``
+        or ``close`` once the answer is in (error None on success), as Kafka's
+        ``commitAsync`` callbacks do. Commits complete in the order they were made."""
         group = self._require_group()
+        await self._run_commit_callbacks()
         if offsets is None:
             offsets = self._current_offsets()
+        if asynchronous:
+            if self._nursery is None:
+                raise RuntimeError("an asynchronous commit needs the consumer opened with "
+                                   "`async with`, whose nursery sends it")
+            previous, mine = self._commit_turn()
+            self._spawn(self._commit_async, dict(offsets), callback, previous, mine)
+            return
+        await self._commit_now(group, offsets)
+
+    def _commit_turn(self) -> tuple[trio.Event, trio.Event]:
+        """(set when the previous asynchronous commit has finished, to set when this one
+        has), so commits reach the coordinator in order."""
+        previous, self._last_async_commit = self._last_async_commit, trio.Event()
+        return previous, self._last_async_commit
+
+    async def _commit_async(self, offsets: dict[TopicPartition, int],
+                            callback: CommitCallback | None, previous: trio.Event,
+                            done: trio.Event) -> None:
+        error: BaseException | None = None
+        try:
+            await previous.wait()
+            await self._commit_now(self._require_group(), offsets)
+        except (KafkaError, *NO_ANSWER) as exc:
+            error = exc
+            if callback is None:
+                logger.warning("asynchronous commit for group %s failed: %s",
+                               self.config.group_id, exc)
+        finally:
+            done.set()
+        if callback is not None:
+            self._commit_results.append((callback, offsets, error))
+            if self._group is not None:
+                self._group.notify()
+
+    async def _commit_now(self, group: GroupClient,
+                          offsets: Mapping[TopicPartition, int]) -> None:
         if not offsets:
             return
         generation_id, member_id = -1, ""
@@ -283,6 +487,7 @@ class Consumer:
             generation_id, member_id = m.generation_id, m.member_id
         await group.commit(dict(offsets), generation_id, member_id,
                            self.config.default_api_timeout_ms / 1000)
+        self._on_committed(offsets)
 
     async def committed(self, partitions: Iterable[TopicPartition]
                         ) -> dict[TopicPartition, int | None]:
@@ -310,6 +515,7 @@ class Consumer:
             return
         self._closed = True
         try:
+            await self._run_commit_callbacks()
             if self._group is not None and not self._subscribed and self.config.enable_auto_commit \
                     and self._core.assignment:
                 assert self._driver is not None
@@ -330,6 +536,7 @@ class Consumer:
                 if self._group is not None:
                     await self._group.aclose()
                 await self._pool.aclose()
+            notify(self.config.interceptors, "close")
 
     # ---- internals ----
 

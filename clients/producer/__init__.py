@@ -1,14 +1,16 @@
 """Raftka's producer: a trio API (``open_producer``) and a blocking facade
 (``BlockingProducer``), configured with Kafka's names.
 
-First cut: no idempotence or transactions (``enable.idempotence`` defaults to false and
-true is refused), no ``buffer.memory`` bound. Keyed records are partitioned with Kafka's
-murmur2; keyless ones stick to a partition per ``batch.size`` bytes.
+No idempotence or transactions yet (``enable.idempotence`` defaults to false and true is
+refused). ``send`` runs Kafka's pipeline: interceptors, serializers, the partitioner
+(murmur2 for keys; the uniform sticky partitioner of KIP-480/794 for keyless records), an
+accumulator bounded by ``buffer.memory``.
 """
 
 from clients.admin.settings import ConfigError
 from clients.producer.blocking import BlockingDeliveryFuture, BlockingProducer
 from clients.producer.config import ProducerConfig
+from clients.producer.core import BufferExhaustedError, ProducerRecord
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.producer.trio_producer import (
     Producer,
@@ -20,11 +22,13 @@ from clients.producer.trio_producer import (
 __all__ = [
     "BlockingDeliveryFuture",
     "BlockingProducer",
+    "BufferExhaustedError",
     "ConfigError",
     "DeliveryFuture",
     "Producer",
     "ProducerClosedError",
     "ProducerConfig",
+    "ProducerRecord",
     "RecordMetadata",
     "TrioDeliveryFuture",
     "open_producer",

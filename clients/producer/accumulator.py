@@ -33,6 +33,7 @@ class ProducerBatch:
     attempts: int = 0
     retry_at_ms: float = 0.0
     in_flight: bool = False
+    reserved: int = 0          # bytes counted against buffer.memory
 
     @property
     def tp(self) -> TopicPartition:
@@ -62,11 +63,17 @@ class RecordAccumulator:
         self.guarantee_order = guarantee_order
         self._batches: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._muted: set[TopicPartition] = set()
+        # Bytes of the records buffered or in flight (buffer.memory), and whether a send
+        # waits for room: then every batch is sendable at once, as in Kafka.
+        self.buffered_bytes = 0
+        self.exhausted = False
 
     def append(self, topic: str, partition: int, timestamp: int, key: bytes | None,
                value: bytes | None, headers: Sequence[Header], future: DeliveryFuture,
-               now_ms: float) -> tuple[ProducerBatch, bool]:
-        """Add a record; returns its batch and whether that batch was newly created."""
+               now_ms: float, size: int = 0) -> tuple[ProducerBatch, bool]:
+        """Add a record (``size`` bytes against buffer.memory); returns its batch and
+        whether that batch was newly created."""
+        self.buffered_bytes += size
         queue = self._batches.setdefault((topic, partition), deque())
         if queue:
             last = queue[-1]
@@ -74,9 +81,10 @@ class RecordAccumulator:
                 delta = last.builder.try_append(timestamp, key, value, headers)
                 if delta is not None:
                     last.futures.append((future, delta, timestamp))
+                    last.reserved += size
                     return last, False
         builder = BatchBuilder(max_bytes=max(self.batch_size, 1), compression=self.compression)
-        batch = ProducerBatch(topic, partition, builder, now_ms)
+        batch = ProducerBatch(topic, partition, builder, now_ms, reserved=size)
         batch.futures.append((future, builder.append(timestamp, key, value, headers),
                               timestamp))
         queue.append(batch)
@@ -95,8 +103,8 @@ class RecordAccumulator:
             return head.retry_at_ms
         queue = self._batches[tp]
         # A closed builder before any attempt is a split batch: its records have lingered.
-        if (flushing or len(queue) > 1 or head.builder.estimated_size >= self.batch_size
-                or head.builder.is_closed):
+        if (flushing or self.exhausted or len(queue) > 1
+                or head.builder.estimated_size >= self.batch_size or head.builder.is_closed):
             return 0.0
         return head.created_ms + self.linger_ms
 
@@ -155,6 +163,8 @@ class RecordAccumulator:
                 queue.remove(batch)
             except ValueError:
                 pass
+            else:
+                self.buffered_bytes -= batch.reserved
             if not queue:
                 del self._batches[batch.tp]
         self._muted.discard(batch.tp)
@@ -191,6 +201,10 @@ class RecordAccumulator:
             parts[-1].futures.append((future, delta, timestamp))
         for part in parts:
             part.builder.build()  # closed: later records must not join a split batch
+        share, rest = divmod(batch.reserved, len(parts))
+        for part in parts:
+            part.reserved = share
+        parts[-1].reserved += rest
         queue = self._batches.setdefault(batch.tp, deque())
         try:
             index = queue.index(batch)
@@ -210,6 +224,7 @@ class RecordAccumulator:
             for batch in list(queue):
                 if not batch.in_flight and now_ms - batch.created_ms >= delivery_timeout_ms:
                     queue.remove(batch)
+                    self.buffered_bytes -= batch.reserved
                     out.append(batch)
             if not queue:
                 del self._batches[tp]
@@ -224,6 +239,10 @@ class RecordAccumulator:
     def __iter__(self) -> Iterator[ProducerBatch]:
         for queue in list(self._batches.values()):
             yield from list(queue)
+
+    def queue_sizes(self, topic: str) -> dict[int, int]:
+        """Batches queued per partition of ``topic`` (the adaptive partitioner's load)."""
+        return {p: len(q) for (t, p), q in self._batches.items() if t == topic}
 
     def __bool__(self) -> bool:
         return bool(self._batches)

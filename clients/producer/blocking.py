@@ -16,7 +16,7 @@ from clients.admin.cluster import metadata_request
 from clients.admin.connections import BlockingConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.config import ProducerConfig
-from clients.producer.core import ProducerCore, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -57,14 +57,28 @@ class BlockingProducer:
 
     def send(self, topic: str, value: Any, key: Any = None,
              headers: Iterable[tuple[str, Any]] | None = None, partition: int | None = None,
-             timestamp: int | None = None) -> BlockingDeliveryFuture:
+             timestamp: int | None = None, callback: DeliveryCallback | None = None
+             ) -> BlockingDeliveryFuture:
         """Queue one record and send any batches that are ready; see the trio ``send``."""
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
-        self._wait_for_topic(topic)
+        core = self._core
+        if self.config.interceptors:
+            topic, value, key, headers, partition, timestamp = core.intercept(
+                topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
-        now = now_ms()
-        _, created = self._core.append(topic, value, key, headers, partition, timestamp, future, now)
+        try:
+            if not core.topic_ready(topic):
+                self._wait_for_topic(topic)
+            if not core.has_room():
+                self._wait_for_room()
+            now = now_ms()
+            _, created = core.append(topic, value, key, headers, partition, timestamp, future,
+                                     now)
+        except Exception as exc:
+            core.send_failed(exc)
+            raise
+        core.watch(future, callback)
         # Nothing can have become sendable unless this record started a batch (the one before
         # may be full) or the time the last check named has come: skip the scan otherwise.
         if created or now >= self._next_check_ms:
@@ -102,12 +116,28 @@ class BlockingProducer:
             self._core.abort(RuntimeError("the producer was closed before sending"),
                              include_in_flight=True)
             self._pool.close()
+            self._core.close_interceptors()
 
     def __enter__(self) -> BlockingProducer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _wait_for_room(self) -> None:
+        """Send batches (all are sendable while the buffer is full) until buffer.memory
+        has room; BufferExhaustedError after max.block.ms."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        while True:
+            wait_ms = self._send_ready(flushing=False)
+            if self._core.has_room():
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._core.buffer_exhausted()
+            # Only batches in retry backoff (or without a leader) hold the memory now.
+            pause = self.config.retry_backoff_ms if not wait_ms else wait_ms
+            time.sleep(min(pause / 1000, remaining))
 
     def _wait_for_topic(self, topic: str) -> None:
         if self._core.topic_ready(topic):

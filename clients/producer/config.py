@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from clients.admin.settings import (
     COMMON_KEYS,
@@ -16,8 +16,15 @@ from clients.admin.settings import (
     parse_str,
     resolve_config,
 )
+from clients.interceptors import parse_interceptors
 from clients.net import parse_bootstrap_servers
+from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
+
+
+def parse_serializer(value: Any) -> Serializer | None:
+    """None for the bytes default (the record path then skips the step)."""
+    return None if is_identity(value) else serializer(value)
 
 
 def _parse_acks(value: Any) -> int:
@@ -40,6 +47,14 @@ PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("max.request.size", parse_int, 1048576, check=at_least(0)),
     ConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
     ConfigKey("enable.idempotence", parse_bool, False),
+    ConfigKey("buffer.memory", parse_int, 33554432, check=at_least(0)),
+    ConfigKey("retry.backoff.max.ms", parse_int, 1000, check=at_least(0)),
+    ConfigKey("partitioner.adaptive.partitioning.enable", parse_bool, True),
+    ConfigKey("partitioner.availability.timeout.ms", parse_int, 0, check=at_least(0)),
+    ConfigKey("partitioner.ignore.keys", parse_bool, False),
+    ConfigKey("key.serializer", parse_serializer, None),
+    ConfigKey("value.serializer", parse_serializer, None),
+    ConfigKey("interceptor.classes", parse_interceptors, ()),
 )
 
 
@@ -62,6 +77,14 @@ class ProducerConfig:
     max_block_ms: int
     metadata_max_age_ms: int
     connect_timeout_ms: int
+    buffer_memory: int = 33554432
+    retry_backoff_max_ms: int = 1000
+    adaptive_partitioning: bool = True
+    availability_timeout_ms: int = 0
+    ignore_keys: bool = False
+    key_serializer: Serializer | None = None
+    value_serializer: Serializer | None = None
+    interceptors: Sequence[Any] = ()
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -99,4 +122,12 @@ class ProducerConfig:
             max_block_ms=values["max.block.ms"],
             metadata_max_age_ms=values["metadata.max.age.ms"],
             connect_timeout_ms=values["socket.connection.setup.timeout.ms"],
+            buffer_memory=values["buffer.memory"],
+            retry_backoff_max_ms=max(values["retry.backoff.max.ms"], values["retry.backoff.ms"]),
+            adaptive_partitioning=values["partitioner.adaptive.partitioning.enable"],
+            availability_timeout_ms=values["partitioner.availability.timeout.ms"],
+            ignore_keys=values["partitioner.ignore.keys"],
+            key_serializer=values["key.serializer"],
+            value_serializer=values["value.serializer"],
+            interceptors=values["interceptor.classes"],
         )

@@ -8,16 +8,19 @@ keep time and decide when to refresh metadata (``needs_metadata``).
 from __future__ import annotations
 
 import logging
+import random
 import time
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
 
 from clients.admin.cluster import ClusterMetadata
+from clients.interceptors import chain, notify
 from clients.net import KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
 from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
-from clients.producer.future import DeliveryFuture
+from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ErrorCode, KafkaError
 from clients.records.record import Header
 
@@ -35,6 +38,37 @@ _METADATA_ERRORS = frozenset({
 # Length, attributes, timestamp and offset deltas, key/value lengths and header count, at
 # their largest varint sizes.
 _RECORD_OVERHEAD_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+class BufferExhaustedError(KafkaError):
+    """``send`` found no room in ``buffer.memory`` within ``max.block.ms``."""
+
+
+@dataclass(frozen=True)
+class ProducerRecord:
+    """A record as ``send`` got it, before serialization: what producer interceptors'
+    ``on_send`` receives and returns."""
+
+    topic: str
+    value: Any
+    key: Any = None
+    headers: Iterable[tuple[str, Any]] | None = None
+    partition: int | None = None
+    timestamp: int | None = None
+
+
+# A delivery callback: ``callback(metadata, error)``, one of them None.
+DeliveryCallback = Callable[[RecordMetadata | None, BaseException | None], None]
+
+
+def retry_backoff_ms(attempts: int, base_ms: int, max_ms: int, jitter: float) -> float:
+    """Kafka's exponential retry backoff (KIP-580): ``retry.backoff.ms`` doubling with each
+    attempt up to ``retry.backoff.max.ms``, times ``jitter`` (0.8 to 1.2), never above
+    the maximum."""
+    if base_ms <= 0:
+        return 0.0
+    grown = base_ms * 2 ** min(max(attempts - 1, 0), 30)
+    return min(min(grown, max_ms) * jitter, max_ms)
 
 
 def now_ms() -> float:
@@ -55,7 +89,9 @@ def as_bytes(value: bytes | bytearray | memoryview | str | None) -> bytes | None
 
 
 def normalise_headers(headers: Iterable[tuple[str, Any]] | None) -> tuple[Header, ...]:
-    return tuple((str(k), as_bytes(v)) for k, v in (headers or ()))
+    if not headers:
+        return ()
+    return tuple((str(k), as_bytes(v)) for k, v in headers)
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None,
@@ -75,10 +111,17 @@ class ProducerCore:
         self.cluster = ClusterMetadata()
         self.metadata_fetched_ms: float | None = None
         self.topics: set[str] = set()
+        # Partition count per known topic, rebuilt with each metadata answer: the record
+        # path looks a topic up once, here, instead of walking the metadata.
+        self._counts: dict[str, int] = {}
         self.needs_metadata = False
         self._metadata_log = RepeatedFailureLog(
             logger, "metadata refresh", "retrying until max.block.ms or delivery.timeout.ms")
-        self.partitioner = StickyPartitioner(config.batch_size)
+        self.partitioner = StickyPartitioner(config.batch_size,
+                                             adaptive=config.adaptive_partitioning)
+        # When each leader first had a batch ready that was not drained (for
+        # partitioner.availability.timeout.ms); cleared when it is drained.
+        self._ready_since: dict[int, float] = {}
         self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
                                              config.compression, config.max_in_flight == 1)
         self.in_flight: dict[int, int] = {}
@@ -99,13 +142,19 @@ class ProducerCore:
         self._metadata_log.succeeded()
         self.cluster = self.cluster.merged_with(ClusterMetadata.from_response(response))
         self.metadata_fetched_ms = now
-        self.needs_metadata = any(
-            self.cluster.partition_count(t) is None for t in self.topics)
+        counts = {t: self.cluster.partition_count(t) for t in self.topics}
+        self._counts = {t: c for t, c in counts.items() if c is not None}
+        self.needs_metadata = len(self._counts) < len(self.topics)
 
     def topic_ready(self, topic: str) -> bool:
         """Whether ``topic``'s partitions are known (else the driver must fetch metadata)."""
+        if topic in self._counts:
+            return True
         self.topics.add(topic)
-        if self.cluster.partition_count(topic) is None:
+        count = self.cluster.partition_count(topic)
+        if count is not None:
+            self._counts[topic] = count
+        else:
             self.needs_metadata = True
             return False
         return True
@@ -119,8 +168,59 @@ class ProducerCore:
 
     # ---- appending ----
 
-    def choose_partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
-        count = self.cluster.partition_count(topic)
+    def intercept(self, topic: str, value: Any, key: Any,
+                  headers: Iterable[tuple[str, Any]] | None, partition: int | None,
+                  timestamp: int | None) -> tuple[str, Any, Any, Any, int | None, int | None]:
+        """The record's fields after every interceptor's ``on_send`` (first in Kafka's
+        pipeline), which gets and returns a ProducerRecord."""
+        r = chain(self.config.interceptors, "on_send",
+                  ProducerRecord(topic, value, key, headers, partition, timestamp))
+        return r.topic, r.value, r.key, r.headers, r.partition, r.timestamp
+
+    def send_failed(self, error: BaseException) -> None:
+        """A record failed before reaching a batch: interceptors hear of it, as in Kafka."""
+        if self.config.interceptors:
+            notify(self.config.interceptors, "on_acknowledgement", None, error)
+
+    def close_interceptors(self) -> None:
+        notify(self.config.interceptors, "close")
+
+    def watch(self, future: DeliveryFuture, callback: DeliveryCallback | None) -> None:
+        """Run interceptors' ``on_acknowledgement`` and then ``callback`` when the record
+        is settled."""
+        interceptors = self.config.interceptors
+        if not interceptors and callback is None:
+            return
+
+        def settled(f: DeliveryFuture) -> None:
+            error = f.exception()
+            metadata = None if error is not None else f.result()
+            if interceptors:
+                notify(interceptors, "on_acknowledgement", metadata, error)
+            if callback is not None:
+                try:
+                    callback(metadata, error)
+                except Exception:
+                    logger.exception("delivery callback %r failed", callback)
+        future.add_callback(settled)
+
+    def has_room(self) -> bool:
+        """Whether ``buffer.memory`` has room for another record; when not, every batch
+        becomes sendable (so room frees up) until it has."""
+        room = self.accumulator.buffered_bytes < self.config.buffer_memory
+        self.accumulator.exhausted = not room
+        return room
+
+    def buffer_exhausted(self) -> BufferExhaustedError:
+        return BufferExhaustedError(
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"failed to allocate memory within max.block.ms ({self.config.max_block_ms} ms): "
+            f"buffer.memory ({self.config.buffer_memory} bytes) is full")
+
+    def choose_partition(self, topic: str, key: bytes | None, partition: int | None,
+                         count: int | None = None) -> int:
+        if count is None:
+            count = self._counts.get(topic)
         assert count is not None, "topic_ready must be checked first"
         if partition is not None:
             if not 0 <= partition < count:
@@ -128,30 +228,60 @@ class ProducerCore:
                                  f"partition {partition} is not in topic {topic!r} "
                                  f"({count} partitions)")
             return partition
-        if key is not None:
+        if key is not None and not self.config.ignore_keys:
             return partition_for_key(key, count)
-        return self.partitioner.partition(topic, count, self.cluster.available_partitions(topic))
+        return self.partitioner.partition(topic, count, self._available(topic))
+
+    def _available(self, topic: str) -> list[int]:
+        """Partitions with a leader, leaving out (with partitioner.availability.timeout.ms)
+        those whose leader has had data ready but not taken it for that long."""
+        available = self.cluster.available_partitions(topic)
+        timeout = self.config.availability_timeout_ms
+        if not timeout or not self._ready_since:
+            return available
+        now = now_ms()
+        slow = {n for n, since in self._ready_since.items() if now - since > timeout}
+        if not slow:
+            return available
+        info = self.cluster.topics[topic].partitions
+        return [p for p in available if info[p].leader not in slow]
 
     def append(self, topic: str, value: Any, key: Any, headers: Iterable[tuple[str, Any]] | None,
                partition: int | None, timestamp: int | None, future: DeliveryFuture,
                now: float) -> tuple[ProducerBatch, bool]:
-        """Partition and batch one record (the topic's metadata must be known); returns its
-        batch and whether that batch was started by this record."""
+        """Serialize, partition and batch one record (the topic's metadata must be known,
+        and ``has_room`` checked); returns its batch and whether that batch was started by
+        this record."""
+        config = self.config
+        if config.key_serializer is not None:
+            key = config.key_serializer(topic, key)
+        if config.value_serializer is not None:
+            value = config.value_serializer(topic, value)
         key_b, value_b = as_bytes(key), as_bytes(value)
-        header_t = normalise_headers(headers)
-        size = estimate_record_size(key_b, value_b, header_t)
-        if size > self.config.max_request_size:
+        if headers:
+            header_t = normalise_headers(headers)
+            size = estimate_record_size(key_b, value_b, header_t)
+        else:
+            header_t = ()
+            size = _RECORD_OVERHEAD_BOUND + len(key_b or b"") + len(value_b or b"")
+        if size > config.max_request_size or size > config.buffer_memory:
+            limit = ("max.request.size", config.max_request_size) \
+                if size > config.max_request_size else ("buffer.memory", config.buffer_memory)
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                             f"the record is {size} bytes, larger than max.request.size "
-                             f"({self.config.max_request_size})")
-        chosen = self.choose_partition(topic, key_b, partition)
+                             f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
+        count = self._counts[topic]
+        chosen = self.choose_partition(topic, key_b, partition, count)
         stamp = wall_clock_ms() if timestamp is None else int(timestamp)
         batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
-                                                 future, now)
-        if key_b is None and partition is None:
-            count = self.cluster.partition_count(topic) or 1
-            self.partitioner.record_produced(topic, chosen, size, count,
-                                             self.cluster.available_partitions(topic))
+                                                 future, now, size)
+        if partition is None and (key_b is None or config.ignore_keys):
+            partitioner = self.partitioner
+            if partitioner.needs_switch(topic, size):
+                queues = self.accumulator.queue_sizes(topic) if partitioner.adaptive else None
+                partitioner.record_produced(topic, chosen, size, count,
+                                            self._available(topic), queues)
+            else:
+                partitioner.record_produced(topic, chosen, size, count)
         return batch, created
 
     # ---- sending ----
@@ -173,7 +303,9 @@ class ProducerCore:
         out: dict[int, list[ProducerBatch]] = {}
         for node_id in nodes:
             if self.in_flight.get(node_id, 0) >= self.config.max_in_flight:
+                self._ready_since.setdefault(node_id, now)
                 continue
+            self._ready_since.pop(node_id, None)
             batches = self.accumulator.drain(self.cluster, node_id,
                                              self.config.max_request_size, now, flushing)
             if batches:
@@ -250,7 +382,10 @@ class ProducerCore:
         if retriable and batch.attempts <= self.config.retries and not expired:
             logger.debug("retrying %s-%d (attempt %d): %s", batch.topic, batch.partition,
                          batch.attempts + 1, error)
-            self.accumulator.retry_later(batch, now + self.config.retry_backoff_ms)
+            backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
+                                       self.config.retry_backoff_max_ms,
+                                       random.uniform(0.8, 1.2))
+            self.accumulator.retry_later(batch, now + backoff)
             return
         self.accumulator.complete(batch)
         batch.fail(error)

@@ -9,6 +9,7 @@ future completes when the broker acknowledges (or the record fails for good).
 from __future__ import annotations
 
 import logging
+import math
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Generator, Iterable, Mapping
 
@@ -19,7 +20,7 @@ from clients.admin.connections import TrioConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
-from clients.producer.core import ProducerCore, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -37,11 +38,15 @@ class TrioDeliveryFuture(DeliveryFuture):
 
     def __init__(self) -> None:
         super().__init__()
-        self._event = trio.Event()
-        self.add_callback(lambda _: self._event.set())
+        # Made only when someone waits: most futures of a busy producer are never awaited.
+        self._event: trio.Event | None = None
 
     async def wait(self) -> RecordMetadata:
-        await self._event.wait()
+        if not self.done():
+            if self._event is None:
+                event = self._event = trio.Event()
+                self.add_callback(lambda _: event.set())
+            await self._event.wait()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -68,20 +73,50 @@ class Producer:
     async def send(self, topic: str, value: Any, key: Any = None,
                    headers: Iterable[tuple[str, Any]] | None = None,
                    partition: int | None = None,
-                   timestamp: int | None = None) -> TrioDeliveryFuture:
+                   timestamp: int | None = None,
+                   callback: DeliveryCallback | None = None) -> TrioDeliveryFuture:
         """Queue one record; ``await`` the returned future for its RecordMetadata.
 
-        Waits up to ``max.block.ms`` for the topic's metadata (KafkaError
-        REQUEST_TIMED_OUT after that); raises KafkaError at once for a non-retriable topic
-        error or a bad partition.
+        Kafka's order: interceptors' ``on_send``, the metadata wait, room in
+        ``buffer.memory``, serializers, the partitioner, the batch. Waits up to
+        ``max.block.ms`` for the topic's metadata and as long again for room
+        (KafkaError REQUEST_TIMED_OUT / BufferExhaustedError after that); raises KafkaError
+        at once for a non-retriable topic error or a bad partition. ``callback(metadata,
+        error)`` runs when the record is settled, after interceptors'
+        ``on_acknowledgement``.
         """
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
-        await self._wait_for_topic(topic)
+        core = self._core
+        if self.config.interceptors:
+            topic, value, key, headers, partition, timestamp = core.intercept(
+                topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
-        self._core.append(topic, value, key, headers, partition, timestamp, future, now_ms())
-        self._wake()
+        try:
+            if not core.topic_ready(topic):      # checked here: no coroutine per record
+                await self._wait_for_topic(topic)
+            if not core.has_room():
+                await self._wait_for_room()
+            _, created = core.append(topic, value, key, headers, partition, timestamp,
+                                     future, now_ms())
+        except Exception as exc:
+            core.send_failed(exc)
+            raise
+        core.watch(future, callback)
+        # Only a new batch can make one sendable (the one before it may be full); the
+        # sender's own timer covers linger.ms. Waking it per record costs a scan each.
+        if created:
+            self._wake()
         return future
+
+    async def _wait_for_room(self) -> None:
+        with trio.move_on_after(self.config.max_block_ms / 1000):
+            while not self._core.has_room():
+                self._wake()            # the sender sends every batch while it is full
+                changed = self._changed
+                await changed.wait()
+        if not self._core.has_room():
+            raise self._core.buffer_exhausted()
 
     async def send_and_wait(self, topic: str, value: Any, key: Any = None,
                             headers: Iterable[tuple[str, Any]] | None = None,
@@ -106,6 +141,16 @@ class Producer:
         await self._wait_for_topic(topic)
         info = self._core.cluster.topics[topic]
         return sorted(info.partitions)
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is buffered, waiting at most ``timeout`` s (None: until settled),
+        then fail whatever is left and refuse further sends; ``open_producer``'s exit
+        closes the connections."""
+        if self._closed:
+            return
+        with trio.move_on_after(math.inf if timeout is None else max(timeout, 0)):
+            await self.flush()
+        await self._shutdown(flush=False)
 
     @property
     def closed(self) -> bool:
@@ -228,3 +273,4 @@ async def open_producer(config: ProducerConfig | Mapping[str, Any] | None = None
                              include_in_flight=True)
         with trio.CancelScope(shield=True):
             await producer._pool.aclose()
+        producer._core.close_interceptors()

@@ -12,7 +12,7 @@ from broker.launcher import bootstrap_quorum
 from broker.launcher.layout import ClusterInfo
 from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
-from tests.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 HOST = "127.0.0.1"
 def start_cluster(directory: Path, nodes: int,

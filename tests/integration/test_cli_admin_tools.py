@@ -18,7 +18,7 @@ from broker.launcher import ClusterInfo
 from broker.launcher.ports import free_ports
 from tests.integration.quorum_helpers import produce
 from tests.integration.test_cli_tools import cluster, raftka  # noqa: F401  (fixture)
-from tests.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

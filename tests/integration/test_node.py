@@ -28,7 +28,7 @@ from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, 
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from tests.conftest import REPO_ROOT
-from tests.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 HOST = "127.0.0.1"
 # Quicker heartbeats and sessions: a node stopping after the quorum lost its majority waits

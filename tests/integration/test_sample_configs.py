@@ -19,7 +19,7 @@ from broker.launcher.ports import pick_block
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from tests.conftest import REPO_ROOT
-from tests.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,8 @@
-"""Consumer groups for Raftka's consumer (Kafka's classic protocol, eager rebalancing).
+"""Consumer groups for Raftka's consumer (Kafka's classic protocol, eager or cooperative
+rebalancing).
 
-``protocol``: the subscription and assignment bytes; ``assignors``: range and roundrobin;
+``protocol``: the subscription and assignment bytes; ``assignors``: range, roundrobin,
+sticky and cooperative-sticky (the sticky algorithm itself in ``sticky``);
 ``offsets``: OffsetCommit/OffsetFetch bodies; ``membership``: the I/O-free member state
 machine, with its vocabulary and request bodies in ``actions`` and the leader's
 assignment in ``leader``; ``trio_group``: the trio driver with its heartbeat task.
@@ -8,9 +10,11 @@ assignment in ``leader``; ``trio_group``: the trio driver with its heartbeat tas
 
 from clients.consumer.group.assignors import (
     ASSIGNORS,
+    CooperativeStickyAssignor,
     MemberSubscription,
     RangeAssignor,
     RoundRobinAssignor,
+    StickyAssignor,
     assignor_names,
     make_assignors,
 )
@@ -26,8 +30,8 @@ from clients.consumer.group.protocol import (
 )
 
 __all__ = [
-    "ASSIGNORS", "Assignment", "CommitFailedError", "GroupMembership", "GroupSettings",
+    "ASSIGNORS", "Assignment", "CooperativeStickyAssignor", "CommitFailedError", "GroupMembership", "GroupSettings",
     "MemberState", "MemberSubscription", "RangeAssignor", "RoundRobinAssignor",
-    "Subscription", "assignor_names", "decode_assignment", "decode_subscription",
+    "StickyAssignor", "Subscription", "assignor_names", "decode_assignment", "decode_subscription",
     "encode_assignment", "encode_subscription", "make_assignors",
 ]

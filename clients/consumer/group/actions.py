@@ -52,15 +52,16 @@ class GroupSettings:
 
 
 def join_request(settings: GroupSettings, member_id: str, topics: Sequence[str],
-                 owned: Sequence[tuple[str, int]], protocols: Sequence[str]
-                 ) -> dict[str, Any]:
-    """The JoinGroup body: one protocol per assignor, all with the same subscription."""
-    metadata = encode_subscription(Subscription(tuple(topics),
-                                                owned_partitions=tuple(sorted(owned))))
+                 owned: Sequence[tuple[str, int]], generation_id: int,
+                 protocols: Sequence[tuple[str, bytes | None]]) -> dict[str, Any]:
+    """The JoinGroup body: one protocol per assignor (name, its user data), each with the
+    same topics, owned partitions and generation."""
     return {"group_id": settings.group_id, "session_timeout_ms": settings.session_timeout_ms,
             "rebalance_timeout_ms": settings.rebalance_timeout_ms, "member_id": member_id,
             "group_instance_id": settings.group_instance_id, "protocol_type": PROTOCOL_TYPE,
-            "protocols": [{"name": name, "metadata": metadata} for name in protocols],
+            "protocols": [{"name": name, "metadata": encode_subscription(Subscription(
+                tuple(topics), user_data, tuple(sorted(owned)), generation_id))}
+                for name, user_data in protocols],
             "reason": None}
 
 

@@ -35,7 +35,9 @@ def read_members(group_id: str, members: Iterable[Mapping[str, Any]]) -> list[Me
                            "nothing", group_id, member["member_id"], exc)
             sub = Subscription(())
         out.append((MemberSubscription(member["member_id"], sub.topics,
-                                       member.get("group_instance_id")), sub.version))
+                                       member.get("group_instance_id"),
+                                       sub.owned_partitions, sub.generation_id,
+                                       sub.user_data), sub.version))
     return out
 
 

@@ -4,8 +4,10 @@ The driver asks ``next_action(now)`` for the next request (or how long to wait),
 and feeds the answer to ``handle_response`` (or ``handle_failure``). The application side,
 in ``poll``, revokes partitions before a rejoin (``partitions_to_revoke``/``revoked``) and
 picks up a new assignment (``take_assignment``), so rebalance listeners run where the
-application polls, as in Kafka's consumer. The assignment protocol is eager: everything is
-revoked before joining again.
+application polls, as in Kafka's consumer. The rebalance protocol is eager (everything is
+revoked before joining again) unless every assignor is cooperative (KIP-429): then the
+member joins holding its partitions, gives up only those the new assignment takes away,
+and joins once more so that they reach their new owner.
 
 FindCoordinator -> JoinGroup (a MEMBER_ID_REQUIRED answer gives the id to join with) ->
 leader only: Metadata, then the assignment -> SyncGroup -> Heartbeat every
@@ -67,6 +69,8 @@ class GroupMembership:
             raise ValueError("at least one assignor is needed")
         self.settings = settings
         self.assignors = list(assignors)
+        # As Kafka's consumer: cooperative only when every assignor supports it.
+        self.cooperative = all(a.cooperative for a in self.assignors)
         self.state = MemberState.UNJOINED
         self.coordinator: BrokerNode | None = None
         self.member_id = ""
@@ -77,6 +81,11 @@ class GroupMembership:
         self.fatal_error: KafkaError | None = None
         self.owned: list[TopicPartition] = []     # what the application holds now
         self._pending: list[TopicPartition] | None = None   # assigned, not yet taken
+        self._pending_added: list[TopicPartition] = []      # its partitions not owned now
+        self._to_revoke: list[TopicPartition] = []          # cooperative: taken away
+        # The last assignment and its generation (the sticky assignor's user data).
+        self._last_assigned: list[TopicPartition] = []
+        self._last_generation = -1
         self._lost = False                        # owned partitions may be someone else's
         self._inflight: ApiKey | None = None
         self._retry_at = 0.0
@@ -120,9 +129,14 @@ class GroupMembership:
         return self.state == MemberState.STABLE and self.generation_id >= 0
 
     def partitions_to_revoke(self) -> list[TopicPartition] | None:
-        """Owned partitions to give up before rejoining, or None when none must go."""
+        """Owned partitions to give up now, or None when none must go: before rejoining
+        (eager: all of them; cooperative: only when they may be lost), or (cooperative)
+        those the last assignment took away."""
+        if self.cooperative and self._to_revoke and not self._lost:
+            return list(self._to_revoke)
         if self.owned and self.rejoin_needed and self.state in (
-                MemberState.STABLE, MemberState.UNJOINED):
+                MemberState.STABLE, MemberState.UNJOINED) and (
+                    self._lost or not self.cooperative):
             return list(self.owned)
         return None
 
@@ -131,9 +145,16 @@ class GroupMembership:
         """Whether the partitions to revoke may already be another member's (no commit)."""
         return self._lost
 
-    def revoked(self) -> None:
-        self.owned = []
-        self._lost = False
+    def revoked(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """The application gave up ``partitions`` (None: everything it owned)."""
+        if partitions is None:
+            self.owned = []
+            self._lost = False
+            self._to_revoke = []
+            return
+        gone = set(partitions)
+        self.owned = [tp for tp in self.owned if tp not in gone]
+        self._to_revoke = [tp for tp in self._to_revoke if tp not in gone]
 
     def watched_topics(self) -> list[str]:
         """Topics whose metadata the consumer should refresh for this member: its own
@@ -156,6 +177,12 @@ class GroupMembership:
     def pending_assignment(self) -> list[TopicPartition] | None:
         """The assignment from the last SyncGroup that the application has not taken."""
         return self._pending
+
+    @property
+    def pending_added(self) -> list[TopicPartition]:
+        """The partitions of the pending assignment this member did not own (the same
+        list object until the assignment is taken)."""
+        return self._pending_added
 
     def take_assignment(self) -> list[TopicPartition] | None:
         """The assignment from the last SyncGroup, once; None when there is no new one."""
@@ -245,8 +272,11 @@ class GroupMembership:
         self._pending = None
         self._assigned_from = {}
         assert self.subscription is not None
-        body = join_request(self.settings, self.member_id, self.subscription, self.owned,
-                            [a.name for a in self.assignors])
+        owned = self.owned if self.cooperative else []
+        body = join_request(self.settings, self.member_id, self.subscription, owned,
+                            self.generation_id,
+                            [(a.name, a.user_data(self._last_assigned, self._last_generation))
+                             for a in self.assignors])
         # The coordinator holds JoinGroup until the rebalance completes (up to the
         # rebalance timeout), so the request may wait that long, as Kafka's client allows.
         timeout = max(self.settings.request_timeout_ms,
@@ -358,6 +388,7 @@ class GroupMembership:
         self.generation_id = -1
         self.protocol_name = None
         self._pending = None        # from a generation this member no longer holds
+        self._to_revoke = []
         self._assigned_from = {}
 
     def _on_find_coordinator(self, response: dict[str, Any], now: float) -> None:
@@ -429,6 +460,15 @@ class GroupMembership:
             return
         wanted = set(self.subscription or ())
         self._pending = [tp for tp in assignment.partitions if tp[0] in wanted]
+        self._last_assigned, self._last_generation = list(self._pending), self.generation_id
+        assigned = set(self._pending)
+        owned = set(self.owned)
+        self._pending_added = [tp for tp in self._pending if tp not in owned]
+        if self.cooperative:
+            self._to_revoke = [tp for tp in self.owned if tp not in assigned]
+            if self._to_revoke:
+                # KIP-429: revoke what moved, then join again so it can be handed on.
+                self.rejoin_needed = True
         self.state = MemberState.STABLE
         self._last_heartbeat_ok = now
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms

@@ -21,8 +21,9 @@ TopicPartition = tuple[str, int]
 PROTOCOL_TYPE = "consumer"
 SUBSCRIPTION_MAX_VERSION = 3
 ASSIGNMENT_MAX_VERSION = 3
-# Version 1 carries the owned partitions; every client still in use decodes it.
-SUBSCRIPTION_VERSION = 1
+# Version 2 carries the owned partitions and the generation (cooperative-sticky needs
+# both); older decoders ignore the fields they do not know.
+SUBSCRIPTION_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -207,8 +208,33 @@ def decode_assignment(data: bytes | None) -> Assignment:
     return Assignment(partitions, user_data, version)
 
 
+def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation_id: int) -> bytes:
+    """The ``sticky`` assignor's subscription user data (StickyAssignorUserData v1): the
+    member's previous assignment and its generation."""
+    w = _Writer()
+    w.topic_partitions(sorted(partitions))
+    w.int32(generation_id)
+    return w.done()
+
+
+def decode_sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int]:
+    """(previous assignment, generation) from sticky user data; v0 has no generation."""
+    r = _Reader(data, "sticky assignor user data")
+    partitions = r.topic_partitions()
+    generation_id = -1 if r.at_end() else r.int32()
+    return partitions, generation_id
+
+
+def encode_generation_user_data(generation_id: int) -> bytes:
+    """The ``cooperative-sticky`` assignor's user data: the generation alone (read by
+    members whose subscription version predates the generation field)."""
+    return struct.pack(">i", generation_id)
+
+
 __all__ = [
     "ASSIGNMENT_MAX_VERSION", "Assignment", "PROTOCOL_TYPE", "SUBSCRIPTION_MAX_VERSION",
     "SUBSCRIPTION_VERSION", "Subscription", "decode_assignment", "decode_subscription",
-    "TopicPartition", "encode_assignment", "encode_subscription", "group_by_topic",
+    "TopicPartition", "decode_sticky_user_data", "encode_assignment",
+    "encode_generation_user_data", "encode_sticky_user_data", "encode_subscription",
+    "group_by_topic",
 ]

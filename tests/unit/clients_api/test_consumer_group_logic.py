@@ -114,8 +114,10 @@ def test_strategy_names_follow_kafka() -> None:
     assert assignor_names("range") == ["range"]
     assert assignor_names("roundrobin, org.apache.kafka.clients.consumer.RangeAssignor") == [
         "roundrobin", "range"]
-    with pytest.raises(ValueError, match="cooperative-sticky"):
-        assignor_names("cooperative-sticky")
+    assert assignor_names("org.apache.kafka.clients.consumer.CooperativeStickyAssignor,"
+                          "sticky") == ["cooperative-sticky", "sticky"]
+    with pytest.raises(ValueError, match="uniform"):
+        assignor_names("uniform")
 
 
 # ---- offsets bodies ----

@@ -1,4 +1,5 @@
-"""Waiting on a condition with a deadline, for the benchmarks and the tests."""
+"""Waiting on a condition with a deadline, for the tests, the raftka_cluster plugin and the
+benchmarks."""
 
 from __future__ import annotations
 
