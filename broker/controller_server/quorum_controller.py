@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import trio
 
-from broker.apis.admin import ADMIN_ERRORS
+from broker.apis.admin import ADMIN_ERRORS, describe_quorum_error
 from broker.apis.api_versions import install_api_versions
 from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
+from broker.apis.metadata import describe_cluster_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.controller_server.describe_quorum import (
     CaughtUpTimes,
@@ -140,8 +141,10 @@ class QuorumController:
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
-        router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum)
-        router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster)
+        router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
+                        describe_quorum_error)
+        router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
+                        describe_cluster_error)
         install_api_versions(router)
 
     async def handle_broker_registration(self, request: DecodedRequest,

@@ -113,6 +113,25 @@ def test_forwarding_and_the_controller_listener_share_each_admin_error_body() ->
         assert FORWARDED_ERRORS[api_key] is CONTROLLER_ERRORS[api_key]
 
 
+def test_the_controller_listener_answers_failures_with_the_request_layers_bodies() -> None:
+    from broker.apis.metadata import describe_cluster_error
+    from broker.controller_server import QuorumController
+    from kraft.metadata_state_machine import MetadataStateMachine
+    from metadata.settings import ControllerSettings
+
+    controller = QuorumController(1, None, MetadataStateMachine(),  # type: ignore[arg-type]
+                                  ControllerSettings(), cluster_id="c")
+    router = RequestRouter()
+    controller.register(router)
+    body = {"topics": [{"name": "a"}], "resources": [], "topic_names": ["b"]}
+    for api_key in (*CONTROLLER_ERRORS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER):
+        expected = ({**FORWARDED_ERRORS, **CONTROLLER_ERRORS}.get(api_key)
+                    or describe_cluster_error)
+        request = decoded(api_key, body if api_key in FORWARDED_ERRORS else {})
+        assert router.error_body(api_key, request, ErrorCode.NOT_CONTROLLER) == expected(
+            request.body, request.api_version, ErrorCode.NOT_CONTROLLER), ApiKey(api_key).name
+
+
 def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
     """Every API the broker routes answers a failure in its own shape: the error code lands
     where that API's clients read it, never only as a stray top-level field."""
