@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from metadata.topic_configs import parse_topic_config
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerSettings:
@@ -12,6 +14,9 @@ class ControllerSettings:
 
     `validate_broker_config(name, value)` may raise ValueError to reject a dynamic broker
     config; without it broker configs are only checked for a non-empty name and value.
+    `validate_topic_config(name, value)` may raise ValueError to reject a topic config value
+    that parses but the nodes cannot honour (a compression.type whose codec is not
+    installed).
     """
 
     cluster_id: str | None = None
@@ -24,3 +29,11 @@ class ControllerSettings:
     leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds
     producer_id_block_size: int = 1000
     validate_broker_config: Callable[[str, str], None] | None = None
+    validate_topic_config: Callable[[str, str], None] | None = None
+
+    def check_topic_config(self, name: str, value: str) -> None:
+        """Parse and validate one topic config; ValueError (ConfigValidationError for the
+        config's own rules) names the key."""
+        parse_topic_config(name, value)
+        if self.validate_topic_config is not None:
+            self.validate_topic_config(name, value)

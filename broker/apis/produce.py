@@ -2,14 +2,16 @@
 
 The records payload stays opaque: the log stamps offsets into it in place, straight in the
 request frame when that is writable (the network layer gives every frame its own buffer),
-else in one copy; only the 61-byte batch header is looked at, and the CRC is checked by the
-log while assigning offsets.
+else in one copy; only the 61-byte batch header is looked at here, and the CRC is checked by
+the log while assigning offsets. Where a topic needs its records read (compaction keys,
+timestamps the header cannot settle, a compression.type to convert to), the log's validator
+does it and its refusals carry the per-record errors answered in `record_errors`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import trio
 
@@ -46,11 +48,14 @@ def _partition_entry(index: int) -> dict[str, Any]:
             "error_message": None}
 
 
-def _fail(entry: dict[str, Any], code: int, message: str | None = None) -> None:
+def _fail(entry: dict[str, Any], code: int, message: str | None = None,
+          record_errors: Sequence[tuple[int, str]] = ()) -> None:
+    """Fail the partition; `record_errors` are the (batch index, message) of the records the
+    log's validator refused (ProduceResponse v8+, KIP-467)."""
     entry["error_code"] = int(code)
     entry["error_message"] = message
-    if code == ErrorCode.INVALID_RECORD:
-        entry["record_errors"] = [{"batch_index": 0, "batch_index_error_message": message}]
+    entry["record_errors"] = [{"batch_index": index, "batch_index_error_message": text}
+                              for index, text in record_errors]
 
 
 def _stampable(records: Any) -> bytearray | memoryview:
@@ -135,7 +140,7 @@ class ProduceHandler:
             batches = _check_payload(data.get("records"), version, transactional_id)
             result = partition.append_as_leader(batches, acks, timestamp)
         except PARTITION_ERRORS as exc:
-            _fail(entry, error_code_of(exc), str(exc))
+            _fail(entry, error_code_of(exc), str(exc), getattr(exc, "record_errors", ()))
             logger.debug("produce to %s-%d failed: %s", topic, data["index"], exc)
             return
         entry["base_offset"] = result.first_offset

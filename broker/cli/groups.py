@@ -12,6 +12,7 @@ from broker.cli.main import CommandError
 
 if TYPE_CHECKING:
     from clients.admin import BlockingAdmin
+    from clients.admin.group_operations import GroupDescription
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +20,22 @@ CLIENT_ID = "raftka-consumer-groups"
 DEFAULT_TIMEOUT_S = 30.0
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+
+
+def _described(admin: "BlockingAdmin", group: str) -> "GroupDescription":
+    from clients.protocol import KafkaError
+
+    described = admin.describe_groups([group])[group]
+    if isinstance(described, KafkaError):
+        raise described
+    return described
+
+
+def _coordinator_address(admin: "BlockingAdmin", node_id: int) -> str:
+    """Kafka's "host:port (id)" of the group's coordinator."""
+    broker = next((b for b in admin.describe_cluster().brokers if b.node_id == node_id), None)
+    address = "-" if broker is None else f"{broker.host}:{broker.port}"
+    return f"{address} ({node_id})"
 
 
 def _partitions_of(admin: "BlockingAdmin", topic: str) -> list[int]:
@@ -65,7 +82,7 @@ def run_groups(args: argparse.Namespace) -> int:
         with BlockingAdmin({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
                             "request.timeout.ms": int(args.timeout * 1000)}) as admin:
             if args.list:
-                out = "\n".join(admin.list_groups())
+                out = "\n".join(listing.group_id for listing in admin.list_groups())
             elif args.describe:
                 out = _describe(admin, args.group, members=args.members, state=args.state)
             elif args.delete:
@@ -100,7 +117,7 @@ def _describe(admin: "BlockingAdmin", group: str, *, members: bool, state: bool)
         offset_rows,
     )
 
-    (described,) = admin.describe_groups([group])
+    described = _described(admin, group)
     rows = described.members
     note = _state_note(group, described.state)
     if note is not None:
@@ -109,16 +126,15 @@ def _describe(admin: "BlockingAdmin", group: str, *, members: bool, state: bool)
         return ""
     if state:
         return "\n" + format_table(DESCRIBE_STATE_HEADER, [(
-            group, f"{described.coordinator.host}:{described.coordinator.port} "
-                   f"({described.coordinator.node_id})",
+            group, _coordinator_address(admin, described.coordinator_id),
             described.protocol or "", described.state, str(len(rows)))])
     if members:
         if not rows:
             return ""
         return "\n" + format_table(DESCRIBE_MEMBERS_HEADER, [
-            (group, m.member_id, m.host, m.client_id, str(len(m.partitions))) for m in rows])
+            (group, m.member_id, m.host, m.client_id, str(len(m.assignment))) for m in rows])
     committed = admin.list_group_offsets(group)
-    partitions = set(committed) | {tp for m in rows for tp in m.partitions}
+    partitions = set(committed) | {tp for m in rows for tp in m.assignment}
     if not partitions:
         return ""
     log_end = _offsets(admin, {tp: LATEST_TIMESTAMP for tp in partitions})
@@ -189,7 +205,7 @@ def _reset(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
         raise CommandError("--reset-offsets needs --dry-run or --execute")
     target = _target_function(args, admin)
     group = args.group
-    (described,) = admin.describe_groups([group])
+    described = _described(admin, group)
     if described.state not in INACTIVE_STATES:
         raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
                            f"but the current state is {described.state}.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
-from clients.admin.groups import MemberDescription
+from clients.admin.group_operations import GroupMember
 from clients.consumer.group.protocol import TopicPartition
 
 DESCRIBE_OFFSETS_HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
@@ -19,12 +19,12 @@ INACTIVE_STATES = ("Empty", "Dead")
 
 
 def offset_rows(group: str, committed: Mapping[TopicPartition, int],
-                log_end: Mapping[TopicPartition, int], members: Sequence[MemberDescription]
+                log_end: Mapping[TopicPartition, int], members: Sequence[GroupMember]
                 ) -> list[tuple[str, ...]]:
     """Kafka's offsets view: assigned partitions with their owner, then committed partitions
     no member owns (owner "-"); LAG is LOG-END-OFFSET minus CURRENT-OFFSET."""
     rows: list[tuple[str, ...]] = []
-    owners: dict[TopicPartition, MemberDescription] = {tp: m for m in members for tp in m.partitions}
+    owners: dict[TopicPartition, GroupMember] = {tp: m for m in members for tp in m.assignment}
     for tp in sorted(set(committed) | set(owners)):
         current = committed.get(tp)
         end = log_end.get(tp)

@@ -66,8 +66,14 @@ def validate_log_defaults(raw: dict[str, str]) -> None:
         return
     from metadata import topic_configs
 
+    from broker.log.validator import codec_problem
+
     for key, value in raw.items():
         try:
             topic_configs.effective_topic_config({}, {key: value})
         except topic_configs.ConfigValidationError as exc:
             raise ConfigError(key, str(exc)) from None
+        # A configured codec the broker cannot write stops start-up (topics inherit it).
+        problem = codec_problem(value.strip()) if key == "compression.type" else None
+        if problem is not None:
+            raise ConfigError(key, problem)

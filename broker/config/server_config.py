@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from broker.config.errors import ConfigError
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
 from broker.config.uuids import parse_uuid
+from clients.net.addresses import is_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +48,6 @@ class ConfigValue:
     raw: str | None
     source: ConfigSource
     is_sensitive: bool
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # Until TLS and SASL exist, a listener that asks for them stops start-up: never plaintext.
@@ -525,7 +516,7 @@ class ServerConfig:
             if port + offset > 65535:
                 raise ConfigError("raftka.raft.port.offset",
                                   f"voter {voter_id}'s Raft port {port + offset} exceeds 65535")
-            if not _is_loopback(host) and not self.quorum_password:
+            if not is_loopback(host) and not self.quorum_password:
                 raise ConfigError("controller.quorum.password",
                                   f"is required: voter {voter_id} listens on {host}, "
                                   f"beyond loopback")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Callable
 
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.log_defaults import log_default_keys
+from broker.log.validator import codec_problem
 from metadata.settings import ControllerSettings
 
 if TYPE_CHECKING:
@@ -46,7 +47,18 @@ def controller_settings_from_config(config: "ServerConfig", *,
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_seconds=config.leader_imbalance_check_interval_seconds,
         validate_broker_config=broker_config_validator(),
+        validate_topic_config=check_codec_available,
     )
+
+
+def check_codec_available(name: str, value: str) -> None:
+    """Refuse a compression.type (topic or broker) whose codec this node cannot write: the
+    leader recompresses produced batches into it, and storing the producer's codec instead
+    would silently ignore the config."""
+    if name == "compression.type":
+        problem = codec_problem(value.strip())
+        if problem is not None:
+            raise ValueError(problem)
 
 
 def broker_config_validator() -> Callable[[str, str], None]:
@@ -66,5 +78,6 @@ def broker_config_validator() -> Callable[[str, str], None]:
         if name in STATIC_ONLY_KEYS:
             raise ValueError(f"Cannot update {name} dynamically; it is a static broker config")
         parse_value(definition, value)
+        check_codec_available(name, value)
 
     return validate

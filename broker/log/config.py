@@ -18,6 +18,10 @@ class LogConfig:
     """The topic configs the log acts on, parsed (see metadata.topic_configs)."""
 
     cleanup_policy: tuple[str, ...] = ("delete",)
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     delete_retention_ms: int = 86_400_000
     file_delete_delay_ms: int = 60_000
     flush_messages: int = 2**63 - 1

@@ -7,6 +7,9 @@ class LogError(Exception):
     """Base of every log error; ``error_code`` is Kafka's wire error code."""
 
     error_code: int = -1  # UNKNOWN_SERVER_ERROR
+    # (batch index, message) of each record the validator refused, for ProduceResponse v8+
+    # record_errors (KIP-467); empty when the batch as a whole was refused.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 class OffsetOutOfRange(LogError):
@@ -66,6 +69,12 @@ class InvalidRecord(LogError):
     """A batch breaks a rule of the format (offset range, control batch from a client, ...)."""
 
     error_code = 87
+
+
+class UnsupportedCompressionType(LogError):
+    """The topic's compression.type names a codec this broker cannot write."""
+
+    error_code = 76
 
 
 class KafkaStorageError(LogError):

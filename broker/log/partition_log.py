@@ -24,6 +24,7 @@ from broker.log.results import AppendResult, ReadResult, UpperBound
 from broker.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from broker.log.timestamps import offset_for_timestamp
 from broker.log.validation import validate_leader_batch
+from broker.log.validator import RecordPolicy, validate_records
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BatchHeader,
@@ -83,6 +84,7 @@ class PartitionLog:
         if not self._segments:
             self._segments.append(self._new_segment(max(log_start_offset, 0), now_ms))
         self._jitter_ms = config.random_jitter_ms()
+        self._record_policy = RecordPolicy.from_config(config)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
@@ -207,6 +209,7 @@ class PartitionLog:
         """
         self.config = config
         self._jitter_ms = config.random_jitter_ms()
+        self._record_policy = RecordPolicy.from_config(config)
         settings = config.segment_settings()
         # Every segment, not only the active one: truncation can make an older one active again.
         for segment in self._segments:
@@ -233,6 +236,14 @@ class PartitionLog:
         headers = self._headers(batches)
         if not headers:
             return AppendResult(-1, -1, -1, -1, -1, self.log_start_offset)
+        for _, header in headers:
+            validate_leader_batch(self.name, header, self.config)
+        # Records are read only where the topic's policy and the headers call for it.
+        validated = validate_records(batches, headers, self._record_policy, now_ms, self.name)
+        if validated is not batches:
+            batches, headers = validated, self._headers(validated)
+            for _, header in headers:
+                validate_leader_batch(self.name, header, self.config)  # the new size
         if len(batches) > self.config.segment_bytes:
             raise errors.RecordListTooLarge(
                 f"{self.name}: {len(batches)} bytes exceed segment.bytes {self.config.segment_bytes}"
@@ -240,7 +251,6 @@ class PartitionLog:
         idempotent = False
         count = 0
         for _, header in headers:
-            validate_leader_batch(self.name, header, self.config, now_ms)
             count += header.records_count
             idempotent = idempotent or header.producer_id >= 0
         if idempotent:

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from clients.admin import groups
+from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
@@ -117,25 +117,16 @@ class Admin:
     async def describe_cluster(self) -> ops.ClusterDescription:
         return await self._run(ops.describe_cluster())
 
-    async def list_groups(self) -> list[str]:
-        return await self._run(groups.list_groups())
-
-    async def describe_groups(self, group_ids: Iterable[str]) -> list[groups.GroupDescription]:
-        return await self._run(groups.describe_groups(group_ids))
-
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
-        await self._run(groups.delete_groups(group_ids))
-
-    async def list_group_offsets(self, group_id: str) -> dict[ops.TopicPartition, int]:
-        return await self._run(groups.list_group_offsets(group_id))
+        await self._run(gops.delete_groups(group_ids))
 
     async def alter_group_offsets(self, group_id: str,
                                   offsets: Mapping[ops.TopicPartition, int]) -> None:
-        await self._run(groups.alter_group_offsets(group_id, offsets))
+        await self._run(gops.alter_group_offsets(group_id, offsets))
 
     async def delete_group_offsets(self, group_id: str,
                                    partitions: Iterable[ops.TopicPartition]) -> None:
-        await self._run(groups.delete_group_offsets(group_id, partitions))
+        await self._run(gops.delete_group_offsets(group_id, partitions))
 
     async def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
@@ -147,8 +138,24 @@ class Admin:
         """{partition: low watermark | KafkaError}; see ``operations.delete_records``."""
         return await self._run(ops.delete_records(before))
 
+    async def list_groups(self) -> list[gops.GroupListing]:
+        return await self._run(gops.list_groups())
+
+    async def describe_groups(self, groups: Iterable[str]
+                              ) -> dict[str, gops.GroupDescription | KafkaError]:
+        return await self._run(gops.describe_groups(groups))
+
+    async def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
+        return await self._run(gops.list_group_offsets(group))
+
+    async def describe_quorum(self) -> gops.QuorumInfo:
+        return await self._run(gops.describe_quorum())
+
     async def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = await self._call(call)
             try:
@@ -228,25 +235,16 @@ class BlockingAdmin:
     def describe_cluster(self) -> ops.ClusterDescription:
         return self._run(ops.describe_cluster())
 
-    def list_groups(self) -> list[str]:
-        return self._run(groups.list_groups())
-
-    def describe_groups(self, group_ids: Iterable[str]) -> list[groups.GroupDescription]:
-        return self._run(groups.describe_groups(group_ids))
-
     def delete_groups(self, group_ids: Iterable[str]) -> None:
-        self._run(groups.delete_groups(group_ids))
-
-    def list_group_offsets(self, group_id: str) -> dict[ops.TopicPartition, int]:
-        return self._run(groups.list_group_offsets(group_id))
+        self._run(gops.delete_groups(group_ids))
 
     def alter_group_offsets(self, group_id: str,
                             offsets: Mapping[ops.TopicPartition, int]) -> None:
-        self._run(groups.alter_group_offsets(group_id, offsets))
+        self._run(gops.alter_group_offsets(group_id, offsets))
 
     def delete_group_offsets(self, group_id: str,
                              partitions: Iterable[ops.TopicPartition]) -> None:
-        self._run(groups.delete_group_offsets(group_id, partitions))
+        self._run(gops.delete_group_offsets(group_id, partitions))
 
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
@@ -265,8 +263,24 @@ class BlockingAdmin:
             out[node_id] = (node, dict(self._pool.connection(node).broker_versions))
         return out
 
+    def list_groups(self) -> list[gops.GroupListing]:
+        return self._run(gops.list_groups())
+
+    def describe_groups(self, groups: Iterable[str]
+                        ) -> dict[str, gops.GroupDescription | KafkaError]:
+        return self._run(gops.describe_groups(groups))
+
+    def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
+        return self._run(gops.list_group_offsets(group))
+
+    def describe_quorum(self) -> gops.QuorumInfo:
+        return self._run(gops.describe_quorum())
+
     def _run(self, operation: ops.Operation) -> Any:
-        call = next(operation)
+        try:
+            call = next(operation)
+        except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
+            return stop.value
         while True:
             response = self._call(call)
             try:

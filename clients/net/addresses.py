@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); other names and
+    wildcard addresses count as reachable from outside."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 def parse_host_port(entry: str) -> tuple[str, int]:
     """Parse ``host:port``, ``[ipv6]:port`` or (as Kafka allows) ``ipv6:port``.

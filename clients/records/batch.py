@@ -142,8 +142,10 @@ def assemble_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     has_delete_horizon: bool = False,
+    level: int | None = None,
 ) -> bytes:
-    """Wrap already-encoded records (uncompressed) in a batch header: compress, then CRC."""
+    """Wrap already-encoded records (uncompressed) in a batch header: compress (at ``level``,
+    see ``compression.compress``), then CRC."""
     if compression not in _compression.CODEC_NAMES:
         raise ValueError(f"unknown compression codec {compression}")
     if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
@@ -157,7 +159,8 @@ def assemble_batch(
         attributes |= CONTROL_MASK
     if has_delete_horizon:
         attributes |= DELETE_HORIZON_MASK
-    payload = _compression.compress(compression, records_section) if compression else records_section
+    payload = (_compression.compress(compression, records_section, level) if compression
+               else records_section)
     after_crc = (
         _AFTER_CRC.pack(
             attributes,

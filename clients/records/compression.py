@@ -42,6 +42,15 @@ _XERIAL_VERSION = 1
 _XERIAL_BLOCK_SIZE = 32 * 1024  # the xerial library's default, which Kafka's Java producer uses
 _INT32 = struct.Struct(">i")
 _ZSTD_LEVEL = 3  # Kafka's default compression.zstd.level
+_GZIP_LEVEL = 6  # what Kafka's default compression.gzip.level (-1) means to zlib
+
+
+def _lz4_level(level: int | None) -> int:
+    """lz4 frame level for a Kafka compression.lz4.level: 1-2 stay in fast mode (the
+    producer's default), 3 and up use LZ4 HC, and the frame library stops at 16."""
+    if level is None or level < _lz4frame.COMPRESSIONLEVEL_MINHC:
+        return 0
+    return min(level, _lz4frame.COMPRESSIONLEVEL_MAX)
 
 
 def codec_from_name(name: str) -> int:
@@ -95,36 +104,46 @@ def _get_zstd() -> ModuleType:
     return _zstd
 
 
-def is_available(codec: int) -> bool:
-    """Whether ``codec`` can be used in this process."""
+def unavailable_reason(codec: int) -> str | None:
+    """Why ``codec`` cannot be used in this process (a missing package), or None."""
     try:
         if codec == SNAPPY:
             _get_snappy()
         elif codec == ZSTD:
             _get_zstd()
-        else:
-            return codec in CODEC_NAMES
-    except UnsupportedCompressionError:
-        return False
-    return True
+        elif codec not in CODEC_NAMES:
+            return f"unknown compression codec {codec}"
+    except UnsupportedCompressionError as exc:
+        return str(exc)
+    return None
+
+
+def is_available(codec: int) -> bool:
+    """Whether ``codec`` can be used in this process."""
+    return unavailable_reason(codec) is None
 
 
 def available_codecs() -> list[int]:
     return [codec for codec in CODEC_NAMES if is_available(codec)]
 
 
-def compress(codec: int, data: Buffer) -> bytes:
-    """Compress a records section with ``codec``."""
+def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
+    """Compress a records section with ``codec``.
+
+    ``level`` is a Kafka ``compression.<codec>.level`` value (gzip -1 or 1-9, lz4 1-17,
+    zstd -131072..22; snappy has none); None means the codec's default.
+    """
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
-        compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: gzip container
-        return compressor.compress(data) + compressor.flush()
+        compressor = zlib.compressobj(_GZIP_LEVEL if level is None else level, zlib.DEFLATED, 31)
+        return compressor.compress(data) + compressor.flush()  # wbits 31: gzip container
     if codec == LZ4:
         # Java's KafkaLZ4BlockInputStream decodes each block on its own, so blocks must be
         # independent; it does not need a content checksum.
         return _lz4frame.compress(
             data,
+            compression_level=_lz4_level(level),
             block_size=_lz4frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -132,7 +151,7 @@ def compress(codec: int, data: Buffer) -> bytes:
     if codec == SNAPPY:
         return _xerial_compress(_get_snappy(), bytes(data))
     if codec == ZSTD:
-        return _get_zstd().ZstdCompressor(level=_ZSTD_LEVEL).compress(bytes(data))
+        return _get_zstd().ZstdCompressor(level=_ZSTD_LEVEL if level is None else level).compress(bytes(data))
     raise UnsupportedCompressionError(f"unknown compression codec {codec}")
 
 

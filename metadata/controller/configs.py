@@ -16,7 +16,7 @@ from metadata.controller.rejection import Rejected
 from metadata.image import MetadataImage
 from metadata.records import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigRecord, MetadataRecord
 from metadata.settings import ControllerSettings
-from metadata.topic_configs import TOPIC_CONFIGS, ConfigValidationError, parse_topic_config
+from metadata.topic_configs import TOPIC_CONFIGS, ConfigValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def _edit_list(rtype: int, name: str, current: str | None, value: str, operation
 def _validate(rtype: int, name: str, value: str, settings: ControllerSettings) -> None:
     try:
         if rtype == TOPIC_RESOURCE:
-            parse_topic_config(name, value)
+            settings.check_topic_config(name, value)
         elif settings.validate_broker_config is not None:
             settings.validate_broker_config(name, value)
         elif not name:

@@ -28,7 +28,6 @@ from metadata.records import (
     TopicRecord,
 )
 from metadata.settings import ControllerSettings
-from metadata.topic_configs import ConfigValidationError, parse_topic_config
 from metadata.topic_names import collision_key, topic_name_error
 
 logger = logging.getLogger(__name__)
@@ -93,7 +92,7 @@ def _create_one(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"Topic '{name}' collides with existing topic: {other}",
         )
-    configs = _checked_configs(topic.get("configs") or [])
+    configs = _checked_configs(topic.get("configs") or [], settings)
     replica_lists = _replica_lists(image, topic, rng, settings)
     topic_id = new_topic_id(rng, taken_ids)
     records: list[MetadataRecord] = [TopicRecord(name=name, topic_id=topic_id)]
@@ -126,7 +125,7 @@ def _create_one(
     return records, result
 
 
-def _checked_configs(raw: list[dict[str, Any]]) -> dict[str, str]:
+def _checked_configs(raw: list[dict[str, Any]], settings: ControllerSettings) -> dict[str, str]:
     configs: dict[str, str] = {}
     for entry in raw:
         key, value = entry["name"], entry.get("value")
@@ -135,8 +134,8 @@ def _checked_configs(raw: list[dict[str, Any]]) -> dict[str, str]:
         if value is None:
             raise Rejected(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
         try:
-            parse_topic_config(key, value)
-        except ConfigValidationError as exc:
+            settings.check_topic_config(key, value)
+        except ValueError as exc:  # ConfigValidationError included
             raise Rejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
         configs[key] = value
     return configs

@@ -46,8 +46,11 @@ def create_topic(port: int, name: str, partitions: int, rf: int,
             "assignments": [], "configs": [{"name": k, "value": v}
                                            for k, v in (configs or {}).items()]}],
             "timeout_ms": 10_000, "validate_only": False})
-        return answer["topics"][0]["error_code"] in (ErrorCode.NONE,
-                                                     ErrorCode.TOPIC_ALREADY_EXISTS)
+        result = answer["topics"][0]
+        code = ErrorCode(result["error_code"])
+        if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) and not code.retriable:
+            raise SystemExit(f"cannot create topic {name}: {code.name}: {result.get('error_message')}")
+        return code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
 
     def leaders() -> dict[int, int] | None:
         meta = request(port, ApiKey.METADATA, {"topics": [{"name": name}],

@@ -125,13 +125,14 @@ def test_produce_outside_the_timestamp_bounds_is_invalid_timestamp(cluster: Clus
     assert produce(cluster, "p-time", batch())["error_code"] == ErrorCode.NONE
 
 
-def test_produce_of_a_control_batch_is_invalid_record_with_record_errors(cluster: Cluster) -> None:
+def test_produce_of_a_control_batch_is_invalid_record_for_the_whole_batch(cluster: Cluster) -> None:
     cluster.create_topic("p-invalid")
     control = encode_batch([Record(None, now_ms(), b"\x00\x00\x00\x00", b"")], is_control=True,
                            producer_id=5, producer_epoch=0, is_transactional=False)
     entry = produce(cluster, "p-invalid", control)
     assert entry["error_code"] == ErrorCode.INVALID_RECORD
-    assert entry["record_errors"] and entry["record_errors"][0]["batch_index"] == 0
+    # The batch is refused as a whole: no record is singled out (Kafka's KIP-467 answer).
+    assert entry["record_errors"] == [] and entry["error_message"]
 
 
 def test_log_append_time_stamps_the_batch(cluster: Cluster) -> None:

@@ -11,7 +11,9 @@ HOUR = 3_600_000
 
 def _fill(log, count: int, start_ts: int = NOW, step: int = HOUR) -> None:  # type: ignore[no-untyped-def]
     for n in range(count):
-        log.append_as_leader(batch([b"r" * 100], timestamp=start_ts + n * step), 0, start_ts + n * step)
+        # Keyed, so that compacted topics accept them too.
+        log.append_as_leader(batch([b"r" * 100], keys=[b"k%d" % n], timestamp=start_ts + n * step),
+                             0, start_ts + n * step)
 
 
 def test_retention_ms_deletes_old_segments_never_the_active_one(tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""`raftka manager`: the web console (clients/manager) over a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from broker.cli.admin_tool import add_connection_options, admin_config
+from broker.cli.main import CommandError
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_REFRESH_S = 5
+DEFAULT_LAG_INTERVAL_S = 10
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("manager", help="run the cluster manager web console")
+    add_connection_options(parser)
+    parser.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                        help=f"address to serve on (default {DEFAULT_LISTEN}; beyond "
+                             "loopback needs --password-file)")
+    parser.add_argument("--password-file", metavar="FILE",
+                        help="USER:PASSWORD lines; every page then asks for HTTP basic auth")
+    parser.add_argument("--refresh", type=int, default=DEFAULT_REFRESH_S, metavar="SECONDS",
+                        help=f"how often the overview pages reload (default "
+                             f"{DEFAULT_REFRESH_S})")
+    parser.add_argument("--lag-interval", type=int, default=DEFAULT_LAG_INTERVAL_S,
+                        metavar="SECONDS",
+                        help=f"how often the groups' lag is sampled for the lag charts "
+                             f"(default {DEFAULT_LAG_INTERVAL_S})")
+    parser.set_defaults(func=run_manager_command)
+
+
+def run_manager_command(args: argparse.Namespace) -> int:
+    from clients.manager.app import ManagerSettings
+    from clients.manager.auth import read_password_file
+    from clients.manager.bind import ManagerConfigError, check_bind, parse_listen
+    from clients.manager.server import run_manager
+
+    try:
+        host, port = parse_listen(args.listen)
+        check_bind(host, args.password_file)
+        users = read_password_file(args.password_file) if args.password_file else None
+    except ManagerConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if args.refresh < 1:
+        raise CommandError("--refresh must be at least 1 second")
+    if args.lag_interval < 1:
+        raise CommandError("--lag-interval must be at least 1 second")
+    config = admin_config(args, "raftka-manager")
+    print(f"raftka manager on http://{args.listen}/", file=sys.stderr, flush=True)
+    run_manager(host, port, ManagerSettings(config, args.refresh, users=users,
+                                                lag_interval_s=args.lag_interval))
+    return 0

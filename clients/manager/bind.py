@@ -1,0 +1,26 @@
+"""Where the console may listen: loopback freely, anywhere else only behind a password."""
+
+from __future__ import annotations
+
+from clients.net.addresses import is_loopback
+
+__all__ = ["ManagerConfigError", "check_bind", "is_loopback", "parse_listen"]
+
+
+class ManagerConfigError(Exception):
+    """A console option that stops start-up; the message names the option."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ManagerConfigError(f"--listen {text!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def check_bind(host: str, password_file: str | None) -> None:
+    """Refuse to listen beyond loopback without HTTP basic auth."""
+    if not is_loopback(host) and not password_file:
+        raise ManagerConfigError(
+            f"--listen {host} is beyond loopback: give --password-file to require a password")

@@ -1,0 +1,433 @@
+"""`raftka manager` in a real browser (Debian's chromium driven by Playwright) against a
+real 3-node cluster: the cluster, topic, group and message pages, escaping of record text,
+an under-replicated partition after a broker dies, and basic auth.
+
+Screenshots of the main pages are saved under pytest's temporary directory."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from broker.testing.cluster import RaftkaCluster, start_cluster
+from broker.testing.waiting import wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+REFRESH_S = 2
+TOPIC = "manager-orders"
+GROUP = "manager-billing"
+
+pytestmark = pytest.mark.slow
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def _install_missing() -> None:
+    """Debian's chromium and Playwright's Python package, installed when root can."""
+    if not os.path.exists(CHROMIUM):
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            _unavailable(f"{CHROMIUM} is missing and apt-get as root is not available")
+        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
+            if subprocess.run(command, capture_output=True).returncode != 0:
+                _unavailable(f"`{' '.join(command)}` failed")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        if subprocess.run([sys.executable, "-m", "pip", "install", "playwright"],
+                          capture_output=True).returncode != 0:
+            _unavailable("the playwright package is missing and pip could not install it")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _status(url: str, headers: dict[str, str] | None = None) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
+                                    timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+def _start_manager(servers: str, port: int, *extra: str,
+                   headers: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
+                                "--bootstrap-server", servers,
+                                "--listen", f"127.0.0.1:{port}",
+                                "--refresh", str(REFRESH_S), "--lag-interval", "1",
+                                *extra])
+    url = f"http://127.0.0.1:{port}/topics"
+    wait_for(lambda: process.poll() is not None or _status(url, headers) in (200, 401),
+             "the console to answer", 60)
+    assert process.poll() is None, "the console exited"
+    return process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: the console stops cleanly, exit 0."""
+    process.terminate()
+    try:
+        assert process.wait(20) == 0
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaftkaCluster]:
+    started = start_cluster(tmp_path_factory.mktemp("manager-cluster"), 3,
+                            broker_session_timeout_ms=6000)
+    try:
+        started.create_topic(TOPIC, partitions=3, replication_factor=3)
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="module")
+def console(cluster: RaftkaCluster) -> Iterator[str]:
+    port = _free_port()
+    process = _start_manager(cluster.bootstrap_servers, port)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    _install_missing()
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    opened = browser.new_page()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("manager-screenshots")
+
+
+def _produce(cluster: RaftkaCluster, records: list[tuple[bytes, bytes, list[Any]]],
+             partition: int = 0) -> None:
+    from clients.producer import BlockingProducer
+
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for key, value, headers in records:
+            producer.send(TOPIC, value, key=key, headers=headers, partition=partition)
+        producer.flush(30)
+
+
+def test_cluster_page_shows_every_broker_and_the_active_controller(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    with cluster.admin() as admin:
+        controller = admin.describe_quorum().leader_id
+    page.goto(console + "/")
+    for node_id in cluster.node_ids:
+        row = page.locator(f"#brokers tr[data-broker='{node_id}']")
+        assert row.count() == 1
+        assert row.locator("td").nth(3).inner_text() == "no"
+    assert page.locator("#controller").inner_text() == str(controller)
+    active = page.locator("#brokers tr", has_text="active")
+    assert active.get_attribute("data-broker") == str(controller)
+    assert page.locator("#quorum tr").count() >= 4  # header and the three voters
+    assert page.locator("#under-replicated").inner_text().endswith(": 0")
+    page.screenshot(path=str(shots / "cluster.png"), full_page=True)
+    page.goto(console + "/groups")  # before any group exists
+    assert page.locator("#groups").inner_text().endswith("no groups")
+
+
+def test_message_browser_shows_key_value_and_headers(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    _produce(cluster, [(b"order-17", b'{"total": 42}', [("trace-id", b"t-9001")])])
+    page.goto(console + f"/topics/{TOPIC}/messages?partition=0")
+    row = page.locator("#messages tr", has_text="order-17")
+    assert row.count() == 1
+    assert row.locator("td").nth(3).inner_text() == '{"total": 42}'
+    assert row.locator("td.headers").inner_text() == "trace-id=t-9001"
+    page.screenshot(path=str(shots / "messages.png"), full_page=True)
+    page.goto(console + f"/topics/{TOPIC}/messages?partition=0&format=hex")
+    assert page.locator("#messages tr", has_text=b"order-17".hex(" ")).count() == 1
+
+
+def test_record_text_is_shown_escaped(cluster: RaftkaCluster, console: str,
+                                      page: Any) -> None:
+    key = "<script>window.injected = 1</script>"
+    _produce(cluster, [(key.encode(), b"<b>bold?</b>", [("<i>h</i>", b"<img src=x>")])],
+             partition=1)
+    page.goto(console + f"/topics/{TOPIC}/messages?partition=1")
+    assert page.locator("#messages td.key").last.inner_text() == key
+    assert page.locator("#messages b, #messages img, #messages i").count() == 0
+    assert page.locator("#messages script").count() == 0
+    assert page.evaluate("typeof window.injected") == "undefined"
+
+
+def test_topic_and_group_pages_show_offsets_and_lag(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+
+    _produce(cluster, [(b"k%d" % i, b"v%d" % i, []) for i in range(5)], partition=2)
+    with cluster.admin() as admin:
+        end = admin.list_offsets({(TOPIC, 2): -1})[(TOPIC, 2)].offset
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": GROUP, "enable.auto.commit": False}) as consumer:
+        consumer.assign([(TOPIC, 2)])
+        consumer.commit({(TOPIC, 2): end - 3})
+
+    page.goto(console + f"/topics/{TOPIC}")
+    row = page.locator("#partitions tr").nth(3)  # partition 2
+    cells = [row.locator("td").nth(i).inner_text() for i in range(6)]
+    assert cells[0] == "2" and cells[5] == str(end) and cells[4] == "0"
+    assert sorted(cells[2].split(", ")) == sorted(str(n) for n in cluster.node_ids)
+    page.screenshot(path=str(shots / "topic.png"), full_page=True)
+
+    page.goto(console + "/topics")
+    assert page.locator(f"#topics tr[data-topic='{TOPIC}'] td").nth(1).inner_text() == "3"
+    page.screenshot(path=str(shots / "topics.png"), full_page=True)
+
+    page.goto(console + "/groups")
+    group_row = page.locator(f"#groups tr[data-group='{GROUP}'] td")
+    assert group_row.nth(3).inner_text() == "3"
+    page.screenshot(path=str(shots / "groups.png"), full_page=True)
+
+    page.goto(console + f"/groups/{GROUP}")
+    assert page.locator("#total-lag").inner_text() == "3"
+    offsets = page.locator("#offsets tr", has_text=TOPIC).locator("td")
+    assert [offsets.nth(i).inner_text() for i in (1, 2, 3, 4)] == [
+        "2", str(end - 3), str(end), "3"]
+    page.screenshot(path=str(shots / "group.png"), full_page=True)
+
+
+def test_console_with_a_password_file_answers_401_without_it(
+        cluster: RaftkaCluster, tmp_path: Path) -> None:
+    secrets = tmp_path / "console-users"
+    secrets.write_text("admin:s3cret\n")
+    port = _free_port()
+    good = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
+    process = _start_manager(cluster.bootstrap_servers, port, "--password-file", str(secrets))
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        assert _status(url) == 401
+        bad = {"Authorization": "Basic " + base64.b64encode(b"admin:wrong").decode()}
+        assert _status(url, bad) == 401
+        assert _status(url, good) == 200
+    finally:
+        _stop(process)
+
+
+def test_group_page_lists_active_members_and_their_partitions(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    from clients.consumer import BlockingConsumer
+
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": "manager-live", "client.id": "live-reader",
+                           "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe([TOPIC])
+        wait_for(lambda: consumer.poll(200) is not None and len(consumer.assignment()) == 3,
+                 "the member to get all three partitions", 60)
+        page.goto(console + "/groups/manager-live")
+        assert page.locator("#group-state").inner_text() == "Stable"
+        member = page.locator("#members tr", has_text="live-reader").locator("td")
+        assert member.nth(3).inner_text() == ", ".join(f"{TOPIC}-{p}" for p in range(3))
+
+
+def test_a_missing_topic_is_an_error_page_not_a_crash(console: str, page: Any) -> None:
+    response = page.goto(console + "/topics/no-such-topic")
+    assert response.status == 502
+    assert "no-such-topic" in page.locator("#error").inner_text()
+    response = page.goto(console + f"/topics/{TOPIC}/messages?offset=abc")
+    assert response.status == 400
+    assert "offset must be an integer" in page.locator("#error").inner_text()
+
+
+def test_message_browser_pages_and_starts_at_an_offset_or_a_time(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    from clients.producer import BlockingProducer
+
+    topic = "manager-paging"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for i in range(30):
+            producer.send(topic, b"v%d" % i, key=b"k%d" % i, partition=0,
+                          timestamp=1_700_000_000_000 + i * 1000)
+        producer.flush(30)
+
+    def shown() -> list[str]:
+        return page.locator("#messages tr[data-offset]").evaluate_all(
+            "rows => rows.map(r => r.dataset.offset)")
+
+    page.goto(console + f"/topics/{topic}/messages?partition=0")
+    assert shown() == [str(n) for n in range(10, 30)]  # the last 20 by default
+    assert page.locator("#next").count() == 0
+    page.click("#previous")
+    assert shown() == [str(n) for n in range(0, 20)]
+    page.click("#next")
+    assert shown() == [str(n) for n in range(20, 30)]
+    page.goto(console + f"/topics/{topic}/messages?partition=0&offset=5&limit=3")
+    assert shown() == ["5", "6", "7"]
+    page.goto(console + f"/topics/{topic}/messages?partition=0&limit=2"
+                        f"&timestamp={1_700_000_000_000 + 14_500}")
+    assert shown() == ["15", "16"]
+    assert page.locator("#messages tr[data-offset='15'] td.key").inner_text() == "k15"
+
+
+def _cli_total_lag(servers: str, group: str) -> int:
+    out = subprocess.run([sys.executable, "-m", "broker.cli.main", "groups",
+                          "--bootstrap-server", servers, "--describe", "--group", group],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    column = lines[0].index("LAG")
+    return sum(int(row[column]) for row in lines[1:])
+
+
+def test_lag_chart_samples_the_groups_lag_and_ends_at_the_cli_total(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+
+    group = "manager-lagging"
+    _produce(cluster, [(b"lag", b"x", [])] * 4, partition=0)
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as consumer:
+        consumer.assign([(TOPIC, 0), (TOPIC, 2)])
+        consumer.commit({(TOPIC, 0): 1, (TOPIC, 2): 0})
+    total = _cli_total_lag(cluster.bootstrap_servers, group)
+    assert total > 0
+
+    def chart() -> Any:
+        page.goto(console + f"/groups/{group}")
+        svg = page.locator("svg#lag-chart")
+        if svg.count() == 0 or int(svg.get_attribute("data-points")) < 2:
+            return None
+        return svg
+
+    svg = wait_for(chart, "a lag chart with two samples", 60, interval=0.5)
+    assert int(svg.get_attribute("data-last")) == total
+    assert page.locator("#total-lag").inner_text() == str(total)
+    assert svg.locator("polyline").count() == 1
+    page.screenshot(path=str(shots / "group-lag-chart.png"), full_page=True)
+
+
+def _raftka(servers: str, *args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "broker.cli.main", "topics",
+                           "--bootstrap-server", servers, *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_topic_created_in_the_console_appears_in_the_topics_list(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    page.goto(console + "/topics")
+    page.click("#new-topic")
+    page.fill("input[name=topic]", "made-in-console")
+    page.fill("input[name=partitions]", "2")
+    page.fill("input[name=replication_factor]", "3")
+    page.fill("textarea[name=configs]", "retention.ms=3600000")
+    page.click("#create-topic button")
+    assert page.locator("#summary").inner_text() == (
+        "Create topic made-in-console with 2 partitions, replication factor 3, "
+        "configs: retention.ms=3600000")
+    assert "made-in-console" not in _raftka(cluster.bootstrap_servers, "--list").split()
+    page.screenshot(path=str(shots / "confirm.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == "Created topic made-in-console."
+    assert "made-in-console" in _raftka(cluster.bootstrap_servers, "--list").split()
+    with cluster.admin() as admin:
+        assert admin.describe_configs("made-in-console")["retention.ms"].value == "3600000"
+
+    page.goto(console + "/actions/create-topic")  # again: Kafka's refusal is shown
+    page.fill("input[name=topic]", "made-in-console")
+    page.click("#create-topic button")
+    with page.expect_navigation() as refused:
+        page.click("#confirm")
+    assert refused.value.status == 400
+    assert "TOPIC_ALREADY_EXISTS" in page.locator("#result.bad").inner_text()
+
+
+def test_partitions_added_in_the_console_show_in_describe(
+        cluster: RaftkaCluster, console: str, page: Any) -> None:
+    cluster.create_topic("grow-in-console", partitions=1, replication_factor=1)
+    page.goto(console + "/topics/grow-in-console")
+    page.fill("#add-partitions input[name=partitions]", "4")
+    page.click("#add-partitions button")
+    assert page.locator("#summary").inner_text() == "Raise topic grow-in-console to 4 partitions"
+    page.click("#confirm")
+    assert page.locator("#result.ok").count() == 1
+    described = _raftka(cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console")
+    assert "PartitionCount: 4" in described
+
+
+def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
+                                      page: Any) -> None:
+    # Another site's page posting a complete, confirmed form: no CSRF token, refused.
+    page.set_content(f"""<form method="post" action="{console}/actions/create-topic">
+        <input name="topic" value="forged"><input name="partitions" value="1">
+        <input name="replication_factor" value="1"><input name="confirm" value="yes">
+        <button>go</button></form>""")
+    with page.expect_navigation() as forged:
+        page.click("button")
+    assert forged.value.status == 403
+    form = b"topic=forged&partitions=1&replication_factor=1&confirm=yes&csrf=guess"
+    request = urllib.request.Request(console + "/actions/create-topic", data=form)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert "forged" not in _raftka(cluster.bootstrap_servers, "--list").split()
+
+
+def test_killed_broker_shows_its_partitions_under_replicated(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    # Last in the module: it leaves the cluster one broker short.
+    with cluster.admin() as admin:
+        controller = admin.describe_quorum().leader_id
+    victim = next(n for n in cluster.node_ids if n != controller)
+    page.goto(console + "/")
+    assert page.locator("#under-replicated.ok").count() == 1
+    cluster.kill(victim)
+    # The page reloads itself every REFRESH_S; the broker is fenced after its session
+    # timeout (6 s), which takes it out of every ISR.
+    page.wait_for_selector("#under-replicated.bad", timeout=60_000)
+    assert page.locator(f"#brokers tr[data-broker='{victim}'] td").nth(3).inner_text() == "yes"
+    page.screenshot(path=str(shots / "cluster-broker-down.png"), full_page=True)
+    page.goto(console + "/topics")
+    under = page.locator(f"#topics tr[data-topic='{TOPIC}'] td").nth(3)
+    assert under.inner_text() == "3"

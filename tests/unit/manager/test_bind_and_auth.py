@@ -1,0 +1,73 @@
+"""Where the console may listen, and its HTTP basic auth."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from broker.cli.main import main
+from clients.manager.auth import credentials_match, read_password_file
+from clients.manager.bind import ManagerConfigError, check_bind, is_loopback, parse_listen
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_addresses_need_no_password(host: str) -> None:
+    assert is_loopback(host)
+    check_bind(host, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "console.example.com"])
+def test_listening_beyond_loopback_needs_a_password_file(host: str) -> None:
+    assert not is_loopback(host)
+    with pytest.raises(ManagerConfigError, match="--password-file"):
+        check_bind(host, None)
+    check_bind(host, "users.txt")
+
+
+def test_listen_addresses_parse_and_bad_ones_name_the_option() -> None:
+    assert parse_listen("127.0.0.1:8080") == ("127.0.0.1", 8080)
+    assert parse_listen("[::1]:9000") == ("::1", 9000)
+    for bad in ("8080", "host:", "host:http", ":80", "h:70000"):
+        with pytest.raises(ManagerConfigError, match="--listen"):
+            parse_listen(bad)
+
+
+def test_the_command_refuses_a_public_address_in_one_line(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9", "--listen",
+                 "0.0.0.0:8080"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "beyond loopback" in err and "--password-file" in err
+
+
+def _basic(user_password: bytes) -> str:
+    return "Basic " + base64.b64encode(user_password).decode()
+
+
+def test_password_file_and_credentials(tmp_path: Path) -> None:
+    path = tmp_path / "users"
+    path.write_text("# console users\nadmin:s3cret\n\nops:pa:ss\n")
+    users = read_password_file(str(path))
+    assert users == {"admin": "s3cret", "ops": "pa:ss"}
+    assert credentials_match(_basic(b"admin:s3cret"), users)
+    assert credentials_match(_basic(b"ops:pa:ss"), users)
+    assert not credentials_match(_basic(b"admin:wrong"), users)
+    assert not credentials_match(_basic(b"nobody:s3cret"), users)
+    assert not credentials_match("Basic !!!", users)
+    assert not credentials_match(None, users)
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "no-colon\n", ":nouser\n"])
+def test_unusable_password_files_stop_start_up(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "users"
+    path.write_text(text)
+    with pytest.raises(ManagerConfigError, match="--password-file"):
+        read_password_file(str(path))
+
+
+def test_a_missing_password_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ManagerConfigError, match="missing"):
+        read_password_file(str(tmp_path / "missing"))
