@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker.controller_channel import ControllerChannel, ControllerUnavailableError
+from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class BrokerLifecycleManager:
     there becomes the identity's `previous_broker_epoch`, and a controlled shutdown saves the
     current epoch there for the next start."""
 
-    def __init__(self, identity: BrokerIdentity, channel: ControllerChannel,
+    def __init__(self, identity: BrokerIdentity, channel: ControllerClient,
                  metadata_offset: Callable[[], int],
                  settings: LifecycleSettings = LifecycleSettings(), *,
                  clean_shutdown_dir: str | Path | None = None) -> None:

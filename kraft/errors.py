@@ -7,6 +7,10 @@ class QuorumError(Exception):
     """Base class of every error the quorum raises."""
 
 
+class RaftPortBindError(QuorumError):
+    """The Raft port could not be bound (taken, or not an address of this host)."""
+
+
 class QuorumConfigError(QuorumError):
     """The quorum configuration is invalid or unsafe; the message names the offending key."""
 

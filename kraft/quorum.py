@@ -27,7 +27,7 @@ from pysyncobj.syncobj import SyncObjException
 from kraft.command import CommandDecodeError, decode_command, encode_command
 from kraft.config import QuorumConfig, format_address, validate
 from kraft.errors import (CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError,
-                          SnapshotFormatError)
+                          RaftPortBindError, SnapshotFormatError)
 from kraft.snapshot import read_snapshot_file
 from kraft.state_machine import StateMachine
 from kraft.status import EMPTY_VIEW, QuorumStatus, RaftView, build_status
@@ -129,7 +129,7 @@ class RaftQuorum:
                 node.waitBinded()
             except SyncObjException:
                 node.close()
-                raise QuorumError(f"cannot bind the Raft port {self._bind_address()}") from None
+                raise RaftPortBindError(f"cannot bind the Raft port {self._bind_address()}") from None
         self._node = node
         logger.info("quorum node %d started as %s (%s)", config.node_id,
                     "voter" if config.is_voter else "observer", self_address or "read-only")
@@ -239,11 +239,6 @@ class RaftQuorum:
         change. It must be quick and must not block; cross into trio with TrioToken.run_sync_soon."""
         with self._lock:
             self._listeners.append(callback)
-
-    def remove_listener(self, callback: Listener) -> None:
-        with self._lock:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
 
     # -- Raft thread ---------------------------------------------------------------------------
 

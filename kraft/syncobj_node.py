@@ -34,7 +34,7 @@ from pysyncobj.transport import TCPTransport
 
 from kraft import journal_meta
 from kraft.command import is_command
-from kraft.errors import QuorumError
+from kraft.errors import QuorumError, RaftPortBindError
 from kraft.snapshot import Snapshot, read_snapshot_file, write_snapshot_file
 from kraft.status import EMPTY_VIEW, PeerView, RaftView
 
@@ -93,7 +93,7 @@ def check_raft_port_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             reason = (exc.strerror or str(exc)).lower()
-            raise QuorumError(f"cannot bind the Raft port {host}:{port}: {reason}") from None
+            raise RaftPortBindError(f"cannot bind the Raft port {host}:{port}: {reason}") from None
 
 
 def check_pysyncobj_compatible() -> None:

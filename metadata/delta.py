@@ -257,9 +257,6 @@ class MetadataDelta:
     def changed_config_resources(self) -> set[ConfigResource]:
         return set(self._configs)
 
-    def features_changed(self) -> bool:
-        return bool(self._features)
-
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """Partitions `broker_id` must now lead, follow or delete."""
         leaders, followers, deletes = [], [], []

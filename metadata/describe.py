@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ZERO_UUID, ErrorCode
 from metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
-from metadata.records import NO_LEADER, ZERO_UUID
+from metadata.records import NO_LEADER
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _UNKNOWN_OPERATIONS = -2147483648
@@ -52,7 +52,7 @@ def describe_partition(
     if reachable and listener_name is not None:
         reachable = reg is not None and reg.endpoint(listener_name) is not None
     return {
-        "error_code": errors.NONE if reachable else errors.LEADER_NOT_AVAILABLE,
+        "error_code": ErrorCode.NONE if reachable else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": partition_id,
         "leader_id": leader if reachable else NO_LEADER,
         "leader_epoch": part.leader_epoch,
@@ -67,7 +67,7 @@ def describe_topic(
 ) -> dict[str, Any]:
     """A MetadataResponseTopic for an existing topic, partitions in id order."""
     return {
-        "error_code": errors.NONE,
+        "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.name in INTERNAL_TOPICS,
@@ -94,7 +94,7 @@ def describe_topics(
         out.append(
             describe_topic(image, topic, listener_name)
             if topic is not None
-            else _missing(name, ZERO_UUID, errors.UNKNOWN_TOPIC_OR_PARTITION)
+            else _missing(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         )
     return out
 
@@ -105,7 +105,7 @@ def describe_topic_by_id(
     """A MetadataResponseTopic looked up by id; UNKNOWN_TOPIC_ID when absent."""
     topic = image.topic_by_id(topic_id)
     if topic is None:
-        return _missing(None, topic_id, errors.UNKNOWN_TOPIC_ID)
+        return _missing(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
     return describe_topic(image, topic, listener_name)
 
 

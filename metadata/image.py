@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from metadata.errors import MetadataReplayError
 from metadata.records import (
@@ -31,9 +31,16 @@ from metadata.records import (
     TopicRecord,
 )
 
-if TYPE_CHECKING:
-    # delta.py imports this module, so the type is only needed for annotations.
-    from metadata.delta import MetadataDelta
+
+class ImageChange(Protocol):
+    """What `MetadataImage.apply` takes: a `metadata.delta.MetadataDelta` (which builds on
+    this module, so it is named structurally here)."""
+
+    @property
+    def image(self) -> "MetadataImage": ...
+
+    def apply(self) -> "MetadataImage": ...
+
 
 ConfigResource = tuple[int, str]
 """(resource_type, resource_name): (2, topic name) or (4, broker id as text, "" = cluster)."""
@@ -191,7 +198,7 @@ class MetadataImage:
     def empty(cls) -> MetadataImage:
         return cls()
 
-    def apply(self, delta: MetadataDelta) -> MetadataImage:
+    def apply(self, delta: ImageChange) -> MetadataImage:
         """The next image: this one with `delta`'s records applied.
 
         A delta records changes relative to the image it was built on, so applying it to any

@@ -11,8 +11,6 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
-ZERO_UUID = uuid.UUID(int=0)
-
 # PartitionChangeRecord.leader: the leader did not change.
 NO_LEADER_CHANGE = -2
 NO_LEADER = -1

@@ -4,15 +4,43 @@ kafka-consumer-groups.sh (same options, columns and messages where they apply)."
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from broker.cli.main import CommandError
+
+if TYPE_CHECKING:
+    from clients.admin import BlockingAdmin
+    from clients.admin.group_operations import GroupDescription
+
+logger = logging.getLogger(__name__)
 
 CLIENT_ID = "raftka-consumer-groups"
 DEFAULT_TIMEOUT_S = 30.0
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+
+
+def _described(admin: "BlockingAdmin", group: str) -> "GroupDescription":
+    from clients.protocol import KafkaError
+
+    described = admin.describe_groups([group])[group]
+    if isinstance(described, KafkaError):
+        raise described
+    return described
+
+
+def _coordinator_address(admin: "BlockingAdmin", node_id: int) -> str:
+    """Kafka's "host:port (id)" of the group's coordinator."""
+    broker = next((b for b in admin.describe_cluster().brokers if b.node_id == node_id), None)
+    address = "-" if broker is None else f"{broker.host}:{broker.port}"
+    return f"{address} ({node_id})"
+
+
+def _partitions_of(admin: "BlockingAdmin", topic: str) -> list[int]:
+    (described,) = admin.describe_topics([topic])
+    return sorted(p.partition for p in described.partitions)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,22 +72,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_groups(args: argparse.Namespace) -> int:
-    from broker.group.cluster_client import GroupAdmin, GroupAdminError
+    from clients.admin import BlockingAdmin, ConfigError
+    from clients.net import KafkaConnectionError
+    from clients.protocol import KafkaError
 
     if not args.list and not args.group:
         raise CommandError("--group is required with --describe, --reset-offsets and --delete")
     try:
-        with GroupAdmin(args.bootstrap_server, CLIENT_ID, args.timeout) as admin:
+        with BlockingAdmin({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
+                            "request.timeout.ms": int(args.timeout * 1000)}) as admin:
             if args.list:
-                out = "\n".join(sorted(admin.list_groups()))
+                out = "\n".join(listing.group_id for listing in admin.list_groups())
             elif args.describe:
                 out = _describe(admin, args.group, members=args.members, state=args.state)
             elif args.delete:
-                admin.delete_group(args.group)
+                admin.delete_groups([args.group])
                 out = f"Deletion of requested consumer groups ('{args.group}') was successful."
             else:
                 out = _reset(admin, args)
-    except GroupAdminError as exc:
+    except (ConfigError, KafkaConnectionError, KafkaError, OSError) as exc:
         raise CommandError(str(exc)) from None
     if out:
         sys.stdout.write(out + "\n")
@@ -77,8 +108,8 @@ def _state_note(group: str, state: str) -> str | None:
     return None
 
 
-def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
-    from broker.group.admin_view import (
+def _describe(admin: "BlockingAdmin", group: str, *, members: bool, state: bool) -> str:
+    from broker.cli.groups_view import (
         DESCRIBE_MEMBERS_HEADER,
         DESCRIBE_OFFSETS_HEADER,
         DESCRIBE_STATE_HEADER,
@@ -86,7 +117,7 @@ def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
         offset_rows,
     )
 
-    described = admin.describe_group(group)
+    described = _described(admin, group)
     rows = described.members
     note = _state_note(group, described.state)
     if note is not None:
@@ -95,26 +126,51 @@ def _describe(admin: Any, group: str, *, members: bool, state: bool) -> str:
         return ""
     if state:
         return "\n" + format_table(DESCRIBE_STATE_HEADER, [(
-            group, f"{described.coordinator_host}:{described.coordinator_port} "
-                   f"({described.coordinator_id})",
+            group, _coordinator_address(admin, described.coordinator_id),
             described.protocol or "", described.state, str(len(rows)))])
     if members:
         if not rows:
             return ""
         return "\n" + format_table(DESCRIBE_MEMBERS_HEADER, [
-            (group, m.member_id, m.host, m.client_id, str(len(m.partitions))) for m in rows])
-    committed = admin.committed_offsets(group)
-    partitions = set(committed) | {tp for m in rows for tp in m.partitions}
+            (group, m.member_id, m.host, m.client_id, str(len(m.assignment))) for m in rows])
+    committed = admin.list_group_offsets(group)
+    partitions = set(committed) | {tp for m in rows for tp in m.assignment}
     if not partitions:
         return ""
-    log_end = admin.log_end_offsets(partitions)
+    log_end = _offsets(admin, {tp: LATEST_TIMESTAMP for tp in partitions})
     return "\n" + format_table(DESCRIBE_OFFSETS_HEADER,
                                 offset_rows(group, committed, log_end, rows))
 
 
-def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
+def _offsets(admin: "BlockingAdmin", timestamps: Mapping[tuple[str, int], int], *,
+             require_all: bool = False) -> dict[tuple[str, int], int]:
+    """Partition offsets by time (ListOffsets at each leader). A partition without one (no
+    such partition, no leader, an error; by time: no record that late) is left out and
+    logged, or with `require_all` raises ValueError naming it and why."""
+    from clients.protocol import ErrorCode, KafkaError
+
+    reasons = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "no such partition",
+               ErrorCode.LEADER_NOT_AVAILABLE: "no leader"}
+    found: dict[tuple[str, int], int] = {}
+    missing: dict[tuple[str, int], str] = {}
+    for tp, listed in admin.list_offsets(timestamps).items():
+        if isinstance(listed, KafkaError):
+            missing[tp] = reasons.get(listed.code, listed.code.name)
+        elif listed is None:
+            missing[tp] = "no record at or after that time"
+        else:
+            found[tp] = listed.offset
+    if missing:
+        described = ", ".join(f"{t}-{p} ({why})" for (t, p), why in sorted(missing.items()))
+        if require_all:
+            raise ValueError(f"no offset for {described}")
+        logger.warning("no offset for %s", described)
+    return found
+
+
+def _target_function(args: argparse.Namespace, admin: "BlockingAdmin") -> Callable[
         [tuple[str, int], int | None, int, int], int]:
-    from broker.group.admin_view import clamp, parse_datetime_ms, shifted
+    from broker.cli.groups_view import clamp, parse_datetime_ms, shifted
 
     if args.to_earliest:
         return lambda tp, current, earliest, latest: earliest
@@ -132,7 +188,7 @@ def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
             raise CommandError(f"cannot parse --to-datetime {args.to_datetime!r}") from None
 
         def by_time(tp: tuple[str, int], current: int | None, earliest: int, latest: int) -> int:
-            found = admin.offsets_for({tp: timestamp}).get(tp, -1)
+            found = _offsets(admin, {tp: timestamp}).get(tp, -1)
             return latest if found < 0 else clamp(found, earliest, latest)
 
         return by_time
@@ -140,9 +196,8 @@ def _target_function(args: argparse.Namespace, admin: Any) -> Callable[
                        "--to-datetime or --shift-by")
 
 
-def _reset(admin: Any, args: argparse.Namespace) -> str:
-    from broker.group.admin_view import INACTIVE_STATES, RESET_HEADER, format_table
-    from broker.group.cluster_client import GroupAdminError
+def _reset(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
+    from broker.cli.groups_view import INACTIVE_STATES, RESET_HEADER, format_table
 
     if not args.topic:
         raise CommandError("--reset-offsets needs --topic")
@@ -150,27 +205,27 @@ def _reset(admin: Any, args: argparse.Namespace) -> str:
         raise CommandError("--reset-offsets needs --dry-run or --execute")
     target = _target_function(args, admin)
     group = args.group
-    described = admin.describe_group(group)
+    described = _described(admin, group)
     if described.state not in INACTIVE_STATES:
         raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
                            f"but the current state is {described.state}.")
     topic, _, listed = args.topic.partition(":")
     partitions = ([(topic, int(p)) for p in listed.split(",") if p.strip()] if listed
-                  else [(topic, p) for p in admin.partitions_of(topic)])
+                  else [(topic, p) for p in _partitions_of(admin, topic)])
     try:
         # Every target is bounded by these: without them nothing is committed (a guess such
         # as 0 would silently move the group back to the start).
-        earliest = admin.offsets_for({tp: EARLIEST_TIMESTAMP for tp in partitions},
-                                     require_all=True)
-        latest = admin.offsets_for({tp: LATEST_TIMESTAMP for tp in partitions},
-                                   require_all=True)
-    except GroupAdminError as exc:
+        earliest = _offsets(admin, {tp: EARLIEST_TIMESTAMP for tp in partitions},
+                            require_all=True)
+        latest = _offsets(admin, {tp: LATEST_TIMESTAMP for tp in partitions},
+                          require_all=True)
+    except ValueError as exc:
         raise CommandError(f"cannot reset the offsets of group '{group}', nothing was "
                            f"committed: {exc}") from None
-    committed = admin.committed_offsets(group)
+    committed = admin.list_group_offsets(group)
     new: dict[tuple[str, int], int] = {
         tp: target(tp, committed.get(tp), earliest[tp], latest[tp]) for tp in partitions}
     if args.execute:
-        admin.commit_offsets(group, new)
+        admin.alter_group_offsets(group, new)
     return format_table(RESET_HEADER, [(group, t, str(p), str(o))
                                        for (t, p), o in sorted(new.items())])

@@ -156,7 +156,7 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool
          ) -> tuple[Mapping[str, Any], str | None]:
     """DescribeQuorum (and DescribeCluster when asked) from the first reachable server."""
     from broker.cli.main import CommandError
-    from clients.connection import (
+    from clients.net import (
         BlockingKafkaConnection,
         KafkaConnectionError,
         parse_bootstrap_servers,

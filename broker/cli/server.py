@@ -71,24 +71,6 @@ def check_storage(config: "ServerConfig", config_path: str) -> str:
     return str(cluster_id)
 
 
-def resolve_node_main() -> NodeMain:
-    """`broker.node.node_main` once the real node exists; the minimal node until then."""
-    import importlib
-
-    try:
-        node = importlib.import_module("broker.node")
-    except ModuleNotFoundError as exc:
-        if exc.name != "broker.node":
-            raise
-        node = None
-    found = getattr(node, "node_main", None)
-    if found is not None:
-        return found  # type: ignore[no-any-return]
-    from broker.network.minimal_node import minimal_node_main
-
-    return minimal_node_main
-
-
 async def run_until_signalled(node_main: NodeMain, config: "ServerConfig") -> None:
     """Run the node; the first SIGTERM/SIGINT asks for a graceful stop, a second one forces
     it."""
@@ -122,7 +104,8 @@ def run_start(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     cluster_id = check_storage(config, args.config)
-    node_main = resolve_node_main()
+    from broker.node import node_main
+
     logger.info("starting node %d (%s) of cluster %s", config.node_id,
                 ",".join(sorted(config.process_roles)), cluster_id)
     import trio

@@ -163,10 +163,6 @@ class ServerConfig:
         return self._inter_broker
 
     @property
-    def security_protocol_map(self) -> dict[str, str]:
-        return dict(self._protocol_map)
-
-    @property
     def voters(self) -> dict[int, tuple[str, int]]:
         return dict(self._voters)
 
@@ -206,13 +202,210 @@ class ServerConfig:
                 return listener
         raise KeyError(name)
 
-    def __getattr__(self, attribute: str) -> object:
-        # `config.socket_request_max_bytes` -> "socket.request.max.bytes", for every known key.
-        values = self.__dict__.get("_values")
-        key = attribute.replace("_", ".")
-        if values is not None and key in values:
-            return values[key]
-        raise AttributeError(attribute)
+    # -- typed values of the keys the node reads (each parsed once, at construction) -----
+
+    def _int(self, key: str) -> int:
+        value = self._values[key]
+        assert isinstance(value, int) and not isinstance(value, bool), key
+        return value
+
+    def _float(self, key: str) -> float:
+        value = self._values[key]
+        assert isinstance(value, (int, float)), key
+        return float(value)
+
+    def _bool(self, key: str) -> bool:
+        value = self._values[key]
+        assert isinstance(value, bool), key
+        return value
+
+    def _optional_str(self, key: str) -> str | None:
+        value = self._values[key]
+        return None if value is None else str(value)
+
+    @property
+    def log_retention_check_interval_ms(self) -> int:
+        return self._int("log.retention.check.interval.ms")
+
+    @property
+    def log_cleaner_backoff_ms(self) -> int:
+        return self._int("log.cleaner.backoff.ms")
+
+    @property
+    def log_cleaner_enable(self) -> bool:
+        return self._bool("log.cleaner.enable")
+
+    @property
+    def log_cleaner_dedupe_buffer_size(self) -> int:
+        return self._int("log.cleaner.dedupe.buffer.size")
+
+    @property
+    def log_cleaner_io_buffer_load_factor(self) -> float:
+        return self._float("log.cleaner.io.buffer.load.factor")
+
+    @property
+    def log_flush_scheduler_interval_ms(self) -> int:
+        return self._int("log.flush.scheduler.interval.ms")
+
+    @property
+    def log_flush_offset_checkpoint_interval_ms(self) -> int:
+        return self._int("log.flush.offset.checkpoint.interval.ms")
+
+    @property
+    def offsets_topic_num_partitions(self) -> int:
+        return self._int("offsets.topic.num.partitions")
+
+    @property
+    def offsets_topic_replication_factor(self) -> int:
+        return self._int("offsets.topic.replication.factor")
+
+    @property
+    def offsets_topic_segment_bytes(self) -> int:
+        return self._int("offsets.topic.segment.bytes")
+
+    @property
+    def offsets_commit_timeout_ms(self) -> int:
+        return self._int("offsets.commit.timeout.ms")
+
+    @property
+    def offsets_retention_minutes(self) -> int:
+        return self._int("offsets.retention.minutes")
+
+    @property
+    def offsets_retention_check_interval_ms(self) -> int:
+        return self._int("offsets.retention.check.interval.ms")
+
+    @property
+    def offset_metadata_max_bytes(self) -> int:
+        return self._int("offset.metadata.max.bytes")
+
+    @property
+    def group_initial_rebalance_delay_ms(self) -> int:
+        return self._int("group.initial.rebalance.delay.ms")
+
+    @property
+    def group_min_session_timeout_ms(self) -> int:
+        return self._int("group.min.session.timeout.ms")
+
+    @property
+    def group_max_session_timeout_ms(self) -> int:
+        return self._int("group.max.session.timeout.ms")
+
+    @property
+    def group_max_size(self) -> int:
+        return self._int("group.max.size")
+
+    @property
+    def transaction_state_log_replication_factor(self) -> int:
+        return self._int("transaction.state.log.replication.factor")
+
+    @property
+    def socket_request_max_bytes(self) -> int:
+        return self._int("socket.request.max.bytes")
+
+    @property
+    def connections_max_idle_ms(self) -> int:
+        return self._int("connections.max.idle.ms")
+
+    @property
+    def max_connections(self) -> int:
+        return self._int("max.connections")
+
+    @property
+    def num_partitions(self) -> int:
+        return self._int("num.partitions")
+
+    @property
+    def default_replication_factor(self) -> int:
+        return self._int("default.replication.factor")
+
+    @property
+    def auto_create_topics_enable(self) -> bool:
+        return self._bool("auto.create.topics.enable")
+
+    @property
+    def delete_topic_enable(self) -> bool:
+        return self._bool("delete.topic.enable")
+
+    @property
+    def unclean_leader_election_enable(self) -> bool:
+        return self._bool("unclean.leader.election.enable")
+
+    @property
+    def auto_leader_rebalance_enable(self) -> bool:
+        return self._bool("auto.leader.rebalance.enable")
+
+    @property
+    def leader_imbalance_check_interval_seconds(self) -> int:
+        return self._int("leader.imbalance.check.interval.seconds")
+
+    @property
+    def broker_heartbeat_interval_ms(self) -> int:
+        return self._int("broker.heartbeat.interval.ms")
+
+    @property
+    def broker_session_timeout_ms(self) -> int:
+        return self._int("broker.session.timeout.ms")
+
+    @property
+    def broker_rack(self) -> str | None:
+        return self._optional_str("broker.rack")
+
+    @property
+    def initial_broker_registration_timeout_ms(self) -> int:
+        return self._int("initial.broker.registration.timeout.ms")
+
+    @property
+    def metadata_log_max_snapshot_interval(self) -> int:
+        return self._int("metadata.log.max.snapshot.interval")
+
+    @property
+    def metadata_log_max_record_bytes_between_snapshots(self) -> int:
+        return self._int("metadata.log.max.record.bytes.between.snapshots")
+
+    @property
+    def metadata_log_max_snapshot_interval_ms(self) -> int:
+        return self._int("metadata.log.max.snapshot.interval.ms")
+
+    @property
+    def controller_quorum_election_timeout_ms(self) -> int:
+        return self._int("controller.quorum.election.timeout.ms")
+
+    @property
+    def controller_quorum_fetch_timeout_ms(self) -> int:
+        return self._int("controller.quorum.fetch.timeout.ms")
+
+    @property
+    def controller_quorum_request_timeout_ms(self) -> int:
+        return self._int("controller.quorum.request.timeout.ms")
+
+    @property
+    def replica_lag_time_max_ms(self) -> int:
+        return self._int("replica.lag.time.max.ms")
+
+    @property
+    def replica_fetch_max_bytes(self) -> int:
+        return self._int("replica.fetch.max.bytes")
+
+    @property
+    def replica_fetch_response_max_bytes(self) -> int:
+        return self._int("replica.fetch.response.max.bytes")
+
+    @property
+    def replica_fetch_wait_max_ms(self) -> int:
+        return self._int("replica.fetch.wait.max.ms")
+
+    @property
+    def replica_fetch_min_bytes(self) -> int:
+        return self._int("replica.fetch.min.bytes")
+
+    @property
+    def replica_fetch_backoff_ms(self) -> int:
+        return self._int("replica.fetch.backoff.ms")
+
+    @property
+    def raftka_metrics_interval_ms(self) -> int:
+        return self._int("raftka.metrics.interval.ms")
 
     # -- cross-key validation --------------------------------------------------------------
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 
-ZERO_UUID = uuid.UUID(int=0)
-# Kafka reserves 0 (ZERO_UUID) and 1 (the metadata topic id).
+# Kafka reserves 0 (the zero uuid) and 1 (the metadata topic id).
 _RESERVED = (0, 1)
 
 

@@ -341,6 +341,15 @@ class GroupCoordinator:
             await self.submit(write).done.wait()
         return code
 
+    async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                             ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete: the group's error and each partition's, once the tombstones are
+        written."""
+        code, codes, write = self.engine.delete_offsets(group_id, partitions)
+        if write is not None:
+            await self.submit(write).done.wait()
+        return code, codes
+
     # -- timers --------------------------------------------------------------------------
 
     async def _timer(self) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 from broker.group.membership import Membership
 from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
-from broker.group.offsets import fetch_offsets
+from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
@@ -67,6 +67,10 @@ class GroupEngine:
 
     def delete(self, group_id: str, now_ms: int) -> tuple[int, GroupWrite | None]:
         return delete_group(self.groups, group_id, now_ms)
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int], GroupWrite | None]:
+        return delete_offsets(self.groups, group_id, partitions)
 
     # -- deadlines -----------------------------------------------------------------------
 
@@ -142,9 +146,6 @@ class GroupEngine:
                                                             ErrorCode.NOT_COORDINATOR))
             del self.groups[group.group_id]
         return effects
-
-    def partition_groups(self, partition: int) -> list[Group]:
-        return [g for g in self.groups.values() if g.partition == partition]
 
 
 class PartitionReplay:

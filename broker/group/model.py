@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from broker.group.records import GroupKey, GroupValue, MemberValue, OffsetValue
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
 
 INT_MAX = 2**31 - 1
 NO_GENERATION = -1
@@ -58,19 +61,16 @@ class GroupSettings:
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
 
     @classmethod
-    def from_config(cls, config: Any) -> "GroupSettings":
-        """From a `ServerConfig` (anything with `get(key)`)."""
-        def num(key: str) -> int:
-            return int(config.get(key))
-
-        return cls(num_partitions=num("offsets.topic.num.partitions"),
-                   initial_rebalance_delay_ms=num("group.initial.rebalance.delay.ms"),
-                   min_session_timeout_ms=num("group.min.session.timeout.ms"),
-                   max_session_timeout_ms=num("group.max.session.timeout.ms"),
-                   max_size=num("group.max.size"),
-                   offset_metadata_max_bytes=num("offset.metadata.max.bytes"),
-                   offsets_retention_ms=num("offsets.retention.minutes") * 60_000,
-                   offsets_retention_check_interval_ms=num("offsets.retention.check.interval.ms"))
+    def from_config(cls, config: "ServerConfig") -> "GroupSettings":
+        return cls(num_partitions=config.offsets_topic_num_partitions,
+                   initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                   min_session_timeout_ms=config.group_min_session_timeout_ms,
+                   max_session_timeout_ms=config.group_max_session_timeout_ms,
+                   max_size=config.group_max_size,
+                   offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                   offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+                   offsets_retention_check_interval_ms=(
+                       config.offsets_retention_check_interval_ms))
 
 
 @dataclass
@@ -142,9 +142,6 @@ class Group:
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     # Offsets being written (not yet visible to OffsetFetch, never expired meanwhile).
     pending_offset_commits: dict[tuple[str, int], int] = field(default_factory=dict)
-
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[state]:

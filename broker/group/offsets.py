@@ -258,3 +258,35 @@ def delete_group(groups: dict[str, Group], group_id: str, now_ms: int
     group.offsets.clear()
     logger.info("group %s: deleted", group_id)
     return ErrorCode.NONE, GroupWrite(group.partition, tombstones)
+
+
+def delete_offsets(groups: dict[str, Group], group_id: str, partitions: list[TopicPartition]
+                   ) -> tuple[int, dict[TopicPartition, int], GroupWrite | None]:
+    """OffsetDelete (Kafka's handleDeleteOffsets): the group's error, each partition's, and
+    the tombstones to write. An Empty group loses every named offset; a consumer group keeps
+    those of topics its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC); any other active
+    group refuses (NON_EMPTY_GROUP)."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID, {}, None
+    group = groups.get(group_id)
+    if group is None or group.state is GroupState.DEAD:
+        return ErrorCode.GROUP_ID_NOT_FOUND, {}, None
+    if group.state is GroupState.EMPTY:
+        subscribed: set[str] = set()
+    elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+        subscribed = _subscribed_topics(group) or set()
+    else:
+        return ErrorCode.NON_EMPTY_GROUP, {}, None
+    codes: dict[TopicPartition, int] = {}
+    tombstones: list[tuple[Any, Any]] = []
+    for tp in partitions:
+        if tp[0] in subscribed:
+            codes[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            continue
+        codes[tp] = ErrorCode.NONE
+        if group.offsets.pop(tp, None) is not None:
+            tombstones.append((OffsetKey(group_id, *tp), None))
+    if tombstones:
+        logger.info("group %s: deleted %d offset(s)", group_id, len(tombstones))
+    write = GroupWrite(group.partition, tombstones) if tombstones else None
+    return ErrorCode.NONE, codes, write

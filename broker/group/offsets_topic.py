@@ -33,9 +33,9 @@ class OffsetsTopicSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> "OffsetsTopicSettings":
-        return cls(int(config.get("offsets.topic.num.partitions")),
-                   int(config.get("offsets.topic.replication.factor")),
-                   int(config.get("offsets.topic.segment.bytes")))
+        return cls(config.offsets_topic_num_partitions,
+                   config.offsets_topic_replication_factor,
+                   config.offsets_topic_segment_bytes)
 
     def create_request(self) -> dict[str, Any]:
         """The CreateTopics entry (Kafka's offsets topic configs)."""
@@ -47,9 +47,9 @@ class OffsetsTopicSettings:
 
 
 def channel_create_topic(channel: Any) -> CreateTopic:
-    """A `CreateTopic` over `broker.controller_channel.ControllerChannel`."""
+    """A `CreateTopic` over `broker.controller_client.ControllerClient`."""
     async def create(topic: dict[str, Any]) -> tuple[int, str | None]:
-        from broker.controller_channel import ControllerUnavailableError
+        from broker.controller_client import ControllerUnavailableError
 
         body = {"topics": [topic], "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
         try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generator, Iterator
 
 from broker.log.offset_map import OffsetMap, capacity
-from broker.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from broker.log.segment import CLEANED_SUFFIX, LogSegment
 from clients.records.batch import RecordBatch, decode_batch, encode_batch
 from clients.records.errors import RecordsError
 from clients.records.header import DELETE_HORIZON_MASK, BatchHeader, parse_header
@@ -56,7 +56,7 @@ class CleanerStats:
 def _cleanable_end(log: PartitionLog, now_ms: int) -> int:
     """First offset the cleaner must not touch (a segment boundary)."""
     config = log.config
-    for segment in log.segments[:-1]:
+    for segment in log.inactive_segments:
         too_young = config.min_compaction_lag_ms > 0 and now_ms - segment.largest_timestamp() < config.min_compaction_lag_ms
         if too_young or segment.next_offset > log.high_watermark:
             return segment.base_offset
@@ -93,9 +93,8 @@ class _Pacer:
 
     def check(self) -> None:
         log = self.log
-        present = {id(s) for s in log.segments}
         if (log.closed or log.truncations != self._truncations or (self._compact and not log.config.compact)
-                or not all(id(s) in present for s in self.pending)):
+                or not log.holds(self.pending)):
             raise _PassAbandoned
 
 
@@ -163,7 +162,7 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
     end = _cleanable_end(log, now_ms)
     # Tombstones whose delete horizon passed make a log worth cleaning even with no new data.
     horizon_due = log.next_delete_horizon_ms is not None and log.next_delete_horizon_ms <= now_ms
-    in_range = [s for s in log.segments[:-1] if s.base_offset < end]
+    in_range = [s for s in log.inactive_segments if s.base_offset < end]
     dirty = [s for s in in_range if s.next_offset > first_dirty and s.base_offset < end]
     if not in_range or (not dirty and not horizon_due):
         return None
@@ -192,7 +191,7 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
             after += cleaned.size
             # From here on the files belong to the log, whatever happens.
             finished, cleaned = cleaned, None
-            _swap_in(log, segment, finished, now_ms)
+            log.replace_segment(segment, finished, now_ms)
             pacer.pending.remove(segment)
     except _PassAbandoned:
         logger.info("%s: cleaning pass abandoned: the log changed under it", log.name)
@@ -200,8 +199,7 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
     finally:
         if cleaned is not None:
             cleaned.close_and_delete()
-    log.first_dirty_offset = max(end, first_dirty)
-    log.next_delete_horizon_ms = min(horizons) if horizons else None
+    log.mark_cleaned(max(end, first_dirty), min(horizons) if horizons else None)
     stats = CleanerStats(len(in_range), before, after, removed, first_dirty, end)
     logger.info("%s: cleaned %s", log.name, stats)
     return stats
@@ -292,11 +290,3 @@ def _is_last_batch_of_producer(log: PartitionLog, header: BatchHeader) -> bool:
         return False
     entry = log.producer_state.producers.get(header.producer_id)
     return bool(entry and entry.batches and entry.batches[-1].last_offset == header.last_offset)
-
-
-def _swap_in(log: PartitionLog, old: LogSegment, cleaned: LogSegment, now_ms: int) -> None:
-    cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
-    index = log.segments.index(old)
-    log._schedule_delete(old, now_ms)
-    cleaned.change_suffix(SWAP_SUFFIX, "")
-    log.segments[index] = cleaned

@@ -12,15 +12,16 @@ import logging
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
-from broker.log import errors, retention
+from broker.log import errors
 from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_partition_metadata
-from broker.log.config import LogConfig
+from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
 from broker.log.producer_state import ProducerStateManager
 from broker.log.results import AppendResult, ReadResult, UpperBound
-from broker.log.segment import DELETED_SUFFIX, LogSegment
+from broker.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from broker.log.timestamps import offset_for_timestamp
 from broker.log.validation import validate_leader_batch
 from broker.log.validator import RecordPolicy, validate_records
@@ -76,18 +77,18 @@ class PartitionLog:
         self._directory_unsynced = self._parent_unsynced
         directory.mkdir(parents=True, exist_ok=True)
         self.topic_id = self._check_topic_id(topic_id)
-        self.segments: list[LogSegment] = load_segments(
+        self._segments: list[LogSegment] = load_segments(
             directory, config.segment_settings(), recovery_point=recovery_point,
             clean_shutdown=clean_shutdown, now_ms=now_ms,
         )
-        if not self.segments:
-            self.segments.append(self._new_segment(max(log_start_offset, 0), now_ms))
+        if not self._segments:
+            self._segments.append(self._new_segment(max(log_start_offset, 0), now_ms))
         self._jitter_ms = config.random_jitter_ms()
         self._record_policy = RecordPolicy.from_config(config)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
-        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.first_dirty_offset = self.log_start_offset  # compaction progress (cleaner checkpoint)
         self.next_delete_horizon_ms: int | None = None  # earliest tombstone horizon the cleaner set
         self.truncations = 0  # bumped by every truncation, so a stepped cleaning pass notices one
@@ -99,7 +100,7 @@ class PartitionLog:
             # The checkpoint is ahead of what survived; start over at the checkpointed offset.
             self.truncate_fully_and_start_at(self.log_start_offset, now_ms)
         if not clean_shutdown:
-            for segment in self.segments:
+            for segment in self._segments:
                 segment.flush()
             # Files created before the crash may not have had their directory entries synced.
             self._directory_unsynced = self._parent_unsynced = True
@@ -130,7 +131,7 @@ class PartitionLog:
         state = self.producer_state
         state.load(self.log_start_offset, self.log_end_offset)
         start = state.map_end_offset
-        for segment in self.segments:
+        for segment in self._segments:
             if segment.next_offset <= start:
                 continue
             for _, header in segment.headers_from(start):
@@ -145,12 +146,43 @@ class PartitionLog:
         return f"{self.topic}-{self.partition}"
 
     @property
+    def segments(self) -> list[LogSegment]:
+        """The segments, oldest first, the last one active (a copy: only the log changes
+        its list)."""
+        return list(self._segments)
+
+    @property
+    def inactive_segments(self) -> list[LogSegment]:
+        """Every segment but the active one, oldest first (a copy)."""
+        return self._segments[:-1]
+
+    def holds(self, segments: list[LogSegment]) -> bool:
+        """Whether every one of `segments` is still this log's (none deleted or cut)."""
+        present = {id(s) for s in self._segments}
+        return all(id(s) in present for s in segments)
+
+    def replace_segment(self, old: LogSegment, cleaned: LogSegment, now_ms: int) -> None:
+        """Swap a cleaned copy in for `old` (crash-safe: the `.swap` files are completed on
+        load) and schedule `old`'s deletion."""
+        cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+        index = self._segments.index(old)
+        self._schedule_delete(old, now_ms)
+        cleaned.change_suffix(SWAP_SUFFIX, "")
+        self._segments[index] = cleaned
+
+    def mark_cleaned(self, end_offset: int, next_delete_horizon_ms: int | None) -> None:
+        """Record a cleaning pass: everything before `end_offset` is clean; the earliest
+        tombstone delete horizon it set (None: no tombstone is waiting)."""
+        self.first_dirty_offset = end_offset
+        self.next_delete_horizon_ms = next_delete_horizon_ms
+
+    @property
     def active_segment(self) -> LogSegment:
-        return self.segments[-1]
+        return self._segments[-1]
 
     @property
     def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset
+        return self._segments[-1].next_offset
 
     @property
     def last_stable_offset(self) -> int:
@@ -159,7 +191,7 @@ class PartitionLog:
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(s.size for s in self.segments)
+        return sum(s.size for s in self._segments)
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, LEO]; returns the value set."""
@@ -180,7 +212,7 @@ class PartitionLog:
         self._record_policy = RecordPolicy.from_config(config)
         settings = config.segment_settings()
         # Every segment, not only the active one: truncation can make an older one active again.
-        for segment in self.segments:
+        for segment in self._segments:
             segment.settings = dataclasses.replace(settings, max_index_size=segment.settings.max_index_size)
 
     # -- appends -------------------------------------------------------------------------
@@ -345,7 +377,7 @@ class PartitionLog:
             # An empty active segment is simply replaced (or kept when the base matches).
             if old.base_offset == base:
                 return old
-            self.segments.pop()
+            self._segments.pop()
             old.close_and_delete()
         else:
             old.become_inactive()
@@ -353,14 +385,14 @@ class PartitionLog:
             self.recovery_point = max(self.recovery_point, old.next_offset)
             self.producer_state.take_snapshot()
         segment = self._new_segment(base, now_ms)
-        self.segments.append(segment)
+        self._segments.append(segment)
         self._jitter_ms = self.config.random_jitter_ms()
         logger.debug("%s: rolled new segment at %d (%s)", self.name, base, reason)
         return segment
 
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything up to the LEO and move the recovery point there."""
-        for segment in self.segments:
+        for segment in self._segments:
             if segment.next_offset > self.recovery_point or segment.unflushed:
                 segment.flush()
         if self._directory_unsynced:
@@ -383,7 +415,7 @@ class PartitionLog:
     # -- reads ---------------------------------------------------------------------------
 
     def _segment_index_for(self, offset: int) -> int:
-        bases = [s.base_offset for s in self.segments]
+        bases = [s.base_offset for s in self._segments]
         return max(bisect.bisect_right(bases, offset) - 1, 0)
 
     def read(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
@@ -398,7 +430,7 @@ class PartitionLog:
         bound = leo if upper_bound is UpperBound.LEO else self.high_watermark
         marks = (self.high_watermark, leo, self.log_start_offset, self.last_stable_offset)
         if offset < bound:
-            for segment in self.segments[self._segment_index_for(offset):]:
+            for segment in self._segments[self._segment_index_for(offset):]:
                 if segment.base_offset >= bound:
                     break
                 max_position = segment.size
@@ -407,7 +439,7 @@ class PartitionLog:
                     max_position = found[0] if found else segment.size
                 result = segment.read(offset, max_bytes, max_position, min_one_batch)
                 if result is not None:
-                    ranges = (result,) if result.length else ()
+                    ranges = (result,) if result.size else ()
                     return ReadResult(offset, *marks, ranges=ranges)
         return ReadResult(offset, *marks)
 
@@ -444,8 +476,8 @@ class PartitionLog:
             return True
         logger.info("%s: truncating to offset %d", self.name, offset)
         self.truncations += 1
-        while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
-            self._schedule_delete(self.segments.pop(), now_ms)
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._schedule_delete(self._segments.pop(), now_ms)
         active = self.active_segment
         active.offset_index.make_writable()
         active.time_index.make_writable()
@@ -458,9 +490,9 @@ class PartitionLog:
         now_ms = now_millis() if now_ms is None else now_ms
         logger.info("%s: truncating fully, restarting at offset %d", self.name, offset)
         self.truncations += 1
-        for segment in self.segments:
+        for segment in self._segments:
             self._schedule_delete(segment, now_ms)
-        self.segments = [self._new_segment(offset, now_ms)]
+        self._segments = [self._new_segment(offset, now_ms)]
         self.log_start_offset = offset
         self.high_watermark = offset
         self.recovery_point = offset
@@ -501,7 +533,44 @@ class PartitionLog:
 
         Only whole non-active segments below the high watermark are deleted.
         """
-        return retention.delete_old_segments(self, now_ms)
+        config = self.config
+        deleted = 0
+        if config.delete and config.retention_ms >= 0:
+            deleted += self.delete_segments(self._deletable_prefix(
+                lambda s, _: now_ms - s.largest_timestamp() > config.retention_ms),
+                now_ms, "retention.ms")
+        if config.delete and config.retention_bytes >= 0:
+            # Measured after the time-based pass, so its deletions count towards the limit.
+            excess = self.size_in_bytes - config.retention_bytes
+
+            def over_size(segment: LogSegment, _: int) -> bool:
+                nonlocal excess
+                if excess - segment.size >= 0:
+                    excess -= segment.size
+                    return True
+                return False
+
+            deleted += self.delete_segments(self._deletable_prefix(over_size), now_ms,
+                                            "retention.bytes")
+        deleted += self.delete_segments(
+            self._deletable_prefix(lambda _, upper: upper <= self.log_start_offset), now_ms,
+            "log start offset")
+        if self.producer_state.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS):
+            logger.debug("%s: expired idle producer ids", self.name)
+        return deleted
+
+    def _deletable_prefix(self, may_go: Callable[[LogSegment, int], bool]) -> list[LogSegment]:
+        """The oldest non-active segments below the HW for which `may_go(segment, base
+        offset of the next segment)` holds, up to the first that fails (retention never
+        leaves a hole in the log)."""
+        chosen = []
+        segments = self._segments
+        for n, segment in enumerate(segments[:-1]):
+            upper = segments[n + 1].base_offset
+            if upper > self.high_watermark or not may_go(segment, upper):
+                break
+            chosen.append(segment)
+        return chosen
 
     def delete_segments(self, doomed: list[LogSegment], now_ms: int, reason: str) -> int:
         """Take the oldest segments `doomed` out of the log (deleted after the delay); moves the
@@ -509,16 +578,16 @@ class PartitionLog:
         if not doomed:
             return 0
         for segment in doomed:
-            self.segments.remove(segment)
+            self._segments.remove(segment)
             self._schedule_delete(segment, now_ms)
-        new_start = self.segments[0].base_offset
+        new_start = self._segments[0].base_offset
         logger.info("%s: deleted %d segment(s) by %s; log start now %d", self.name, len(doomed), reason,
                     max(self.log_start_offset, new_start))
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
             self.epoch_cache.truncate_from_start(new_start)
         self.first_dirty_offset = max(self.first_dirty_offset, self.log_start_offset)
-        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
+        self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         return len(doomed)
 
     # -- lookups by time -----------------------------------------------------------------
@@ -528,7 +597,7 @@ class PartitionLog:
 
         Kafka's special values: -2 earliest, -1 latest (the LEO), -3 max timestamp.
         """
-        return offset_for_timestamp(self.segments, self.log_start_offset, self.log_end_offset,
+        return offset_for_timestamp(self._segments, self.log_start_offset, self.log_end_offset,
                                     timestamp)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -540,14 +609,14 @@ class PartitionLog:
         self.flush()
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot()
-        for segment in self.segments:
+        for segment in self._segments:
             segment.close()
         self.delete_pending_files(0, force=True)
         self.closed = True
 
     def close_and_remove_files(self) -> None:
         """Close every file and delete the whole directory's contents (topic deletion)."""
-        for segment in self.segments:
+        for segment in self._segments:
             segment.close_and_delete()
         self.delete_pending_files(0, force=True)
         self.closed = True

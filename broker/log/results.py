@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import weakref
 from dataclasses import dataclass, field
 
 
@@ -29,19 +30,38 @@ class AppendResult:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FileRange:
-    """Bytes ``[position, position + length)`` of an open segment file, ready for os.sendfile.
+    """Bytes ``[position, position + size)`` of an open file: a segment's records, sent with
+    `os.sendfile` on plaintext connections.
 
-    The fd stays open for at least file.delete.delay.ms after its segment is deleted.
+    The log's fd stays open for at least file.delete.delay.ms after its segment is deleted;
+    a response holds a `pinned` range of its own.
     """
 
     fd: int
     position: int
-    length: int
+    size: int
 
     def read(self) -> bytes:
-        return os.pread(self.fd, self.length, self.position)
+        return os.pread(self.fd, self.size, self.position)
+
+    @classmethod
+    def pinned(cls, fd: int, position: int, size: int) -> "FileRange":
+        """A range over a duplicate of `fd`, closed when the range is dropped.
+
+        A response may wait in a connection's queue, or stall mid-send, while the log closes
+        the segment (topic deletion, retention, an empty segment rolled away); sending from
+        a descriptor of its own keeps it reading that segment's bytes, never whatever file
+        later reuses the number."""
+        own = os.dup(fd)
+        try:
+            pinned = cls(own, position, size)
+            weakref.finalize(pinned, os.close, own)
+        except BaseException:
+            os.close(own)
+            raise
+        return pinned
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +80,7 @@ class ReadResult:
 
     @property
     def size(self) -> int:
-        return sum(r.length for r in self.ranges)
+        return sum(r.size for r in self.ranges)
 
     def read_bytes(self) -> bytes:
         return b"".join(r.read() for r in self.ranges)

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol, Sequence
 
-from broker.network.router import DecodedRequest
-
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_VERSION = 35
+from broker.apis.request import DecodedRequest
 
 
 class WireCodec(Protocol):

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Sequence
+from typing import Mapping, Sequence
 
 import trio
 
-from broker.network.api_versions import API_VERSIONS_KEY, api_versions_body
-from broker.network.codec import UNKNOWN_SERVER_ERROR, UNSUPPORTED_VERSION
+from broker.apis.api_versions import API_VERSIONS_KEY, api_versions_body
+from broker.apis.request import (
+    UNSUPPORTED_VERSION,
+    CloseConnection,
+    ConnectionContext,
+    DecodedRequest,
+)
+from broker.apis.request import RequestRouter
+from broker.network.codec import WireCodec
 from broker.network.framing import FrameError, FrameReader
-from broker.network.router import CloseConnection, ConnectionContext, DecodedRequest
+from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
-
-if TYPE_CHECKING:
-    from broker.network.server import NetworkServer
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +46,15 @@ class _Slot:
 class Connection:
     """Pipelines up to `max_in_flight` requests; responses leave strictly in arrival order."""
 
-    def __init__(self, server: "NetworkServer", stream: trio.SocketStream,
-                 ctx: ConnectionContext) -> None:
-        self._server = server
+    def __init__(self, stream: trio.SocketStream, ctx: ConnectionContext, *,
+                 router: RequestRouter, codec: WireCodec, settings: ServerSettings,
+                 supported_versions: Mapping[int, tuple[int, int]]) -> None:
         self._stream = stream
         self.ctx = ctx
-        settings = server.settings
+        self._router = router
+        self._codec = codec
+        self._settings = settings
+        self._supported_versions = supported_versions
         self._in_flight = trio.Semaphore(settings.max_in_flight_per_connection)
         self._idle_timeout = settings.idle_timeout_s
         self._last_activity = trio.current_time()
@@ -81,8 +88,8 @@ class Connection:
                 await trio.aclose_forcefully(self._stream)
 
     async def _read_loop(self, send: trio.MemorySendChannel[_Slot]) -> None:
-        reader = FrameReader(self._stream, self._server.settings.max_request_bytes, self._touch)
-        codec = self._server.codec
+        reader = FrameReader(self._stream, self._settings.max_request_bytes, self._touch)
+        codec = self._codec
         while True:
             try:
                 frame = await self._next_frame_or_idle(reader)
@@ -111,7 +118,7 @@ class Connection:
         while True:
             with trio.move_on_at(self._last_activity + self._idle_timeout):
                 return await reader.next_frame()
-            busy = self._in_flight.value < self._server.settings.max_in_flight_per_connection
+            busy = self._in_flight.value < self._settings.max_in_flight_per_connection
             if busy:
                 self._touch()  # a pending (long-poll) request is activity
                 continue
@@ -122,21 +129,11 @@ class Connection:
                 return None
 
     async def _process(self, request: DecodedRequest, slot: _Slot) -> None:
-        router = self._server.router
-        handler = router.handler_for(request.api_key)
-        body: dict | None
-        if handler is None:
-            body = router.error_body(request.api_key, request, UNSUPPORTED_VERSION)
-        else:
-            try:
-                body = await handler(request, self.ctx)
-            except CloseConnection as exc:
-                slot.fail(str(exc))
-                return
-            except Exception:
-                logger.exception("handler for api %d v%d failed (correlation id %d)",
-                                 request.api_key, request.api_version, request.correlation_id)
-                body = router.error_body(request.api_key, request, UNKNOWN_SERVER_ERROR)
+        try:
+            body = await self._router.dispatch(request, self.ctx)
+        except CloseConnection as exc:
+            slot.fail(str(exc))
+            return
         if body is None:
             slot.fill(None)
             return
@@ -147,27 +144,26 @@ class Connection:
         api_key = int(getattr(exc, "api_key", -1))
         api_version = int(getattr(exc, "api_version", -1))
         correlation_id = int(getattr(exc, "correlation_id", 0))
-        server = self._server
         if api_key == API_VERSIONS_KEY:
             # Kafka answers an unknown ApiVersions version with a v0 body listing what it
             # supports, so the client can retry with a version both sides know.
-            body = api_versions_body(server.router, server.supported_versions,
+            body = api_versions_body(self._router, self._supported_versions,
                                      UNSUPPORTED_VERSION)
             self._encode_into(slot, api_key, 0, correlation_id, body)
             return
-        supported = server.supported_versions.get(api_key)
+        supported = self._supported_versions.get(api_key)
         if supported is None:
             slot.fail(f"unknown api key {api_key} (version {api_version})")
             return
         # The requested version has no schema: answer in the nearest one the codec has.
         version = min(max(api_version, supported[0]), supported[1])
-        body = server.router.error_body(api_key, None, UNSUPPORTED_VERSION)
+        body = self._router.error_body(api_key, None, UNSUPPORTED_VERSION, version)
         self._encode_into(slot, api_key, version, correlation_id, body)
 
     def _encode_into(self, slot: _Slot, api_key: int, api_version: int, correlation_id: int,
                      body: dict) -> None:
         try:
-            chunks = self._server.codec.encode_response_chunks(api_key, api_version,
+            chunks = self._codec.encode_response_chunks(api_key, api_version,
                                                                correlation_id, body)
         except Exception as exc:
             logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)

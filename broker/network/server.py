@@ -4,39 +4,17 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import trio
 
 from broker.config.endpoints import Listener
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
-from broker.network.router import ConnectionContext, RequestRouter
-
-if TYPE_CHECKING:
-    from broker.config import ServerConfig
+from broker.apis.request import ConnectionContext, RequestRouter
+from broker.network.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """Network limits; `from_config` maps Kafka's keys onto them."""
-
-    max_request_bytes: int = 104857600
-    idle_timeout_s: float = 600.0
-    max_connections: int = 2**31 - 1
-    max_in_flight_per_connection: int = 32
-    shutdown_grace_s: float = 10.0
-
-    @classmethod
-    def from_config(cls, config: "ServerConfig") -> "ServerSettings":
-        return cls(
-            max_request_bytes=int(config.get("socket.request.max.bytes")),  # type: ignore[call-overload]
-            idle_timeout_s=int(config.get("connections.max.idle.ms")) / 1000.0,  # type: ignore[call-overload]
-            max_connections=int(config.get("max.connections")),  # type: ignore[call-overload]
-        )
 
 
 class NetworkServer:
@@ -158,7 +136,9 @@ class NetworkServer:
                 continue
             ctx = ConnectionContext(next(self._ids), listener.name, listener.security_protocol,
                                     (peer[0], peer[1]))
-            connection = Connection(self, stream, ctx)
+            connection = Connection(stream, ctx, router=self.router, codec=self.codec,
+                                    settings=self.settings,
+                                    supported_versions=self.supported_versions)
             self._connections.add(connection)
             connections.start_soon(self._run_connection, connection)
 

@@ -3,54 +3,20 @@
 from __future__ import annotations
 
 import os
-import weakref
-from dataclasses import dataclass
 from typing import Sequence
 
 import trio
+
+from broker.log.results import FileRange
 
 # Byte chunks are coalesced into one send up to this size; bigger ones go out as they are.
 _COALESCE_LIMIT = 64 * 1024
 
 
-@dataclass(frozen=True)
-class FileRange:
-    """A byte range of an open file, sent with `os.sendfile` on plaintext sockets."""
-
-    fd: int
-    position: int
-    size: int
-
-    @classmethod
-    def pinned(cls, fd: int, position: int, size: int) -> FileRange:
-        """A range over a duplicate of `fd`, closed when the range is dropped.
-
-        A response may wait in a connection's queue, or stall mid-send, while the log closes
-        the segment (topic deletion, retention, an empty segment rolled away); sending from
-        a descriptor of its own keeps it reading that segment's bytes, never whatever file
-        later reuses the number."""
-        own = os.dup(fd)
-        try:
-            pinned = cls(own, position, size)
-            weakref.finalize(pinned, os.close, own)
-        except BaseException:
-            os.close(own)
-            raise
-        return pinned
-
-
-def chunk_size(chunk: object) -> int:
+def chunk_size(chunk: bytes | bytearray | memoryview | FileRange) -> int:
     if isinstance(chunk, (bytes, bytearray, memoryview)):
         return memoryview(chunk).nbytes
-    length = getattr(chunk, "length", None)
-    return int(length if length is not None else chunk.size)  # type: ignore[attr-defined]
-
-
-def _file_range(chunk: object) -> tuple[int, int, int]:
-    fd = getattr(chunk, "fd", None)
-    if fd is None:
-        fd = chunk.file.fileno()  # type: ignore[attr-defined]
-    return int(fd), int(chunk.position), chunk_size(chunk)  # type: ignore[attr-defined]
+    return chunk.size
 
 
 async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) -> int:
@@ -78,7 +44,7 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
                     await flush()
         else:
             await flush()
-            await send_file_range(stream, *_file_range(chunk))
+            await send_file_range(stream, chunk.fd, chunk.position, chunk.size)  # type: ignore[attr-defined]
     await flush()
     return total + 4
 

@@ -32,7 +32,7 @@ class _Proposal:
 
 
 class AlterPartitionManager:
-    """Queues ISR proposals and sends them through `channel` (a ControllerChannel).
+    """Queues ISR proposals and sends them through `channel` (a ControllerClient).
 
     `on_change(partition)` runs (on the trio thread) after an answer was applied, so
     waiters on the partition can re-check its ISR and high watermark.

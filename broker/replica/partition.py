@@ -83,11 +83,6 @@ class Partition:
         return self.log.log_end_offset
 
     @property
-    def follower_end_offsets(self) -> dict[int, int]:
-        """Follower broker id -> the fetch offset it last sent (its log end offset)."""
-        return {r: s.log_end_offset for r, s in self.followers.items()}
-
-    @property
     def maximal_isr(self) -> tuple[int, ...]:
         """The committed ISR plus any member a pending change adds (Kafka's maximalIsr)."""
         if self.pending_isr is None:

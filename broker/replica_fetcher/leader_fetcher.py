@@ -22,7 +22,7 @@ from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
 from broker.replica_fetcher.settings import FetcherSettings
 from broker.replica_fetcher.truncation import divergence_truncation_offset
-from clients.connection import KafkaConnection, KafkaConnectionError
+from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)

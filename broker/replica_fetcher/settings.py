@@ -23,12 +23,9 @@ class FetcherSettings:
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
-        def number(key: str) -> int:
-            return int(config.get(key))  # type: ignore[call-overload]
-
         return cls(listener_name=config.inter_broker_listener_name,
-                   max_bytes=number("replica.fetch.max.bytes"),
-                   response_max_bytes=number("replica.fetch.response.max.bytes"),
-                   max_wait_ms=number("replica.fetch.wait.max.ms"),
-                   min_bytes=number("replica.fetch.min.bytes"),
-                   backoff_ms=number("replica.fetch.backoff.ms"))
+                   max_bytes=config.replica_fetch_max_bytes,
+                   response_max_bytes=config.replica_fetch_response_max_bytes,
+                   max_wait_ms=config.replica_fetch_wait_max_ms,
+                   min_bytes=config.replica_fetch_min_bytes,
+                   backoff_ms=config.replica_fetch_backoff_ms)

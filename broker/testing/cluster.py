@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from broker.launcher import ClusterInfo, LauncherError, start_node, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import is_running, read_pid
-from broker.tools.waiting import wait_for
+from broker.testing.waiting import wait_for
 from clients.admin import BlockingAdmin, NewTopic
 
 DEFAULT_TIMEOUT_S = 60.0

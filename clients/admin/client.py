@@ -117,6 +117,17 @@ class Admin:
     async def describe_cluster(self) -> ops.ClusterDescription:
         return await self._run(ops.describe_cluster())
 
+    async def delete_groups(self, group_ids: Iterable[str]) -> None:
+        await self._run(gops.delete_groups(group_ids))
+
+    async def alter_group_offsets(self, group_id: str,
+                                  offsets: Mapping[ops.TopicPartition, int]) -> None:
+        await self._run(gops.alter_group_offsets(group_id, offsets))
+
+    async def delete_group_offsets(self, group_id: str,
+                                   partitions: Iterable[ops.TopicPartition]) -> None:
+        await self._run(gops.delete_group_offsets(group_id, partitions))
+
     async def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
@@ -223,6 +234,17 @@ class BlockingAdmin:
 
     def describe_cluster(self) -> ops.ClusterDescription:
         return self._run(ops.describe_cluster())
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        self._run(gops.delete_groups(group_ids))
+
+    def alter_group_offsets(self, group_id: str,
+                            offsets: Mapping[ops.TopicPartition, int]) -> None:
+        self._run(gops.alter_group_offsets(group_id, offsets))
+
+    def delete_group_offsets(self, group_id: str,
+                             partitions: Iterable[ops.TopicPartition]) -> None:
+        self._run(gops.delete_group_offsets(group_id, partitions))
 
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:

@@ -1,14 +1,15 @@
 """Admin operations on consumer groups and the metadata quorum, as I/O-free generators
-(see ``operations``): list and describe groups, fetch a group's committed offsets, and
-DescribeQuorum.
+(see ``operations``): list, describe and delete groups; list, alter and delete a group's
+committed offsets; and DescribeQuorum.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from clients.admin.operations import Call, Operation, TopicPartition, _fixed, _raise_for, metadata
+from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.consumer.group.protocol import decode_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
@@ -148,6 +149,41 @@ def list_group_offsets(group: str) -> Operation:
             for t in topics for p in t["partitions"]
             if p["error_code"] == ErrorCode.NONE and p["committed_offset"] >= 0}
 
+
+
+def delete_groups(groups: Iterable[str]) -> Operation:
+    """Delete groups without members (Kafka refuses the others: NON_EMPTY_GROUP)."""
+    for group in groups:
+        node_id = yield from find_coordinator(group)
+        response = yield Call(ApiKey.DELETE_GROUPS, _fixed({"groups_names": [group]}),
+                              node_id=node_id)
+        _raise_for(response["results"][0]["error_code"], None, f"deleting group {group}")
+
+
+def alter_group_offsets(group: str, offsets: Mapping[TopicPartition, int]) -> Operation:
+    """Commit `offsets` as a group without members would (generation -1, no member id)."""
+    node_id = yield from find_coordinator(group)
+    response = yield Call(ApiKey.OFFSET_COMMIT, _fixed(offset_commit_request(
+        group, -1, "", None, dict(sorted(offsets.items())))), node_id=node_id)
+    for (topic, partition), code in offset_commit_errors(response).items():
+        _raise_for(code, None, f"committing {topic}-{partition}")
+
+
+def delete_group_offsets(group: str, partitions: Iterable[TopicPartition]) -> Operation:
+    """Delete the group's committed offsets of `partitions` (OffsetDelete); a partition of a
+    topic the group's members consume is refused (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    node_id = yield from find_coordinator(group)
+    topics: dict[str, list[dict[str, int]]] = {}
+    for topic, partition in sorted(set(partitions)):
+        topics.setdefault(topic, []).append({"partition_index": partition})
+    response = yield Call(ApiKey.OFFSET_DELETE, _fixed({"group_id": group, "topics": [
+        {"name": name, "partitions": parts} for name, parts in topics.items()]}),
+        node_id=node_id)
+    _raise_for(response["error_code"], None, f"deleting offsets of group {group}")
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            _raise_for(p["error_code"], None,
+                       f"deleting the offset of {topic['name']}-{p['partition_index']}")
 
 def _replicas(entries: Iterable[dict[str, Any]]) -> tuple[ReplicaState, ...]:
     return tuple(ReplicaState(r["replica_id"], r["log_end_offset"],

@@ -36,7 +36,7 @@ class Call:
     api_key: ApiKey
     build: Callable[[int], dict[str, Any]]
     to_controller: bool = False
-    node_id: int | None = None  # a partition's leader, for calls only it can answer
+    node_id: int | None = None  # a partition's leader or a group's coordinator
 
 
 Operation = Generator[Call, dict[str, Any], Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ZERO_UUID, ErrorCode
 from metadata.controller import Decision
 from metadata.controller.brokers import check_broker_epoch
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
@@ -13,7 +13,6 @@ from metadata.records import (
     LEADER_RECOVERED,
     LEADER_RECOVERING,
     NO_RECOVERY_STATE_CHANGE,
-    ZERO_UUID,
     MetadataRecord,
     PartitionChangeRecord,
 )
@@ -29,7 +28,7 @@ def alter_partition(image: MetadataImage, request: dict[str, Any], now_ms: int) 
     """
     broker_id = request["broker_id"]
     code = check_broker_epoch(image, broker_id, request["broker_epoch"])
-    if code != errors.NONE:
+    if code != ErrorCode.NONE:
         return [], {"throttle_time_ms": 0, "error_code": code, "topics": []}
     records: list[MetadataRecord] = []
     topics_out = []
@@ -40,7 +39,7 @@ def alter_partition(image: MetadataImage, request: dict[str, Any], now_ms: int) 
         parts_out = []
         for p in t.get("partitions") or []:
             if topic is None:
-                missing = errors.UNKNOWN_TOPIC_ID if by_id else errors.UNKNOWN_TOPIC_OR_PARTITION
+                missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 parts_out.append(_error(p["partition_index"], missing))
                 continue
             record, result = _alter_one(image, broker_id, topic, p)
@@ -54,7 +53,7 @@ def alter_partition(image: MetadataImage, request: dict[str, Any], now_ms: int) 
                 "partitions": parts_out,
             }
         )
-    return records, {"throttle_time_ms": 0, "error_code": errors.NONE, "topics": topics_out}
+    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "topics": topics_out}
 
 
 def _alter_one(
@@ -63,13 +62,13 @@ def _alter_one(
     index = p["partition_index"]
     part = topic.partitions.get(index)
     if part is None:
-        return None, _error(index, errors.UNKNOWN_TOPIC_OR_PARTITION)
+        return None, _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if p["leader_epoch"] != part.leader_epoch:
-        return None, _error(index, errors.FENCED_LEADER_EPOCH)
+        return None, _error(index, ErrorCode.FENCED_LEADER_EPOCH)
     if part.leader != broker_id:
-        return None, _error(index, errors.NOT_LEADER_OR_FOLLOWER)
+        return None, _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if p["partition_epoch"] != part.partition_epoch:
-        return None, _error(index, errors.INVALID_UPDATE_VERSION)
+        return None, _error(index, ErrorCode.INVALID_UPDATE_VERSION)
 
     with_epochs = p.get("new_isr_with_epochs")
     if with_epochs is not None:
@@ -87,11 +86,11 @@ def _alter_one(
         or (recovery == LEADER_RECOVERING and len(new_isr) > 1)
         or (recovery == LEADER_RECOVERING and part.leader_recovery_state == LEADER_RECOVERED)
     ):
-        return None, _error(index, errors.INVALID_REQUEST)
+        return None, _error(index, ErrorCode.INVALID_REQUEST)
     for member, epoch in members:
         reg = image.broker(member)
         if reg is None or not reg.is_active or (epoch != -1 and epoch != reg.epoch):
-            return None, _error(index, errors.INELIGIBLE_REPLICA)
+            return None, _error(index, ErrorCode.INELIGIBLE_REPLICA)
 
     if new_isr == part.isr and recovery == part.leader_recovery_state:
         return None, _success(index, part)
@@ -110,7 +109,7 @@ def _alter_one(
 def _success(index: int, part: PartitionRegistration) -> dict[str, Any]:
     return {
         "partition_index": index,
-        "error_code": errors.NONE,
+        "error_code": ErrorCode.NONE,
         "leader_id": part.leader,
         "leader_epoch": part.leader_epoch,
         "isr": list(part.isr),

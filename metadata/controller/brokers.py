@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller import Decision
 from metadata.delta import apply_records
 from metadata.election import leaderless_changes, leaderships, remove_broker_changes
@@ -52,7 +52,7 @@ def register_broker(
         return [], {"throttle_time_ms": 0, "error_code": code, "broker_epoch": -1}
 
     if settings.cluster_id is not None and request.get("cluster_id") != settings.cluster_id:
-        return fail(errors.INCONSISTENT_CLUSTER_ID)
+        return fail(ErrorCode.INCONSISTENT_CLUSTER_ID)
     existing = image.broker(broker_id)
     if (
         existing is not None
@@ -62,7 +62,7 @@ def register_broker(
         # epoch it had (Kafka 3.7+), so it need not wait for its old session to expire.
         and request.get("previous_broker_epoch", -1) != existing.epoch
     ):
-        return fail(errors.DUPLICATE_BROKER_REGISTRATION)
+        return fail(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
     features = tuple(
         BrokerFeature(f["name"], f["min_supported_version"], f["max_supported_version"])
         for f in request.get("features") or ()
@@ -72,7 +72,7 @@ def register_broker(
         if level is not None and not (
             feature.min_supported_version <= level <= feature.max_supported_version
         ):
-            return fail(errors.UNSUPPORTED_VERSION)
+            return fail(ErrorCode.UNSUPPORTED_VERSION)
 
     epoch = image.offset + 1
     records: list[MetadataRecord] = []
@@ -97,7 +97,7 @@ def register_broker(
     )
     tracker.touch(broker_id, now_ms)
     logger.info("broker %d registering with epoch %d", broker_id, epoch)
-    return records, {"throttle_time_ms": 0, "error_code": errors.NONE, "broker_epoch": epoch}
+    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "broker_epoch": epoch}
 
 
 def broker_heartbeat(
@@ -117,7 +117,7 @@ def broker_heartbeat(
     broker_id = request["broker_id"]
     reg = image.broker(broker_id)
     if reg is None or reg.epoch != request["broker_epoch"]:
-        code = errors.BROKER_ID_NOT_REGISTERED if reg is None else errors.STALE_BROKER_EPOCH
+        code = ErrorCode.BROKER_ID_NOT_REGISTERED if reg is None else ErrorCode.STALE_BROKER_EPOCH
         return [], _heartbeat_response(code, caught_up=False, fenced=True, shut_down=False)
     tracker.touch(broker_id, now_ms)
     registered_at = tracker.registration_offset(broker_id)
@@ -145,7 +145,7 @@ def broker_heartbeat(
         fenced = False
         logger.info("unfencing broker %d", broker_id)
     return records, _heartbeat_response(
-        errors.NONE, caught_up=caught_up, fenced=fenced, shut_down=should_shut_down
+        ErrorCode.NONE, caught_up=caught_up, fenced=fenced, shut_down=should_shut_down
     )
 
 
@@ -218,15 +218,15 @@ def unregister_broker(
     """(records, error_code) removing a broker's registration (UnregisterBroker)."""
     reg = image.broker(broker_id)
     if reg is None:
-        return [], errors.BROKER_ID_NOT_REGISTERED
+        return [], ErrorCode.BROKER_ID_NOT_REGISTERED
     records: list[MetadataRecord] = list(remove_broker_changes(image, broker_id, settings))
     records.append(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=reg.epoch))
-    return records, errors.NONE
+    return records, ErrorCode.NONE
 
 
 def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> int:
     """NONE if `broker_epoch` is the registered epoch of `broker_id`, else STALE_BROKER_EPOCH."""
     reg = image.broker(broker_id)
     if reg is None or reg.epoch != broker_epoch:
-        return errors.STALE_BROKER_EPOCH
-    return errors.NONE
+        return ErrorCode.STALE_BROKER_EPOCH
+    return ErrorCode.NONE

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller import Decision
 from metadata.controller.rejection import Rejected
 from metadata.image import MetadataImage
@@ -44,10 +44,10 @@ def incremental_alter_configs(
     responses = []
     for res in resources:
         rtype, rname = res["resource_type"], res["resource_name"]
-        code, message = errors.NONE, None
+        code, message = ErrorCode.NONE, None
         try:
             if seen[(rtype, rname)] > 1:
-                raise Rejected(errors.INVALID_REQUEST, f"Duplicate resource {rname!r} in request.")
+                raise Rejected(ErrorCode.INVALID_REQUEST, f"Duplicate resource {rname!r} in request.")
             changes = _alter_one(image, rtype, rname, res.get("configs") or [], settings)
         except Rejected as rej:
             code, message = rej.code, rej.message
@@ -71,29 +71,29 @@ def _alter_one(
 ) -> list[MetadataRecord]:
     if rtype == TOPIC_RESOURCE:
         if rname not in image.topics_by_name:
-            raise Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.")
+            raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.")
     elif rtype == BROKER_RESOURCE:
         if rname != "" and not (rname.isascii() and rname.isdigit()):
-            raise Rejected(errors.INVALID_REQUEST, f"Invalid broker name {rname!r}.")
+            raise Rejected(ErrorCode.INVALID_REQUEST, f"Invalid broker name {rname!r}.")
     else:
-        raise Rejected(errors.INVALID_REQUEST, f"Unexpected resource type {rtype}.")
+        raise Rejected(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {rtype}.")
     names = [op["name"] for op in ops]
     if len(set(names)) != len(names):
-        raise Rejected(errors.INVALID_REQUEST, "Duplicate configuration key in request.")
+        raise Rejected(ErrorCode.INVALID_REQUEST, "Duplicate configuration key in request.")
 
     current = dict(image.configs.get((rtype, rname), {}))
     updated = dict(current)
     for op in ops:
         name, value, operation = op["name"], op.get("value"), op["config_operation"]
         if rtype == TOPIC_RESOURCE and name not in TOPIC_CONFIGS:
-            raise Rejected(errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
+            raise Rejected(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if operation == OP_DELETE:
             updated.pop(name, None)
             continue
         if operation not in (OP_SET, OP_APPEND, OP_SUBTRACT):
-            raise Rejected(errors.INVALID_REQUEST, f"Unknown config operation {operation}.")
+            raise Rejected(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}.")
         if value is None:
-            raise Rejected(errors.INVALID_REQUEST, f"Null value not supported for: {name}")
+            raise Rejected(ErrorCode.INVALID_REQUEST, f"Null value not supported for: {name}")
         if operation == OP_SET:
             updated[name] = value
         else:
@@ -116,7 +116,7 @@ def _edit_list(rtype: int, name: str, current: str | None, value: str, operation
         if definition.type != "list":
             verb = "APPEND" if operation == OP_APPEND else "SUBTRACT"
             raise Rejected(
-                errors.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
+                ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
             )
         if current is None:
             default = definition.default
@@ -139,4 +139,4 @@ def _validate(rtype: int, name: str, value: str, settings: ControllerSettings) -
         elif not name:
             raise ValueError("empty config name")
     except (ConfigValidationError, ValueError) as exc:
-        raise Rejected(errors.INVALID_CONFIG, str(exc)) from None
+        raise Rejected(ErrorCode.INVALID_CONFIG, str(exc)) from None

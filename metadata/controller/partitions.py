@@ -7,7 +7,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller import Decision
 from metadata.controller.assignments import (
     AssignmentError,
@@ -38,10 +38,10 @@ def create_partitions(
     for entry in topics:
         name = entry["name"]
         if name_counts[name] > 1:
-            code, message, new = errors.INVALID_REQUEST, "Duplicate topic name.", []
+            code, message, new = ErrorCode.INVALID_REQUEST, "Duplicate topic name.", []
         else:
             code, message, new = _grow(image, entry, rng)
-        if code == errors.NONE and not validate_only:
+        if code == ErrorCode.NONE and not validate_only:
             records.extend(new)
             logger.info("topic %s grows to %d partition(s)", name, entry["count"])
         results.append({"name": name, "error_code": code, "error_message": message})
@@ -53,21 +53,21 @@ def _grow(
 ) -> tuple[int, str | None, list[MetadataRecord]]:
     topic = image.topic(entry["name"])
     if topic is None:
-        return errors.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", []
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", []
     current = topic.partition_count()
     count = entry["count"]
     if count < current:
         message = f"Topic currently has {current} partitions, which is higher than the requested {count}."
-        return errors.INVALID_PARTITIONS, message, []
+        return ErrorCode.INVALID_PARTITIONS, message, []
     if count == current:
-        return errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).", []
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).", []
     additional = count - current
     assignments = entry.get("assignments")
     if assignments is not None:
         try:
             replica_lists = _manual(image, topic, assignments, additional)
         except AssignmentError as exc:
-            return errors.INVALID_REPLICA_ASSIGNMENT, str(exc), []
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(exc), []
     else:
         replication_factor = len(topic.partitions[0].replicas) if topic.partitions else 1
         try:
@@ -75,12 +75,12 @@ def _grow(
                 usable_brokers(image), additional, replication_factor, rng, first_partition=current
             )
         except PlacementError as exc:
-            return errors.INVALID_REPLICATION_FACTOR, str(exc), []
+            return ErrorCode.INVALID_REPLICATION_FACTOR, str(exc), []
     records: list[MetadataRecord] = [
         new_partition_record(image, topic.topic_id, current + i, replicas)
         for i, replicas in enumerate(replica_lists)
     ]
-    return errors.NONE, None, records
+    return ErrorCode.NONE, None, records
 
 
 def _manual(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller import Decision
 from metadata.controller.brokers import check_broker_epoch
 from metadata.image import MetadataImage
@@ -26,14 +26,14 @@ def allocate_producer_ids(
     broker_id = request["broker_id"]
     broker_epoch = request["broker_epoch"]
     code = check_broker_epoch(image, broker_id, broker_epoch)
-    if code != errors.NONE:
+    if code != ErrorCode.NONE:
         return [], _response(code, -1, 0)
     start = image.next_producer_id
     size = settings.producer_id_block_size
     if start > _MAX_PRODUCER_ID - size:
-        return [], _response(errors.UNKNOWN_SERVER_ERROR, -1, 0)
+        return [], _response(ErrorCode.UNKNOWN_SERVER_ERROR, -1, 0)
     record = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + size)
-    return [record], _response(errors.NONE, start, size)
+    return [record], _response(ErrorCode.NONE, start, size)
 
 
 def _response(code: int, start: int, length: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from metadata import errors
+from clients.protocol import ZERO_UUID, ErrorCode
 from metadata.controller import Decision
 from metadata.controller.assignments import (
     AssignmentError,
@@ -22,7 +22,6 @@ from metadata.image import MetadataImage
 from metadata.placement import PlacementError, place_replicas
 from metadata.records import (
     TOPIC_RESOURCE,
-    ZERO_UUID,
     ConfigRecord,
     MetadataRecord,
     RemoveTopicRecord,
@@ -57,7 +56,7 @@ def create_topics(
         name = topic["name"]
         try:
             if name_counts[name] > 1:
-                raise Rejected(errors.INVALID_REQUEST, f"Found multiple entries for topic {name}.")
+                raise Rejected(ErrorCode.INVALID_REQUEST, f"Found multiple entries for topic {name}.")
             topic_records, result = _create_one(image, topic, collisions, taken_ids, rng, settings)
         except Rejected as rej:
             results.append(_error_result(name, rej.code, rej.message))
@@ -84,13 +83,13 @@ def _create_one(
     name = topic["name"]
     reason = topic_name_error(name)
     if reason is not None:
-        raise Rejected(errors.INVALID_TOPIC_EXCEPTION, reason)
+        raise Rejected(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
     if name in image.topics_by_name:
-        raise Rejected(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        raise Rejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     other = collisions.get(collision_key(name))
     if other is not None and other != name:
         raise Rejected(
-            errors.INVALID_TOPIC_EXCEPTION,
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"Topic '{name}' collides with existing topic: {other}",
         )
     configs = _checked_configs(topic.get("configs") or [], settings)
@@ -107,9 +106,9 @@ def _create_one(
     result = {
         "name": name,
         "topic_id": topic_id,
-        "error_code": errors.NONE,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
-        "topic_config_error_code": errors.NONE,
+        "topic_config_error_code": ErrorCode.NONE,
         "num_partitions": len(replica_lists),
         "replication_factor": len(replica_lists[0]),
         "configs": [
@@ -131,13 +130,13 @@ def _checked_configs(raw: list[dict[str, Any]], settings: ControllerSettings) ->
     for entry in raw:
         key, value = entry["name"], entry.get("value")
         if key in configs:
-            raise Rejected(errors.INVALID_REQUEST, f"Duplicate configuration key {key}")
+            raise Rejected(ErrorCode.INVALID_REQUEST, f"Duplicate configuration key {key}")
         if value is None:
-            raise Rejected(errors.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
+            raise Rejected(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
         try:
             settings.check_topic_config(key, value)
         except ValueError as exc:  # ConfigValidationError included
-            raise Rejected(errors.INVALID_CONFIG, str(exc)) from None
+            raise Rejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
         configs[key] = value
     return configs
 
@@ -151,7 +150,7 @@ def _replica_lists(
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
             raise Rejected(
-                errors.INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "A manual partition assignment was given, so numPartitions and "
                 "replicationFactor must be -1.",
             )
@@ -160,19 +159,19 @@ def _replica_lists(
         num_partitions = settings.num_partitions
     if num_partitions <= 0:
         raise Rejected(
-            errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
         )
     if replication_factor == -1:
         replication_factor = settings.default_replication_factor
     if replication_factor <= 0:
         raise Rejected(
-            errors.INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
     try:
         return place_replicas(usable_brokers(image), num_partitions, replication_factor, rng)
     except PlacementError as exc:
-        raise Rejected(errors.INVALID_REPLICATION_FACTOR, str(exc)) from None
+        raise Rejected(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
 
 
 def _manual_lists(image: MetadataImage, assignments: list[dict[str, Any]]) -> list[tuple[int, ...]]:
@@ -191,7 +190,7 @@ def _manual_lists(image: MetadataImage, assignments: list[dict[str, Any]]) -> li
                 "All partitions in the manual partition assignment must have the same number of replicas."
             )
     except AssignmentError as exc:
-        raise Rejected(errors.INVALID_REPLICA_ASSIGNMENT, str(exc)) from None
+        raise Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(exc)) from None
     return [by_index[i] for i in range(len(by_index))]
 
 
@@ -201,7 +200,7 @@ def _error_result(name: str, code: int, message: str) -> dict[str, Any]:
         "topic_id": ZERO_UUID,
         "error_code": code,
         "error_message": message,
-        "topic_config_error_code": errors.NONE,
+        "topic_config_error_code": ErrorCode.NONE,
         "num_partitions": -1,
         "replication_factor": -1,
         "configs": None,
@@ -225,31 +224,31 @@ def delete_topics(
         if topic_id != ZERO_UUID:
             topic = image.topic_by_id(topic_id)
             if topic is None:
-                resolved.append((name, topic_id, errors.UNKNOWN_TOPIC_ID, "Unknown topic id."))
+                resolved.append((name, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "Unknown topic id."))
                 continue
             name = topic.name
         elif name is not None:
             topic = image.topic(name)
             if topic is None:
                 message = "This server does not host this topic-partition."
-                resolved.append((name, ZERO_UUID, errors.UNKNOWN_TOPIC_OR_PARTITION, message))
+                resolved.append((name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message))
                 continue
             topic_id = topic.topic_id
         else:
-            resolved.append((None, ZERO_UUID, errors.INVALID_REQUEST, "Neither topic name nor id given."))
+            resolved.append((None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id given."))
             continue
         if not settings.delete_topic_enable:
             message = "Topic deletion is disabled."
-            resolved.append((name, topic_id, errors.TOPIC_DELETION_DISABLED, message))
+            resolved.append((name, topic_id, ErrorCode.TOPIC_DELETION_DISABLED, message))
             continue
-        resolved.append((name, topic_id, errors.NONE, None))
-    id_counts = Counter(tid for _, tid, code, _ in resolved if code == errors.NONE)
+        resolved.append((name, topic_id, ErrorCode.NONE, None))
+    id_counts = Counter(tid for _, tid, code, _ in resolved if code == ErrorCode.NONE)
     records: list[MetadataRecord] = []
     responses = []
     for name, topic_id, code, message in resolved:
-        if code == errors.NONE and id_counts[topic_id] > 1:
-            code, message = errors.INVALID_REQUEST, "Duplicate topic in request."
-        elif code == errors.NONE:
+        if code == ErrorCode.NONE and id_counts[topic_id] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif code == ErrorCode.NONE:
             records.append(RemoveTopicRecord(topic_id=topic_id))
             logger.info("deleting topic %s (%s)", name, topic_id)
         responses.append({"name": name, "topic_id": topic_id, "error_code": code, "error_message": message})

@@ -17,8 +17,8 @@ import pytest
 from broker.launcher import ClusterInfo, LauncherError, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import log_tail
-from broker.tools.waiting import wait_for
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from broker.testing.waiting import wait_for
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
 

@@ -30,8 +30,8 @@ from broker.launcher import (
 )
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import is_running, log_tail, read_pid
-from broker.tools.waiting import wait_for as poll_until
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from broker.testing.waiting import wait_for as poll_until
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
 
@@ -60,7 +60,7 @@ CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
              interval: float = 0.05, details: Callable[[], str] | None = None) -> T:
-    """`broker.tools.waiting.wait_for`, failing the test with the output of `details`
+    """`broker.testing.waiting.wait_for`, failing the test with the output of `details`
     (e.g. log tails) appended."""
     try:
         return poll_until(probe, what, timeout, interval)

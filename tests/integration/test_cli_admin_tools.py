@@ -16,9 +16,9 @@ import pytest
 
 from broker.launcher import ClusterInfo
 from broker.launcher.ports import free_ports
-from broker.tools.waiting import wait_for
 from tests.integration.quorum_helpers import produce
 from tests.integration.test_cli_tools import cluster, raftka  # noqa: F401  (fixture)
+from broker.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

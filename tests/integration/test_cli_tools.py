@@ -13,7 +13,7 @@ import pytest
 
 from broker.launcher import ClusterInfo, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
-from broker.tools.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

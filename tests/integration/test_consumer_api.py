@@ -14,8 +14,8 @@ from typing import Any, Callable
 import pytest
 
 from broker.testing import RaftkaCluster
-from broker.tools.waiting import wait_for
-from clients.connection import BlockingKafkaConnection
+from broker.testing.waiting import wait_for
+from clients.net import BlockingKafkaConnection
 from clients.consumer import BlockingConsumer, NoOffsetForPartitionError, WakeupException
 from clients.producer import BlockingProducer
 from clients.protocol import ApiKey

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC, partition_for_group
-from clients.connection import BlockingKafkaConnection
+from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from clients.records.header import iter_batches

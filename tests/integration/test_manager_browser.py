@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.tools.waiting import wait_for
+from broker.testing.waiting import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",

@@ -16,19 +16,19 @@ from typing import Any, Iterator
 import pytest
 import trio
 
-from broker.controller_channel import ControllerChannel
-from broker.handlers import ForwardingHandlers
+from broker.apis.admin import ForwardingHandlers
+from broker.apis.request import ConnectionContext, RequestContext
+from broker.controller_client import ControllerClient
 from broker.launcher import ClusterInfo, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.launcher.processes import exit_code, log_tail, read_pid
 from broker.metadata_bridge import MetadataBridge
-from broker.network import ConnectionContext
-from broker.tools.waiting import wait_for
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, encode_response
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from tests.conftest import REPO_ROOT
+from broker.testing.waiting import wait_for
 
 HOST = "127.0.0.1"
 # Quicker heartbeats and sessions: a node stopping after the quorum lost its majority waits
@@ -280,14 +280,15 @@ async def test_forwarded_create_topics_times_out_per_topic_without_a_controller(
     with socket.socket() as unused:
         unused.bind((HOST, 0))
         port = unused.getsockname()[1]  # nothing listens here once closed
-    channel = ControllerChannel({1: (HOST, port)}, "node-tests")
+    channel = ControllerClient({1: (HOST, port)}, "node-tests")
     handlers = ForwardingHandlers(channel, min_timeout_ms=300)
     frame = encode_request(ApiKey.CREATE_TOPICS, 4, 7, "client", {
         "topics": [{"name": "a", "num_partitions": 1, "replication_factor": 1},
                    {"name": "b", "num_partitions": 1, "replication_factor": 1}],
         "timeout_ms": 100})
     request = decode_request(frame)
-    ctx = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", (HOST, 50000))
+    ctx = RequestContext.of(ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", (HOST, 50000)),
+                            request)
     with trio.fail_after(10):
         body = await handlers.forward(request, ctx)
     await channel.aclose()

@@ -1,6 +1,6 @@
 """Kafka's two leader-epoch failure cases (KIP-101), staged deterministically.
 
-Two in-process brokers, each the real DataPlane (ReplicaManager, replica fetchers, Fetch
+Two in-process brokers, each the real BrokerServer (ReplicaManager, replica fetchers, Fetch
 handler) over its own log directory and a real socket; the test plays the controller by
 committing the metadata records the controller would. "Crash and restart" closes a broker
 and opens a new one over the same directory, so its log is recovered from disk. Both
@@ -16,12 +16,9 @@ from typing import Any, Callable, Mapping
 import trio
 
 from broker.config import ServerConfig
-from broker.config.endpoints import Listener
-from broker.dataplane import DataPlane
-from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
 from broker.log.results import UpperBound
-from broker.network import NetworkServer, RequestRouter, install_api_versions
+from broker.server import BrokerServer
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
 from metadata.records import (
@@ -49,13 +46,13 @@ async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 
 
 
 class Broker:
-    """One broker's data plane on 127.0.0.1; `start`/`stop` like a process would."""
+    """One broker on 127.0.0.1 (no controller); `start`/`stop` like a process would."""
 
     def __init__(self, broker_id: int, directory: Path, extra: Mapping[str, str]) -> None:
         self.broker_id = broker_id
         self.directory = directory
         self.extra = dict(extra)
-        self.plane: DataPlane | None = None
+        self.server: BrokerServer | None = None
         self.image = MetadataImage.empty()
         self.port = 0
         self._scope: trio.CancelScope | None = None
@@ -67,25 +64,18 @@ class Broker:
                  "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(self.directory),
                  **self.extra}
         config = ServerConfig(props)
-        self.plane = DataPlane(config, LogManager([self.directory], config.log_defaults()),
-                               owns_log_manager=True)
+        self.server = BrokerServer(config, "epochs-test-cluster", lambda: self.image)
         self.image = MetadataImage.empty()
         self._stopped = trio.Event()
-        self.port = await nursery.start(self._serve, self.plane)
+        self.port = await nursery.start(self._serve, self.server)
 
-    async def _serve(self, plane: DataPlane, *,
+    async def _serve(self, server: BrokerServer, *,
                      task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        router = RequestRouter()
-        install_api_versions(router)
-        plane.register(router)
-        server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router)
         try:
             with trio.CancelScope() as self._scope:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(plane.run)
-                    addresses = await nursery.start(server.serve)
+                    addresses = await nursery.start(server.run, trio.Event())
                     task_status.started(addresses["PLAINTEXT"][1])
-                    await trio.sleep_forever()
         finally:
             self._stopped.set()
 
@@ -93,20 +83,20 @@ class Broker:
         assert self._scope is not None
         self._scope.cancel()
         await self._stopped.wait()
-        self.plane = None
+        self.server = None
 
     @property
     def running(self) -> bool:
-        return self.plane is not None
+        return self.server is not None
 
     def publish(self, records: list[Any]) -> None:
-        assert self.plane is not None
+        assert self.server is not None
         delta, self.image = apply_records(self.image, records)
-        self.plane.replica_manager.on_metadata_update(delta, self.image)
+        self.server.replica_manager.on_metadata_update(delta, self.image)
 
     def partition(self):  # type: ignore[no-untyped-def]
-        assert self.plane is not None
-        partition = self.plane.replica_manager.get_partition(TOPIC, 0)
+        assert self.server is not None
+        partition = self.server.replica_manager.get_partition(TOPIC, 0)
         assert partition is not None
         return partition
 
@@ -118,7 +108,7 @@ class Broker:
     def append(self, *values: bytes) -> None:
         """An acks=1 produce on the leader."""
         self.partition().append_as_leader(batch(list(values)), 1)
-        self.plane.replica_manager.notify((TOPIC, 0))  # type: ignore[union-attr]
+        self.server.replica_manager.notify((TOPIC, 0))  # type: ignore[union-attr]
 
     def log_bytes(self) -> bytes:
         """Every batch of the log, across segments."""

@@ -16,10 +16,10 @@ from typing import Iterator
 import pytest
 
 from broker.launcher.ports import pick_block
-from broker.tools.waiting import wait_for
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from tests.conftest import REPO_ROOT
+from broker.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.tools.waiting import wait_for
+from broker.testing.waiting import wait_for
 from tests.compat.cluster import Cluster
 from tests.spark.conftest import REPO_ROOT, require_java, worker_pythonpath
 

@@ -66,6 +66,6 @@ def test_sample_configs_are_valid_and_documented(sample: str) -> None:
     config = ServerConfig.from_file(REPO_ROOT / "config" / sample)
     assert config.unknown_keys == []
     assert f"`config/{sample}`" in README or f"`{sample.split('/')[-1]}`" in README
-    internal = int(config.get("offsets.topic.replication.factor"))  # type: ignore[call-overload]
+    internal = config.offsets_topic_replication_factor
     assert internal <= len(config.voters)  # every voter of the samples is also a broker
-    assert int(config.get("transaction.state.log.replication.factor")) == internal  # type: ignore[call-overload]
+    assert config.transaction_state_log_replication_factor == internal

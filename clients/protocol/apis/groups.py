@@ -190,6 +190,30 @@ DELETE_GROUPS = Api(
     ),
 )
 
+OFFSET_DELETE = Api(
+    ApiKey.OFFSET_DELETE, "OffsetDelete", (0, 0), flexible="none",
+    request=(
+        Field("group_id", STRING, "0+"),
+        Field("topics", Array(Struct("OffsetDeleteRequestTopic", (
+            Field("name", STRING, "0+"),
+            Field("partitions", Array(Struct("OffsetDeleteRequestPartition", (
+                Field("partition_index", INT32, "0+"),
+            ))), "0+"),
+        ))), "0+"),
+    ),
+    response=(
+        Field("error_code", INT16, "0+"),
+        Field("throttle_time_ms", INT32, "0+", ignorable=True),
+        Field("topics", Array(Struct("OffsetDeleteResponseTopic", (
+            Field("name", STRING, "0+"),
+            Field("partitions", Array(Struct("OffsetDeleteResponsePartition", (
+                Field("partition_index", INT32, "0+"),
+                Field("error_code", INT16, "0+"),
+            ))), "0+"),
+        ))), "0+"),
+    ),
+)
+
 APIS = (
     FIND_COORDINATOR,
     JOIN_GROUP,
@@ -199,4 +223,5 @@ APIS = (
     LIST_GROUPS,
     DESCRIBE_GROUPS,
     DELETE_GROUPS,
+    OFFSET_DELETE,
 )

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import pytest
 import trio
 
-from clients.connection import BlockingKafkaConnection, KafkaConnectionError
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, Request
 from clients.protocol import encode_response
 from tests.unit.client.stub_broker import CLOSE, StubBroker

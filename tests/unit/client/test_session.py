@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from clients.connection import parse_bootstrap_servers
+from clients.net import parse_bootstrap_servers
 from clients.net.session import FrameBuffer, ProtocolSession
 from clients.protocol import (
     ApiKey,

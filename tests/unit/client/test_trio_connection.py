@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from clients.connection import KafkaConnection, KafkaConnectionError
+from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode, KafkaError, ProtocolError
 from clients.protocol import Request, encode_response
 from tests.unit.client.stub_broker import CLOSE, StubBroker

@@ -206,6 +206,20 @@ def test_cluster_id_accepted_and_from_file(tmp_path: Path) -> None:
         ServerConfig.from_file(tmp_path / "missing.properties")
 
 
+def test_keys_the_node_reads_are_typed_attributes_parsed_once() -> None:
+    c = config(**{"replica.lag.time.max.ms": "12000", "broker.rack": "r1",
+                  "log.cleaner.io.buffer.load.factor": "0.5",
+                  "auto.create.topics.enable": "false"})
+    assert c.replica_lag_time_max_ms == 12000 and type(c.replica_lag_time_max_ms) is int
+    assert c.broker_rack == "r1"
+    assert c.log_cleaner_io_buffer_load_factor == 0.5
+    assert c.auto_create_topics_enable is False
+    assert config().broker_rack is None
+    assert config().offsets_topic_replication_factor == 3
+    with pytest.raises(AttributeError):
+        getattr(c, "no_such_key_ms")
+
+
 # --- security protocols: nothing but PLAINTEXT is served, and nothing else as plaintext ----
 
 TLS_AND_SASL = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"]

@@ -13,9 +13,10 @@ from typing import Any, AsyncIterator
 import trio
 
 from broker.config import Listener
-from broker.controller import ControllerEndpoint, QuorumController
-from broker.network import NetworkServer, RequestRouter
-from clients.connection import KafkaConnection
+from broker.controller_server import ControllerEndpoint, QuorumController
+from broker.apis.request import RequestRouter
+from broker.network import NetworkServer
+from clients.net import KafkaConnection
 from kraft import QuorumConfig, RaftQuorum
 from kraft.metadata_state_machine import MetadataStateMachine
 from metadata.settings import ControllerSettings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from broker.controller_channel import ControllerChannel
+from broker.controller_client import ControllerClient
 from broker.lifecycle import (
     BROKER_EPOCH_FILE,
     BrokerIdentity,
@@ -33,7 +33,7 @@ def identity() -> BrokerIdentity:
     return BrokerIdentity(BROKER_ID, CLUSTER_ID, (("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),))
 
 
-def manager(voter: Voter, channel: ControllerChannel, epoch_dir: Path) -> BrokerLifecycleManager:
+def manager(voter: Voter, channel: ControllerClient, epoch_dir: Path) -> BrokerLifecycleManager:
     # The broker follows the same metadata the controller applies.
     return BrokerLifecycleManager(identity(), channel, lambda: voter.state.applied_offset,
                                   LIFECYCLE, clean_shutdown_dir=epoch_dir)
@@ -56,7 +56,7 @@ async def test_clean_restart_registers_within_the_old_session(tmp_path: Path) ->
     async with running_quorum(tmp_path / "quorum", 1, SETTINGS) as quorum:
         leader = await quorum.leader()
         voters = {leader.node_id: leader.address}
-        async with ControllerChannel(voters, "broker-7") as channel:
+        async with ControllerClient(voters, "broker-7") as channel:
             first = manager(leader, channel, epoch_dir)
             assert first.identity.previous_broker_epoch == -1
             async with trio.open_nursery() as nursery:

@@ -10,9 +10,9 @@ from typing import Iterator
 import pytest
 
 from broker.config import ConfigError, ServerConfig
-from broker.controller import broker_config_validator, controller_settings_from_config
+from broker.controller_server import broker_config_validator, controller_settings_from_config
+from clients.protocol import ErrorCode
 from clients.records import compression
-from metadata import errors
 from metadata.controller.configs import OP_SET, incremental_alter_configs
 from tests.unit.controller.test_settings import COMBINED
 from tests.unit.metadata.harness import Cluster
@@ -41,7 +41,7 @@ def create(cluster: Cluster, name: str, codec: str) -> dict:  # type: ignore[typ
 
 def test_create_topics_refuses_a_codec_that_is_not_installed(cluster: Cluster, without_zstd: None) -> None:
     result = create(cluster, "z", "zstd")
-    assert result["error_code"] == errors.INVALID_CONFIG
+    assert result["error_code"] == ErrorCode.INVALID_CONFIG
     assert "compression.type zstd" in result["error_message"]
     assert "zstandard" in result["error_message"]
     assert "z" not in cluster.image.topics_by_name
@@ -62,7 +62,7 @@ def test_altering_a_topic_to_a_missing_codec_is_refused(cluster: Cluster, withou
     records, response = incremental_alter_configs(cluster.image, request, cluster.now_ms,
                                                   settings=cluster.settings)
     assert records == []
-    assert response["responses"][0]["error_code"] == errors.INVALID_CONFIG
+    assert response["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
     assert "zstandard" in response["responses"][0]["error_message"]
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import trio
 
-from broker.controller import broker_config_validator
-from clients.connection import KafkaConnection
+from broker.controller_server import broker_config_validator
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from metadata.settings import ControllerSettings
 from tests.unit.controller.support import (

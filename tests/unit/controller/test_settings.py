@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.config import ServerConfig
-from broker.controller import broker_config_validator, controller_settings_from_config
+from broker.controller_server import broker_config_validator, controller_settings_from_config
 
 COMBINED = {
     "process.roles": "broker,controller",

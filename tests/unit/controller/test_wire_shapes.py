@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from broker.controller.describe_quorum import (
+from broker.controller_server.describe_quorum import (
     CaughtUpTimes,
     ControllerEndpoint,
     describe_cluster_response,
     describe_quorum_response,
 )
-from broker.controller.responses import ERROR_RESPONSES, error_response
+from broker.controller_server.quorum_controller import CONTROLLER_ERRORS
 from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode, decode_response, encode_response
 from kraft.status import QuorumStatus, ReplicaStatus
 
@@ -51,11 +51,11 @@ def versions(api_key: int) -> list[int]:
     return list(range(low, high + 1))
 
 
-@pytest.mark.parametrize("api_key", sorted(ERROR_RESPONSES), ids=lambda k: ApiKey(k).name)
+@pytest.mark.parametrize("api_key", sorted(CONTROLLER_ERRORS), ids=lambda k: ApiKey(k).name)
 def test_not_controller_answer_encodes_in_every_version(api_key: int) -> None:
     for version in versions(api_key):
-        decoded = round_trip(api_key, version, error_response(api_key, REQUESTS[api_key],
-                                                              ErrorCode.NOT_CONTROLLER))
+        decoded = round_trip(api_key, version, CONTROLLER_ERRORS[api_key](
+            REQUESTS[api_key], version, ErrorCode.NOT_CONTROLLER))
         if api_key in PER_ENTRY:
             entries = decoded[PER_ENTRY[api_key]]
             assert len(entries) == ENTRY_COUNTS[api_key]

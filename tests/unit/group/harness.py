@@ -1,6 +1,6 @@
-"""One in-process broker on a real socket: the real data plane (ReplicaManager, partition
-logs), the Metadata handlers and the group coordinator, with metadata replayed from the
-records a controller would commit. `__consumer_offsets` is created, when a FindCoordinator
+"""One in-process broker on a real socket: the real BrokerServer (ReplicaManager, partition
+logs, request layer, group coordinator), with metadata replayed from the records a
+controller would commit. `__consumer_offsets` is created, when a FindCoordinator
 asks for it, by publishing its records here instead of through a controller.
 """
 
@@ -16,13 +16,8 @@ import trio
 
 from broker.config import ServerConfig
 from broker.config.endpoints import Listener
-from broker.dataplane import DataPlane
-from broker.group.component import GroupCoordinatorComponent
-from broker.group.offsets_log import ReplicaOffsetsLog
-from broker.handlers.metadata import MetadataHandlers
-from broker.log.manager import LogManager
-from broker.network import NetworkServer, RequestRouter, install_api_versions
-from clients.connection import KafkaConnection
+from broker.server import BrokerServer
+from clients.net import KafkaConnection
 from clients.protocol import ErrorCode
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
@@ -45,8 +40,7 @@ FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeo
 class GroupBroker:
     """A running broker plus helpers to change its metadata."""
 
-    plane: DataPlane
-    component: GroupCoordinatorComponent
+    server: BrokerServer
     host: str
     port: int
     image: MetadataImage = field(default_factory=MetadataImage.empty)
@@ -54,7 +48,7 @@ class GroupBroker:
 
     @property
     def coordinator(self):  # type: ignore[no-untyped-def]
-        return self.component.coordinator
+        return self.server.group_coordinator
 
     @property
     def bootstrap(self) -> str:
@@ -62,8 +56,7 @@ class GroupBroker:
 
     async def publish(self, records: list[Any]) -> None:
         delta, self.image = apply_records(self.image, records)
-        await self.plane.on_metadata(delta, self.image)
-        await self.component.on_metadata(delta, self.image)
+        await self.server.on_metadata(delta, self.image)
 
     def topic_records(self, name: str, partitions: int = 1,
                       configs: Mapping[str, str] | None = None) -> list[Any]:
@@ -108,8 +101,6 @@ async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None =
              "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(log_dir), **FAST_GROUPS,
              **(extra or {})}
     config = ServerConfig(props)
-    log_manager = LogManager([log_dir], config.log_defaults())
-    plane = DataPlane(config, log_manager)
     holder: list[GroupBroker] = []
 
     async def create_offsets_topic(topic: dict[str, Any]) -> tuple[int, str | None]:
@@ -118,27 +109,17 @@ async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None =
                                   {c["name"]: c["value"] for c in topic["configs"]})
         return ErrorCode.NONE, None
 
-    component = GroupCoordinatorComponent(
-        config, ReplicaOffsetsLog(plane.replica_manager, 5000), lambda: holder[0].image,
-        create_topic=create_offsets_topic)
-    router = RequestRouter()
-    install_api_versions(router)
-    MetadataHandlers(lambda: holder[0].image, "group-test-cluster").register(router)
-    plane.register(router)
-    component.register(router)
-    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router)
-    try:
-        async with trio.open_nursery() as nursery:
-            addresses = await nursery.start(server.serve)
-            host, port = addresses["PLAINTEXT"]
-            broker = GroupBroker(plane, component, host, port)
-            holder.append(broker)
-            await nursery.start(component.run)
-            await broker.publish([RegisterBrokerRecord(
-                broker_id=BROKER_ID, incarnation_id=uuid.uuid4(), broker_epoch=1,
-                end_points=(BrokerEndpoint("PLAINTEXT", host, port, 0),), fenced=False)])
-            yield broker
-            server.stop()
-            nursery.cancel_scope.cancel()
-    finally:
-        log_manager.close()
+    server = BrokerServer(config, "group-test-cluster",
+                          lambda: holder[0].image if holder else MetadataImage.empty(),
+                          create_offsets_topic=create_offsets_topic)
+    shutdown = trio.Event()
+    async with trio.open_nursery() as nursery:
+        addresses = await nursery.start(server.run, shutdown)
+        host, port = addresses["PLAINTEXT"]
+        broker = GroupBroker(server, host, port)
+        holder.append(broker)
+        await broker.publish([RegisterBrokerRecord(
+            broker_id=BROKER_ID, incarnation_id=uuid.uuid4(), broker_epoch=1,
+            end_points=(BrokerEndpoint("PLAINTEXT", host, port, 0),), fenced=False)])
+        yield broker
+        shutdown.set()

@@ -10,7 +10,7 @@ import trio
 from broker.group.coordinator import LoadSettings
 from broker.group.records import OffsetKey, encode_key
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.batch import Record, encode_batch
 from metadata.delta import apply_records
@@ -84,14 +84,14 @@ async def test_a_load_that_gave_up_starts_over_on_its_own(tmp_path, caplog):
         with caplog.at_level(logging.ERROR, logger="broker.group.coordinator"):
             # Only the coordinator hears of its leadership: the replica manager does not
             # lead the partitions, so every read fails until the load gives up.
-            await broker.component.on_metadata(delta, broker.image)
+            await broker.coordinator.on_metadata(delta, broker.image)
             with trio.fail_after(5):
                 while await join_code() != ErrorCode.COORDINATOR_NOT_AVAILABLE:
                     await trio.sleep(0.01)
         assert "gave up loading after 3 attempts" in caplog.text
         # The replica manager catches up, and no metadata change reaches the coordinator:
         # the load starts over by itself and the groups become available.
-        await broker.plane.on_metadata(delta, broker.image)
+        broker.server.replica_manager.on_metadata_update(delta, broker.image)
         with trio.fail_after(5):
             while (code := await join_code()) != ErrorCode.MEMBER_ID_REQUIRED:
                 assert code in (ErrorCode.COORDINATOR_NOT_AVAILABLE,

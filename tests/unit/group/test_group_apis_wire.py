@@ -9,7 +9,7 @@ import trio
 
 from broker.group.records import GroupKey, iter_entries
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from metadata.delta import apply_records
 from metadata.records import PartitionChangeRecord
@@ -278,7 +278,7 @@ async def test_coordinator_load_in_progress_until_the_partition_is_loaded(tmp_pa
         delta, broker.image = apply_records(broker.image, records)
         # The coordinator hears of its leadership before the replica manager has the
         # partitions, so loading cannot finish yet.
-        await broker.component.on_metadata(delta, broker.image)
+        await broker.coordinator.on_metadata(delta, broker.image)
         conn = await broker.connect()
         joined = await conn.request(ApiKey.JOIN_GROUP, join_body("g"), 9)
         assert joined["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -286,7 +286,7 @@ async def test_coordinator_load_in_progress_until_the_partition_is_loaded(tmp_pa
         assert commit_codes(committed) == [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
         listed = await conn.request(ApiKey.LIST_GROUPS, {"states_filter": []}, 4)
         assert listed["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        await broker.plane.on_metadata(delta, broker.image)
+        broker.server.replica_manager.on_metadata_update(delta, broker.image)
         await broker.wait_loaded()
         joined = await conn.request(ApiKey.JOIN_GROUP, join_body("g"), 9)
         assert joined["error_code"] == ErrorCode.MEMBER_ID_REQUIRED

@@ -7,7 +7,7 @@ from typing import Any
 import trio
 
 from broker.cli.main import main
-from clients.connection import KafkaConnection
+from clients.net import KafkaConnection
 from clients.protocol import ApiKey
 from tests.unit.group.harness import GroupBroker, running_group_broker
 from tests.unit.group.test_coordinator_clients import produce, ready

@@ -194,3 +194,30 @@ def test_an_offset_commit_counts_as_the_members_heartbeat():
                now=now)
         log.settle(engine.tick(now))
     assert list(engine.groups["g"].members) == [ids[0]]
+
+
+def test_offset_delete_refuses_consumed_topics_and_active_non_consumer_groups():
+    from clients.consumer.group.protocol import Subscription, encode_subscription
+
+    engine, log = new_engine(), Log()
+    metadata = encode_subscription(Subscription(("t",)))
+    ids = [engine.join(join_request(protocols=(("range", metadata),)), client_id="c",
+                       client_host="/h", require_known_member_id=True, now_ms=0)[0]
+           .body["member_id"] for _ in range(2)]
+    join_all(engine, log, ids, protocols=(("range", metadata),))
+    engine.sync(sync_request("g", ids[1], 1), 0)
+    log.settle(engine.sync(sync_request("g", ids[0], 1, {}), 0)[1])
+    commit(engine, log, commit_request("g", {("t", 0): 5, ("u", 0): 7}, generation=1,
+                                       member=ids[0]))
+    code, codes, write = engine.delete_offsets("g", [("t", 0), ("u", 0)])
+    assert code == ErrorCode.NONE
+    assert codes == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): ErrorCode.NONE}
+    assert write is not None and write.entries == [(OffsetKey("g", "u", 0), None)]
+    assert set(engine.groups["g"].offsets) == {("t", 0)}
+    assert engine.delete_offsets("missing", [("t", 0)])[0] == ErrorCode.GROUP_ID_NOT_FOUND
+
+    connect = new_engine()
+    member = connect.join(join_request("k", protocol_type="connect"), client_id="c",
+                          client_host="/h", require_known_member_id=False, now_ms=0)[0]
+    assert member.body is not None or member.parked
+    assert connect.delete_offsets("k", [("t", 0)])[0] == ErrorCode.NON_EMPTY_GROUP

@@ -51,9 +51,9 @@ def test_file_range_can_be_sent_with_sendfile(tmp_path: Path) -> None:
     log.update_high_watermark(1)
     (file_range,) = log.read(0, 1 << 20).ranges
     out_fd = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)
-    sent = os.sendfile(out_fd, file_range.fd, file_range.position, file_range.length)
+    sent = os.sendfile(out_fd, file_range.fd, file_range.position, file_range.size)
     os.close(out_fd)
-    assert sent == file_range.length
+    assert sent == file_range.size
     assert records_of((tmp_path / "out").read_bytes()) == [(0, None, b"hello")]
     log.close()
 

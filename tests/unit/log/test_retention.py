@@ -116,3 +116,14 @@ def test_log_start_offset_from_retention_and_delete_records_is_checkpointed(tmp_
     assert again is not None and again.log_start_offset == 4
     assert [r[0] for r in read_all(again)] == [4, 5]
     reopened.close()
+
+
+def test_the_log_owns_its_segment_list(tmp_path: Path) -> None:
+    log = open_log(tmp_path, {"segment.bytes": "200"})
+    _fill(log, 3)
+    listed = log.segments
+    listed.clear()
+    assert len(log.segments) == 3  # callers get a copy
+    assert log.inactive_segments == log.segments[:-1]
+    assert log.holds(log.inactive_segments) and not log.holds(listed + [object()])  # type: ignore[list-item]
+    log.close()

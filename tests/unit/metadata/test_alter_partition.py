@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller.alter_partition import alter_partition
 from tests.unit.metadata.harness import Cluster
 
@@ -80,50 +80,50 @@ def code_of(cluster: Cluster, req: dict[str, Any]) -> int:
 def test_stale_broker_epoch(cluster: Cluster) -> None:
     req = request(cluster, isr=[1, 2])
     req["broker_epoch"] -= 1
-    assert code_of(cluster, req) == errors.STALE_BROKER_EPOCH
+    assert code_of(cluster, req) == ErrorCode.STALE_BROKER_EPOCH
 
 
 def test_fenced_leader_epoch(cluster: Cluster) -> None:
-    assert code_of(cluster, request(cluster, isr=[1, 2], leader_epoch=5)) == errors.FENCED_LEADER_EPOCH
+    assert code_of(cluster, request(cluster, isr=[1, 2], leader_epoch=5)) == ErrorCode.FENCED_LEADER_EPOCH
 
 
 def test_partition_epoch_mismatch(cluster: Cluster) -> None:
-    assert code_of(cluster, request(cluster, isr=[1, 2], partition_epoch=3)) == errors.INVALID_UPDATE_VERSION
+    assert code_of(cluster, request(cluster, isr=[1, 2], partition_epoch=3)) == ErrorCode.INVALID_UPDATE_VERSION
 
 
 def test_requester_not_leader(cluster: Cluster) -> None:
-    assert code_of(cluster, request(cluster, broker_id=2, isr=[2, 3])) == errors.NOT_LEADER_OR_FOLLOWER
+    assert code_of(cluster, request(cluster, broker_id=2, isr=[2, 3])) == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_ineligible_replicas(cluster: Cluster) -> None:
     records, response = alter_partition(cluster.image, request(cluster, isr=[1, 2]), cluster.now_ms)
     cluster.commit(records)
     cluster.heartbeat(3, want_fence=True)
-    assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == errors.INELIGIBLE_REPLICA
+    assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == ErrorCode.INELIGIBLE_REPLICA
 
 
 def test_controlled_shutdown_member_is_ineligible(cluster: Cluster) -> None:
     records, _ = alter_partition(cluster.image, request(cluster, isr=[1, 2]), cluster.now_ms)
     cluster.commit(records)
     cluster.heartbeat(3, want_shut_down=True)
-    assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == errors.INELIGIBLE_REPLICA
+    assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == ErrorCode.INELIGIBLE_REPLICA
 
 
 def test_stale_member_epoch_is_ineligible(cluster: Cluster) -> None:
     epoch3 = cluster.image.broker(3).epoch
-    assert code_of(cluster, request(cluster, isr=[1, 3], epochs={3: epoch3 - 1})) == errors.INELIGIBLE_REPLICA
+    assert code_of(cluster, request(cluster, isr=[1, 3], epochs={3: epoch3 - 1})) == ErrorCode.INELIGIBLE_REPLICA
 
 
 @pytest.mark.parametrize("isr", [[], [1, 1], [1, 4], [2, 3]], ids=["empty", "duplicate", "not a replica", "no leader"])
 def test_malformed_isr_is_invalid_request(cluster: Cluster, isr: list[int]) -> None:
     req = request(cluster, isr=[1])
     req["topics"][0]["partitions"][0]["new_isr_with_epochs"] = [{"broker_id": b, "broker_epoch": -1} for b in isr]
-    assert code_of(cluster, req) == errors.INVALID_REQUEST
+    assert code_of(cluster, req) == ErrorCode.INVALID_REQUEST
 
 
 def test_recovering_state_rules(cluster: Cluster) -> None:
     # A recovered partition cannot go back to recovering.
-    assert code_of(cluster, request(cluster, isr=[1], recovery=1)) == errors.INVALID_REQUEST
+    assert code_of(cluster, request(cluster, isr=[1], recovery=1)) == ErrorCode.INVALID_REQUEST
 
 
 def test_unknown_topic_and_partition(cluster: Cluster) -> None:
@@ -131,8 +131,8 @@ def test_unknown_topic_and_partition(cluster: Cluster) -> None:
 
     req = request(cluster, isr=[1])
     req["topics"][0]["topic_id"] = uuid.uuid4()
-    assert code_of(cluster, req) == errors.UNKNOWN_TOPIC_ID
+    assert code_of(cluster, req) == ErrorCode.UNKNOWN_TOPIC_ID
     req = request(cluster, isr=[1], by_name=True)
     req["topics"][0]["topic_name"] = "nope"
-    assert code_of(cluster, req) == errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert code_of(cluster, request(cluster, isr=[1], partition=5)) == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert code_of(cluster, req) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert code_of(cluster, request(cluster, isr=[1], partition=5)) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

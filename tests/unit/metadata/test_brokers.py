@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller.brokers import (
     broker_heartbeat,
     fence_expired_brokers,
@@ -52,7 +52,7 @@ def test_duplicate_live_broker_id_is_rejected() -> None:
     c.add_brokers(1)
     c.now_ms += c.settings.broker_session_timeout_ms - 1
     response = c.register(1, incarnation=uuid.uuid4())
-    assert response == {"throttle_time_ms": 0, "error_code": errors.DUPLICATE_BROKER_REGISTRATION, "broker_epoch": -1}
+    assert response == {"throttle_time_ms": 0, "error_code": ErrorCode.DUPLICATE_BROKER_REGISTRATION, "broker_epoch": -1}
 
 
 def test_restart_naming_its_previous_epoch_registers_within_the_old_session() -> None:
@@ -66,14 +66,14 @@ def test_restart_naming_its_previous_epoch_registers_within_the_old_session() ->
     assert response["error_code"] == 0 and response["broker_epoch"] > previous
     wrong = dict(request, incarnation_id=uuid.uuid4(), previous_broker_epoch=previous - 1)
     _, refused = register_broker(c.image, wrong, c.now_ms, c.tracker, c.settings)
-    assert refused["error_code"] == errors.DUPLICATE_BROKER_REGISTRATION
+    assert refused["error_code"] == ErrorCode.DUPLICATE_BROKER_REGISTRATION
 
 
 def test_inconsistent_cluster_id_is_rejected() -> None:
     c = Cluster(settings=ControllerSettings(cluster_id="abc"))
     request = {"broker_id": 1, "cluster_id": "other", "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
     records, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert records == [] and response["error_code"] == errors.INCONSISTENT_CLUSTER_ID
+    assert records == [] and response["error_code"] == ErrorCode.INCONSISTENT_CLUSTER_ID
 
 
 def test_unsupported_feature_range_is_rejected() -> None:
@@ -84,7 +84,7 @@ def test_unsupported_feature_range_is_rejected() -> None:
         "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 10}],
     }
     _, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert response["error_code"] == errors.UNSUPPORTED_VERSION
+    assert response["error_code"] == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_heartbeat_unfences_only_once_caught_up_to_registration() -> None:
@@ -107,9 +107,9 @@ def test_heartbeat_with_stale_epoch_or_unknown_broker() -> None:
     request = {"broker_id": 1, "broker_epoch": c.image.broker(1).epoch - 1, "current_metadata_offset": 0,
                "want_fence": False, "want_shut_down": False}
     records, response = broker_heartbeat(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert records == [] and response["error_code"] == errors.STALE_BROKER_EPOCH and response["is_fenced"]
+    assert records == [] and response["error_code"] == ErrorCode.STALE_BROKER_EPOCH and response["is_fenced"]
     _, response = broker_heartbeat(c.image, {**request, "broker_id": 9}, c.now_ms, c.tracker, c.settings)
-    assert response["error_code"] == errors.BROKER_ID_NOT_REGISTERED
+    assert response["error_code"] == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
 def test_session_expiry_fences_and_moves_leadership_to_first_live_isr_member() -> None:
@@ -238,7 +238,7 @@ def test_unregister_broker_moves_duties_and_removes_registration() -> None:
     c.commit(records)
     assert c.image.broker(1) is None
     assert c.image.partition(c.image.topic("t").topic_id, 0).leader == 2
-    assert unregister_broker(c.image, 1, c.settings)[1] == errors.BROKER_ID_NOT_REGISTERED
+    assert unregister_broker(c.image, 1, c.settings)[1] == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
 def test_reregistration_of_a_leader_moves_its_leadership_first() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller.configs import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, incremental_alter_configs
 from metadata.records import ConfigRecord
 from metadata.settings import ControllerSettings
@@ -61,7 +61,7 @@ def test_append_and_subtract_list_config_start_from_default(cluster: Cluster) ->
 
 def test_append_to_non_list_is_invalid_config(cluster: Cluster) -> None:
     records, (resp,) = alter(cluster, (2, "t", [op("retention.ms", OP_APPEND, "5")]))
-    assert records == [] and resp["error_code"] == errors.INVALID_CONFIG
+    assert records == [] and resp["error_code"] == ErrorCode.INVALID_CONFIG
 
 
 @pytest.mark.parametrize("ops", [
@@ -71,7 +71,7 @@ def test_append_to_non_list_is_invalid_config(cluster: Cluster) -> None:
 ])
 def test_invalid_topic_config_values(cluster: Cluster, ops: list[dict[str, Any]]) -> None:
     records, (resp,) = alter(cluster, (2, "t", ops))
-    assert records == [] and resp["error_code"] == errors.INVALID_CONFIG and resp["error_message"]
+    assert records == [] and resp["error_code"] == ErrorCode.INVALID_CONFIG and resp["error_message"]
 
 
 def test_validate_only_writes_nothing(cluster: Cluster) -> None:
@@ -81,7 +81,7 @@ def test_validate_only_writes_nothing(cluster: Cluster) -> None:
 
 def test_unknown_topic(cluster: Cluster) -> None:
     _, (resp,) = alter(cluster, (2, "nope", [op("segment.ms", OP_SET, "5000")]))
-    assert resp["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert resp["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_broker_resources(cluster: Cluster) -> None:
@@ -102,7 +102,7 @@ def test_broker_config_validator_rejects_with_invalid_config(cluster: Cluster) -
 
     _, (resp,) = alter(cluster, (4, "1", [op("log.retention.ms", OP_SET, "x")]),
                        settings=ControllerSettings(validate_broker_config=only_numbers))
-    assert resp["error_code"] == errors.INVALID_CONFIG
+    assert resp["error_code"] == ErrorCode.INVALID_CONFIG
 
 
 @pytest.mark.parametrize("resource", [
@@ -114,7 +114,7 @@ def test_broker_config_validator_rejects_with_invalid_config(cluster: Cluster) -
 ], ids=["bad broker name", "unsupported type", "null value", "unknown op", "duplicate key"])
 def test_invalid_requests(cluster: Cluster, resource: tuple[int, str, list[dict[str, Any]]]) -> None:
     records, (resp,) = alter(cluster, resource)
-    assert records == [] and resp["error_code"] == errors.INVALID_REQUEST
+    assert records == [] and resp["error_code"] == ErrorCode.INVALID_REQUEST
 
 
 def test_duplicate_resource_fails_both_and_others_still_apply(cluster: Cluster) -> None:
@@ -124,5 +124,5 @@ def test_duplicate_resource_fails_both_and_others_still_apply(cluster: Cluster) 
         (2, "t", [op("segment.ms", OP_SET, "2")]),
         (4, "", [op("x.y", OP_SET, "1")]),
     )
-    assert [r["error_code"] for r in responses] == [errors.INVALID_REQUEST, errors.INVALID_REQUEST, 0]
+    assert [r["error_code"] for r in responses] == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST, 0]
     assert records == [ConfigRecord(resource_type=4, resource_name="", name="x.y", value="1")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from metadata import errors
+from clients.protocol import ErrorCode
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.describe import (
     describe_topic_by_id,
@@ -34,7 +34,7 @@ def test_producer_ids_with_stale_epoch() -> None:
     c.add_brokers(1)
     for request in ({"broker_id": 1, "broker_epoch": 99}, {"broker_id": 7, "broker_epoch": 0}):
         records, response = allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings)
-        assert records == [] and response["error_code"] == errors.STALE_BROKER_EPOCH
+        assert records == [] and response["error_code"] == ErrorCode.STALE_BROKER_EPOCH
 
 
 def test_describe_topics_reports_leader_and_offline_replicas() -> None:
@@ -63,11 +63,11 @@ def test_describe_leaderless_and_unknown() -> None:
     c.create_topic("t")
     c.heartbeat(1, want_fence=True)
     (topic,) = describe_topics(c.image)
-    assert topic["partitions"][0]["error_code"] == errors.LEADER_NOT_AVAILABLE
+    assert topic["partitions"][0]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE
     assert topic["partitions"][0]["leader_id"] == -1
     (missing,) = describe_topics(c.image, ["nope"])
-    assert missing["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert describe_topic_by_id(c.image, uuid.uuid4())["error_code"] == errors.UNKNOWN_TOPIC_ID
+    assert missing["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert describe_topic_by_id(c.image, uuid.uuid4())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
     tid = c.image.topic("t").topic_id
     assert describe_topic_by_id(c.image, tid)["name"] == "t"
 
@@ -80,4 +80,4 @@ def test_producer_id_space_exhausted() -> None:
     c.commit([ProducerIdsRecord(broker_id=1, broker_epoch=0, next_producer_id=2**63 - 500)])
     request = {"broker_id": 1, "broker_epoch": c.image.broker(1).epoch}
     records, response = allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings)
-    assert records == [] and response["error_code"] == errors.UNKNOWN_SERVER_ERROR
+    assert records == [] and response["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from metadata import errors
+from clients.protocol import ZERO_UUID, ErrorCode
 from metadata.controller.partitions import create_partitions
 from metadata.controller.topics import create_topics, delete_topics
-from metadata.records import ZERO_UUID, ConfigRecord, PartitionRecord, TopicRecord
+from metadata.records import ConfigRecord, PartitionRecord, TopicRecord
 from metadata.settings import ControllerSettings
 from tests.unit.metadata.harness import Cluster
 
@@ -74,7 +74,7 @@ def test_validate_only_writes_nothing(cluster: Cluster) -> None:
 )
 def test_illegal_topic_names(cluster: Cluster, name: str) -> None:
     records, (result,) = run_create(cluster, creatable(name))
-    assert records == [] and result["error_code"] == errors.INVALID_TOPIC_EXCEPTION
+    assert records == [] and result["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 def test_longest_legal_name_is_accepted(cluster: Cluster) -> None:
@@ -85,29 +85,29 @@ def test_longest_legal_name_is_accepted(cluster: Cluster) -> None:
 def test_dot_underscore_collision(cluster: Cluster) -> None:
     cluster.create_topic("a.b")
     _, (result,) = run_create(cluster, creatable("a_b"))
-    assert result["error_code"] == errors.INVALID_TOPIC_EXCEPTION
+    assert result["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
     # Also within one request.
     records, results = run_create(cluster, creatable("x.y"), creatable("x_y"))
-    assert [r["error_code"] for r in results] == [0, errors.INVALID_TOPIC_EXCEPTION]
+    assert [r["error_code"] for r in results] == [0, ErrorCode.INVALID_TOPIC_EXCEPTION]
     assert sum(isinstance(r, TopicRecord) for r in records) == 1
 
 
 def test_existing_topic(cluster: Cluster) -> None:
     cluster.create_topic("t")
     _, (result,) = run_create(cluster, creatable("t"))
-    assert result["error_code"] == errors.TOPIC_ALREADY_EXISTS
+    assert result["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
 
 
 def test_duplicate_names_in_one_request(cluster: Cluster) -> None:
     records, results = run_create(cluster, creatable("t"), creatable("t"))
-    assert records == [] and [r["error_code"] for r in results] == [errors.INVALID_REQUEST] * 2
+    assert records == [] and [r["error_code"] for r in results] == [ErrorCode.INVALID_REQUEST] * 2
 
 
 @pytest.mark.parametrize(("partitions", "rf", "code"), [
-    (0, 1, errors.INVALID_PARTITIONS),
-    (-2, 1, errors.INVALID_PARTITIONS),
-    (1, 0, errors.INVALID_REPLICATION_FACTOR),
-    (1, 4, errors.INVALID_REPLICATION_FACTOR),
+    (0, 1, ErrorCode.INVALID_PARTITIONS),
+    (-2, 1, ErrorCode.INVALID_PARTITIONS),
+    (1, 0, ErrorCode.INVALID_REPLICATION_FACTOR),
+    (1, 4, ErrorCode.INVALID_REPLICATION_FACTOR),
 ])
 def test_bad_counts(cluster: Cluster, partitions: int, rf: int, code: int) -> None:
     records, (result,) = run_create(cluster, creatable("t", partitions, rf))
@@ -117,7 +117,7 @@ def test_bad_counts(cluster: Cluster, partitions: int, rf: int, code: int) -> No
 def test_replication_factor_counts_only_unfenced_brokers(cluster: Cluster) -> None:
     cluster.heartbeat(3, want_fence=True)
     _, (result,) = run_create(cluster, creatable("t", 1, 3))
-    assert result["error_code"] == errors.INVALID_REPLICATION_FACTOR
+    assert result["error_code"] == ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 def test_manual_assignment(cluster: Cluster) -> None:
@@ -138,18 +138,18 @@ def test_manual_assignment(cluster: Cluster) -> None:
 ], ids=["duplicate broker", "unknown broker", "empty", "gap", "repeated index", "uneven rf"])
 def test_invalid_manual_assignment(cluster: Cluster, assignments: list[dict[str, Any]]) -> None:
     records, (result,) = run_create(cluster, creatable("t", -1, -1, assignments=assignments))
-    assert records == [] and result["error_code"] == errors.INVALID_REPLICA_ASSIGNMENT
+    assert records == [] and result["error_code"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_manual_assignment_on_fenced_broker_is_invalid(cluster: Cluster) -> None:
     cluster.heartbeat(2, want_fence=True)
     _, (result,) = run_create(cluster, creatable("t", -1, -1, assignments=[{"partition_index": 0, "broker_ids": [2]}]))
-    assert result["error_code"] == errors.INVALID_REPLICA_ASSIGNMENT
+    assert result["error_code"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_manual_assignment_with_counts_is_an_invalid_request(cluster: Cluster) -> None:
     _, (result,) = run_create(cluster, creatable("t", 1, -1, assignments=[{"partition_index": 0, "broker_ids": [1]}]))
-    assert result["error_code"] == errors.INVALID_REQUEST
+    assert result["error_code"] == ErrorCode.INVALID_REQUEST
 
 
 @pytest.mark.parametrize("configs", [
@@ -160,7 +160,7 @@ def test_manual_assignment_with_counts_is_an_invalid_request(cluster: Cluster) -
 ])
 def test_invalid_config(cluster: Cluster, configs: list[dict[str, Any]]) -> None:
     records, (result,) = run_create(cluster, creatable("t", configs=configs))
-    assert records == [] and result["error_code"] == errors.INVALID_CONFIG
+    assert records == [] and result["error_code"] == ErrorCode.INVALID_CONFIG
 
 
 def test_topic_ids_are_unique_and_seeded() -> None:
@@ -197,16 +197,16 @@ def test_delete_unknown(cluster: Cluster) -> None:
     request = {"topics": [{"name": "nope", "topic_id": ZERO_UUID}, {"name": None, "topic_id": uuid.uuid4()}]}
     records, response = delete_topics(cluster.image, request, 0, settings=cluster.settings)
     assert records == []
-    assert [r["error_code"] for r in response["responses"]] == [errors.UNKNOWN_TOPIC_OR_PARTITION, errors.UNKNOWN_TOPIC_ID]
+    assert [r["error_code"] for r in response["responses"]] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID]
 
 
 def test_delete_duplicate_and_disabled(cluster: Cluster) -> None:
     tid = cluster.create_topic("a")["topic_id"]
     request = {"topics": [{"name": "a", "topic_id": ZERO_UUID}, {"name": None, "topic_id": tid}]}
     records, response = delete_topics(cluster.image, request, 0, settings=cluster.settings)
-    assert records == [] and {r["error_code"] for r in response["responses"]} == {errors.INVALID_REQUEST}
+    assert records == [] and {r["error_code"] for r in response["responses"]} == {ErrorCode.INVALID_REQUEST}
     records, response = delete_topics(cluster.image, {"topic_names": ["a"]}, 0, settings=ControllerSettings(delete_topic_enable=False))
-    assert records == [] and response["responses"][0]["error_code"] == errors.TOPIC_DELETION_DISABLED
+    assert records == [] and response["responses"][0]["error_code"] == ErrorCode.TOPIC_DELETION_DISABLED
 
 
 # ---- CreatePartitions --------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_create_partitions_validate_only(cluster: Cluster) -> None:
     assert records == [] and result["error_code"] == 0
 
 
-@pytest.mark.parametrize(("count", "code"), [(1, errors.INVALID_PARTITIONS), (2, errors.INVALID_PARTITIONS)])
+@pytest.mark.parametrize(("count", "code"), [(1, ErrorCode.INVALID_PARTITIONS), (2, ErrorCode.INVALID_PARTITIONS)])
 def test_create_partitions_never_shrinks(cluster: Cluster, count: int, code: int) -> None:
     cluster.create_topic("t", 2)
     records, (result,) = run_grow(cluster, {"name": "t", "count": count, "assignments": None})
@@ -244,7 +244,7 @@ def test_create_partitions_unknown_topic_and_duplicates(cluster: Cluster) -> Non
     cluster.create_topic("t")
     _, results = run_grow(cluster, {"name": "nope", "count": 3, "assignments": None},
                           {"name": "t", "count": 3, "assignments": None}, {"name": "t", "count": 4, "assignments": None})
-    assert [r["error_code"] for r in results] == [errors.UNKNOWN_TOPIC_OR_PARTITION, errors.INVALID_REQUEST, errors.INVALID_REQUEST]
+    assert [r["error_code"] for r in results] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
 
 
 def test_create_partitions_manual_assignments(cluster: Cluster) -> None:
@@ -253,11 +253,11 @@ def test_create_partitions_manual_assignments(cluster: Cluster) -> None:
     assert result["error_code"] == 0 and records[0].replicas == (3, 2) and records[0].partition_id == 1
     for assignments in ([{"broker_ids": [3]}], [{"broker_ids": [3, 2]}, {"broker_ids": [1, 2]}], [{"broker_ids": [3, 9]}]):
         records, (result,) = run_grow(cluster, {"name": "t", "count": 2, "assignments": assignments})
-        assert records == [] and result["error_code"] == errors.INVALID_REPLICA_ASSIGNMENT
+        assert records == [] and result["error_code"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_create_partitions_rf_above_live_brokers(cluster: Cluster) -> None:
     cluster.create_topic("t", 1, 3)
     cluster.heartbeat(1, want_fence=True)
     records, (result,) = run_grow(cluster, {"name": "t", "count": 2, "assignments": None})
-    assert records == [] and result["error_code"] == errors.INVALID_REPLICATION_FACTOR
+    assert records == [] and result["error_code"] == ErrorCode.INVALID_REPLICATION_FACTOR

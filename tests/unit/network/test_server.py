@@ -13,13 +13,10 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 import clients.protocol as codec
 from broker.config import Listener
-from broker.network import (
-    FileRange,
-    NetworkServer,
-    RequestRouter,
-    ServerSettings,
-    install_api_versions,
-)
+from broker.apis.api_versions import install_api_versions
+from broker.apis.request import RequestRouter
+from broker.log.results import FileRange
+from broker.network import NetworkServer, ServerSettings
 from tests.unit.network.wire import (
     connect,
     framed,

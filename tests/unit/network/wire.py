@@ -8,7 +8,8 @@ from typing import AsyncIterator
 import trio
 
 from broker.config import Listener
-from broker.network import NetworkServer, RequestRouter, ServerSettings
+from broker.apis.request import RequestRouter
+from broker.network import NetworkServer, ServerSettings
 
 
 @asynccontextmanager

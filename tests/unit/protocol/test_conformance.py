@@ -17,7 +17,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "ListOffsets": (1, 7), "OffsetForLeaderEpoch": (2, 4), "FindCoordinator": (0, 4),
     "JoinGroup": (0, 9), "SyncGroup": (0, 5), "Heartbeat": (0, 4), "LeaveGroup": (0, 5),
     "OffsetCommit": (2, 8), "OffsetFetch": (1, 8), "ListGroups": (0, 4),
-    "DescribeGroups": (0, 5), "DeleteGroups": (0, 2), "CreateTopics": (2, 7),
+    "DescribeGroups": (0, 5), "DeleteGroups": (0, 2), "OffsetDelete": (0, 0), "CreateTopics": (2, 7),
     "DeleteTopics": (1, 6), "CreatePartitions": (0, 3), "DescribeConfigs": (1, 4),
     "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),

@@ -1,0 +1,124 @@
+"""The topic and config admin APIs a broker forwards to the active controller (Kafka 2.8+
+forwarding), and their error answers, which the controller's own listener uses too.
+
+CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs and DescribeQuorum go
+to the active controller through the broker's `ControllerClient`; its answer is relayed
+in the version the client asked for. Body dicts are version-neutral, so one translation is
+needed: DeleteTopics before v6 names topics in `topic_names`, the controller's v6 in
+`topics`. When no controller answers in time every entry gets REQUEST_TIMED_OUT.
+
+Kafka puts a request-wide error per entry where the response has no top-level error code:
+per topic for CreateTopics, DeleteTopics and CreatePartitions, per resource for
+IncrementalAlterConfigs; at top level for DescribeQuorum.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.controller_client import ControllerClient, ControllerUnavailableError
+from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
+from clients.protocol.fit import fit_response
+
+logger = logging.getLogger(__name__)
+
+# Kafka's controller.socket.timeout.ms: the budget of a request without its own timeout.
+DEFAULT_FORWARD_TIMEOUT_MS = 30_000
+# A request's own timeout_ms bounds the controller's work; finding the controller and the
+# round trip get at least this much on top of a short one.
+MIN_FORWARD_TIMEOUT_MS = 5_000
+
+
+def _message(code: int, message: str | None) -> str:
+    return message if message is not None else ErrorCode.from_code(code).message
+
+
+def _delete_targets(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The topics a DeleteTopics request names, by name (v0-5) or by name or id (v6+)."""
+    topics = [{"name": t.get("name"), "topic_id": t.get("topic_id") or ZERO_UUID}
+              for t in body.get("topics") or ()]
+    topics.extend({"name": name, "topic_id": ZERO_UUID} for name in body.get("topic_names") or ())
+    return topics
+
+
+def create_topics_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": topic["name"], "topic_id": ZERO_UUID, "error_code": code,
+         "error_message": _message(code, message), "num_partitions": -1,
+         "replication_factor": -1, "configs": None}
+        for topic in body.get("topics") or ()]}
+
+
+def delete_topics_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t["name"], "topic_id": t["topic_id"], "error_code": code,
+         "error_message": _message(code, message)}
+        for t in _delete_targets(body)]}
+
+
+def create_partitions_error(body: Mapping[str, Any], version: int, code: int,
+                            message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "results": [
+        {"name": topic["name"], "error_code": code, "error_message": _message(code, message)}
+        for topic in body.get("topics") or ()]}
+
+
+def incremental_alter_configs_error(body: Mapping[str, Any], version: int, code: int,
+                                    message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "responses": [
+        {"error_code": code, "error_message": _message(code, message),
+         "resource_type": res["resource_type"], "resource_name": res["resource_name"]}
+        for res in body.get("resources") or ()]}
+
+
+def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,
+                          message: str | None = None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message}
+
+
+ADMIN_ERRORS: dict[int, ErrorBody] = {
+    ApiKey.CREATE_TOPICS: create_topics_error,
+    ApiKey.DELETE_TOPICS: delete_topics_error,
+    ApiKey.CREATE_PARTITIONS: create_partitions_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+}
+FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
+                                          ApiKey.DESCRIBE_QUORUM: describe_quorum_error}
+FORWARDED_APIS = tuple(FORWARDED_ERRORS)
+
+
+class ForwardingHandlers:
+    """Relays forwardable admin requests to the active controller."""
+
+    def __init__(self, controller: ControllerClient, *,
+                 min_timeout_ms: int = MIN_FORWARD_TIMEOUT_MS) -> None:
+        self._controller = controller
+        self._min_timeout_ms = min_timeout_ms
+
+    def register(self, router: RequestRouter) -> None:
+        for api_key, error_body in FORWARDED_ERRORS.items():
+            router.register(api_key, self.forward, error_body)
+
+    async def forward(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        api_key, version = request.api_key, request.api_version
+        body = dict(request.body)
+        if api_key == ApiKey.DELETE_TOPICS:
+            body["topics"] = _delete_targets(body)
+            body.pop("topic_names", None)
+        requested_timeout = body.get("timeout_ms")
+        if requested_timeout is None:
+            timeout_ms = DEFAULT_FORWARD_TIMEOUT_MS
+        else:
+            timeout_ms = max(int(requested_timeout), 0) + self._min_timeout_ms
+        try:
+            response = await self._controller.send(api_key, body, timeout_ms)
+        except ControllerUnavailableError as exc:
+            logger.warning("forwarding %s from %s:%d: %s", ApiKey(api_key).name,
+                           ctx.peer[0], ctx.peer[1], exc)
+            return FORWARDED_ERRORS[api_key](request.body, version, ErrorCode.REQUEST_TIMED_OUT,
+                                             "No active controller answered in time.")
+        return fit_response(api_key, version, response)

@@ -1,0 +1,46 @@
+"""The API set of a broker's client listeners, installed on one router."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from broker.apis.admin import ForwardingHandlers
+from broker.apis.api_versions import install_api_versions
+from broker.apis.configs import DescribeConfigsHandler
+from broker.apis.fetch import FetchHandler
+from broker.apis.groups import GroupHandlers
+from broker.apis.metadata import AutoCreateTopics, MetadataHandlers
+from broker.apis.offsets import OffsetHandlers
+from broker.apis.produce import ProduceHandler
+from broker.apis.producer_ids import InitProducerIdHandler
+from broker.apis.request import RequestRouter
+from broker.controller_client import ControllerClient
+from broker.group.coordinator import GroupCoordinator
+from broker.producer_id_manager import ProducerIdManager
+from broker.replica.manager import ReplicaManager
+from metadata.image import MetadataImage
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+
+def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_id: str,
+                        image: Callable[[], MetadataImage], *, replicas: ReplicaManager,
+                        groups: GroupCoordinator, auto_create: AutoCreateTopics | None = None,
+                        producer_ids: ProducerIdManager | None = None,
+                        controller: ControllerClient | None = None) -> RequestRouter:
+    """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
+    DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
+    the admin APIs it forwards to the active controller (with `controller`)."""
+    install_api_versions(router)
+    MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
+    ProduceHandler(replicas).register(router)
+    FetchHandler(replicas).register(router)
+    OffsetHandlers(replicas).register(router)
+    DescribeConfigsHandler(config, image).register(router)
+    GroupHandlers(groups, image).register(router)
+    if producer_ids is not None:
+        InitProducerIdHandler(producer_ids).register(router)
+    if controller is not None:
+        ForwardingHandlers(controller).register(router)
+    return router

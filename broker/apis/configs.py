@@ -1,0 +1,199 @@
+"""DescribeConfigs (v1-4): topic configs from the metadata image, broker configs from the
+server configuration, each with Kafka's source and (on request) synonyms."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from clients.protocol import ApiKey, ErrorCode
+from metadata.image import MetadataImage
+from metadata.topic_configs import (
+    TOPIC_CONFIGS,
+    ConfigValidationError,
+    broker_synonyms,
+    effective_topic_config,
+)
+from metadata.topic_names import topic_name_error
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+# DescribeConfigs sources.
+DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+# Kafka's ConfigEntry.ConfigType numbers by definition type.
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                "list": 7, "class": 8, "password": 9}
+
+
+def config_text(value: object) -> str | None:
+    """A parsed config value as Kafka prints it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _entry(name: str, value: str | None, source: int, *, config_type: str, doc: str | None,
+           read_only: bool, sensitive: bool, synonyms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "value": None if sensitive else value, "read_only": read_only,
+            "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms,
+            "config_type": CONFIG_TYPES.get(config_type, 0), "documentation": doc}
+
+
+def _result(resource_type: int, name: str, code: int = ErrorCode.NONE,
+            message: str | None = None, configs: list[dict[str, Any]] | None = None) -> dict:
+    return {"error_code": code, "error_message": message, "resource_type": resource_type,
+            "resource_name": name, "configs": configs or []}
+
+
+class DescribeConfigsHandler:
+    """Answers DescribeConfigs for topics and for this broker."""
+
+    def __init__(self, config: "ServerConfig", image: Callable[[], MetadataImage]) -> None:
+        self._config = config
+        self._image = image
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.DESCRIBE_CONFIGS, self.handle, describe_configs_error_body)
+
+    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        synonyms = bool(body.get("include_synonyms"))
+        docs = bool(body.get("include_documentation"))
+        image = self._image()
+        results = []
+        for resource in body.get("resources") or ():
+            rtype, name = int(resource["resource_type"]), resource["resource_name"]
+            keys = resource.get("configuration_keys")
+            wanted = None if keys is None else set(keys)
+            if rtype == TOPIC_RESOURCE:
+                results.append(self._topic(image, name, wanted, synonyms, docs))
+            elif rtype == BROKER_RESOURCE:
+                results.append(self._broker(image, name, wanted, synonyms, docs))
+            else:
+                results.append(_result(rtype, name, ErrorCode.INVALID_REQUEST,
+                                       f"resource type {rtype} is not supported"))
+        return {"throttle_time_ms": 0, "results": results}
+
+    # -- topics --------------------------------------------------------------------------
+
+    def _topic(self, image: MetadataImage, name: str, wanted: set[str] | None,
+               include_synonyms: bool, include_docs: bool) -> dict:
+        problem = topic_name_error(name)
+        if problem is not None:
+            return _result(TOPIC_RESOURCE, name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if image.topic(name) is None:
+            return _result(TOPIC_RESOURCE, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           f"topic {name} does not exist")
+        overrides = dict(image.topic_config(name))
+        static = self._config.log_defaults()
+        try:
+            values = effective_topic_config(overrides, static)
+        except ConfigValidationError as exc:
+            return _result(TOPIC_RESOURCE, name, ErrorCode.INVALID_CONFIG, str(exc))
+        configs = []
+        for key, definition in sorted(TOPIC_CONFIGS.items()):
+            if wanted is not None and key not in wanted:
+                continue
+            chain = self._topic_synonyms(key, overrides, static, definition.default)
+            value, source = config_text(values[key]), chain[0]["source"]
+            configs.append(_entry(key, value, source, config_type=definition.type,
+                                  doc=definition.doc if include_docs else None, read_only=False,
+                                  sensitive=False, synonyms=chain if include_synonyms else []))
+        return _result(TOPIC_RESOURCE, name, configs=configs)
+
+    @staticmethod
+    def _topic_synonyms(key: str, overrides: dict[str, str], static: dict[str, str],
+                        default: object) -> list[dict[str, Any]]:
+        """Where a topic config's value may come from, highest priority first."""
+        from broker.config.log_defaults import log_default_keys
+
+        chain = []
+        if key in overrides:
+            chain.append({"name": key, "value": overrides[key], "source": DYNAMIC_TOPIC_CONFIG})
+        broker_keys = broker_synonyms(key)
+        chain.extend({"name": k, "value": static[k], "source": STATIC_BROKER_CONFIG}
+                     for k in broker_keys if k in static)
+        defaults = log_default_keys()
+        default_keys = [k for k in broker_keys if k in defaults and defaults[k].key.default is not None]
+        if default_keys:
+            chain.extend({"name": k, "value": defaults[k].key.default, "source": DEFAULT_CONFIG}
+                         for k in default_keys)
+        else:
+            chain.append({"name": key, "value": config_text(default), "source": DEFAULT_CONFIG})
+        return chain
+
+    # -- brokers -------------------------------------------------------------------------
+
+    def _broker(self, image: MetadataImage, name: str, wanted: set[str] | None,
+                include_synonyms: bool, include_docs: bool) -> dict:
+        if name == "":
+            dynamic = image.broker_config(None)
+            return _result(BROKER_RESOURCE, name, configs=[
+                _entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, config_type="string", doc=None,
+                       read_only=False, sensitive=False,
+                       synonyms=[{"name": k, "value": v, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
+                       if include_synonyms else [])
+                for k, v in sorted(dynamic.items()) if wanted is None or k in wanted])
+        if name != str(self._config.node_id):
+            return _result(BROKER_RESOURCE, name, ErrorCode.INVALID_REQUEST,
+                           f"unexpected broker id, expected {self._config.node_id} or an "
+                           f"empty string, but received {name}")
+        return _result(BROKER_RESOURCE, name,
+                       configs=list(self._broker_entries(image, wanted, include_synonyms,
+                                                         include_docs)))
+
+    def _broker_entries(self, image: MetadataImage, wanted: set[str] | None,
+                        include_synonyms: bool, include_docs: bool) -> Iterable[dict[str, Any]]:
+        from broker.config.log_defaults import log_default_keys
+
+        per_broker = image.broker_config(self._config.node_id)
+        cluster = image.broker_config(None)
+        dynamic_keys = set(log_default_keys())
+        definitions = _server_key_definitions()
+        for described in self._config.describe_all():
+            key = described.name
+            if wanted is not None and key not in wanted:
+                continue
+            definition = definitions.get(key)
+            chain = []
+            if key in per_broker:
+                chain.append({"name": key, "value": per_broker[key], "source": DYNAMIC_BROKER_CONFIG})
+            if key in cluster:
+                chain.append({"name": key, "value": cluster[key],
+                              "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
+            raw = None if described.raw is None else str(described.raw)
+            chain.append({"name": key, "value": None if described.is_sensitive else raw,
+                          "source": int(described.source)})
+            yield _entry(key, chain[0]["value"], chain[0]["source"],
+                         config_type=definition.type if definition else "string",
+                         doc=definition.doc if (definition and include_docs) else None,
+                         read_only=key not in dynamic_keys, sensitive=described.is_sensitive,
+                         synonyms=chain if include_synonyms else [])
+
+
+def _server_key_definitions() -> dict[str, Any]:
+    """Types and docs of every server key (broker log defaults included)."""
+    from broker.config.definitions import SERVER_KEYS
+    from broker.config.log_defaults import log_default_keys
+
+    merged: dict[str, Any] = {name: entry.key for name, entry in log_default_keys().items()}
+    merged.update((key.name, key) for key in SERVER_KEYS)
+    return merged
+
+
+def describe_configs_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                                message: str | None = None) -> dict:
+    resources = body.get("resources") or []
+    return {"throttle_time_ms": 0, "results": [
+        _result(int(r["resource_type"]), r["resource_name"], error_code) for r in resources]}

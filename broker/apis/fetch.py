@@ -1,0 +1,156 @@
+"""Fetch (v4-12) for consumers, and for followers up to the log end offset.
+
+Records leave as file ranges the network server `os.sendfile`s. A fetch that finds fewer
+than `min_bytes` waits in the replica manager's purgatory, woken by appends, until enough
+data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are answered sessionless:
+session id 0 tells clients to send full fetches; incremental ones get
+FETCH_SESSION_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+import trio
+
+from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.log.results import FileRange, ReadResult, UpperBound
+from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
+from broker.replica.manager import ReplicaManager
+from clients.protocol import ApiKey, ErrorCode
+
+logger = logging.getLogger(__name__)
+
+READ_COMMITTED = 1
+INVALID_SESSION_ID = 0
+_INT32_MAX = 2**31 - 1
+
+
+def _records_of(result: ReadResult) -> object:
+    """A file range of its own for sendfile when there is data (a read is one range)."""
+    if not result.ranges:
+        return b""
+    (r,) = result.ranges
+    return FileRange.pinned(r.fd, r.position, r.size) if r.size else b""
+
+
+def _empty_entry(partition: int, isolation_level: int) -> dict[str, Any]:
+    return {"partition_index": partition, "error_code": ErrorCode.NONE, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1,
+            "aborted_transactions": [] if isolation_level == READ_COMMITTED else None,
+            "preferred_read_replica": -1, "records": b""}
+
+
+class _FetchPass:
+    """One read over every requested partition, honouring max_bytes and partition_max_bytes."""
+
+    def __init__(self) -> None:
+        self.responses: list[dict[str, Any]] = []
+        self.total_bytes = 0
+        self.has_error = False
+        self.has_divergence = False
+
+
+class FetchHandler:
+    """Handles Fetch from the local leader replicas."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.FETCH, self.handle, fetch_error_body)
+
+    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        if body.get("session_epoch", -1) > 0:
+            # Incremental fetch: this broker keeps no sessions (it never hands one out).
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                    "session_id": INVALID_SESSION_ID, "responses": []}
+        replica_id = int(body.get("replica_id", -1))
+        topics = body.get("topics") or []
+        max_wait_ms = int(body.get("max_wait_ms", 0))
+        min_bytes = int(body.get("min_bytes", 0))
+        deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
+        keys = [(t["topic"], p["partition"]) for t in topics for p in t.get("partitions") or ()]
+        with self._replicas.purgatory.watch(keys) as waiter:
+            while True:
+                result = self._read(body, replica_id)
+                if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
+                        or result.has_divergence or not keys):
+                    break
+                if not await waiter.wait(deadline):
+                    break
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                "session_id": INVALID_SESSION_ID, "responses": result.responses}
+
+    def _read(self, body: dict[str, Any], replica_id: int) -> _FetchPass:
+        isolation_level = int(body.get("isolation_level", 0))
+        if replica_id >= 0:
+            bound = UpperBound.LEO
+        elif isolation_level == READ_COMMITTED:
+            bound = UpperBound.LSO
+        else:
+            bound = UpperBound.HW
+        remaining = int(body.get("max_bytes", _INT32_MAX))
+        result = _FetchPass()
+        min_one_batch = True
+        for topic in body.get("topics") or ():
+            entries: list[dict[str, Any]] = []
+            result.responses.append({"topic": topic["topic"], "partitions": entries})
+            for fp in topic.get("partitions") or ():
+                entry = _empty_entry(fp["partition"], isolation_level)
+                entries.append(entry)
+                limit = max(min(int(fp["partition_max_bytes"]), remaining), 0)
+                size = self._read_partition(topic["topic"], fp, entry, bound, limit,
+                                            min_one_batch, result, replica_id)
+                if size > 0:
+                    min_one_batch = False
+                    remaining = max(remaining - size, 0)
+                    result.total_bytes += size
+        return result
+
+    def _read_partition(self, topic: str, fp: dict[str, Any], entry: dict[str, Any],
+                        bound: UpperBound, limit: int, min_one_batch: bool,
+                        result: _FetchPass, replica_id: int) -> int:
+        fetch_offset = int(fp["fetch_offset"])
+        try:
+            partition = self._replicas.leader_partition(topic, fp["partition"],
+                                                        int(fp.get("current_leader_epoch", -1)))
+            log = partition.log
+            last_fetched_epoch = int(fp.get("last_fetched_epoch", -1))
+            if last_fetched_epoch >= 0:
+                epoch, end_offset = log.epoch_cache.end_offset_for(last_fetched_epoch,
+                                                                   log.log_end_offset)
+                if epoch < last_fetched_epoch or end_offset < fetch_offset:
+                    # The fetcher's log diverged from ours: tell it where ours ends (KIP-595).
+                    entry.update(high_watermark=log.high_watermark,
+                                 last_stable_offset=log.last_stable_offset,
+                                 log_start_offset=log.log_start_offset,
+                                 diverging_epoch={"epoch": epoch, "end_offset": end_offset})
+                    result.has_divergence = True
+                    return 0
+            if replica_id >= 0:
+                # The fetch offset is the follower's acknowledgement (not taken from a
+                # diverging follower, whose offsets may name other records): it may move
+                # the HW and bring the follower back into the ISR.
+                self._replicas.on_follower_fetch(partition, replica_id, fetch_offset, now_ms())
+            read = log.read(fetch_offset, limit, bound, min_one_batch)
+        except PARTITION_ERRORS as exc:
+            entry["error_code"] = error_code_of(exc)
+            result.has_error = True
+            logger.debug("fetch %s-%d at %d failed: %s", topic, fp["partition"], fetch_offset, exc)
+            return 0
+        entry.update(high_watermark=read.high_watermark, last_stable_offset=read.last_stable_offset,
+                     log_start_offset=read.log_start_offset, records=_records_of(read))
+        return read.size
+
+
+def fetch_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                     message: str | None = None) -> dict:
+    """The top-level error with every requested partition carrying it too."""
+    topics = body.get("topics") or []
+    return {"throttle_time_ms": 0, "error_code": error_code, "session_id": INVALID_SESSION_ID,
+            "responses": [{"topic": t["topic"], "partitions": [
+                {**_empty_entry(p["partition"], 0), "error_code": error_code}
+                for p in t.get("partitions") or ()]} for t in topics]}

@@ -1,0 +1,326 @@
+"""The group APIs on the wire: version differences and where each API reports an error
+(top level, per group, per partition or per coordinator key), around `GroupCoordinator`.
+
+FindCoordinator v0-4, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5,
+OffsetCommit v2-8, OffsetFetch v1-8, ListGroups v0-4, DescribeGroups v0-5, DeleteGroups v0-2,
+OffsetDelete v0.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Mapping
+
+from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.group.coordinator import GroupCoordinator
+from broker.group.offsets import requested_partitions
+from broker.group.responses import join_body, sync_body
+from clients.protocol import ApiKey, ErrorCode
+from metadata.image import MetadataImage
+
+logger = logging.getLogger(__name__)
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+TRANSACTIONS_UNSUPPORTED = ("Raftka does not support transactions yet: a producer with a "
+                            "transactional.id cannot start")
+
+
+def client_host(ctx: RequestContext) -> str:
+    """Kafka reports the peer address as Java's InetAddress.toString does: "/host"."""
+    return f"/{ctx.peer[0]}"
+
+
+class GroupHandlers:
+    """Registers the group APIs on a broker router, answering from `coordinator`."""
+
+    def __init__(self, coordinator: GroupCoordinator,
+                 image: Callable[[], MetadataImage] | None = None) -> None:
+        self.coordinator = coordinator
+        self._image = image
+
+    def register(self, router: RequestRouter) -> None:
+        for api_key, handler in (
+                (ApiKey.FIND_COORDINATOR, self.find_coordinator),
+                (ApiKey.JOIN_GROUP, self.join_group),
+                (ApiKey.SYNC_GROUP, self.sync_group),
+                (ApiKey.HEARTBEAT, self.heartbeat),
+                (ApiKey.LEAVE_GROUP, self.leave_group),
+                (ApiKey.OFFSET_COMMIT, self.offset_commit),
+                (ApiKey.OFFSET_FETCH, self.offset_fetch),
+                (ApiKey.LIST_GROUPS, self.list_groups),
+                (ApiKey.DESCRIBE_GROUPS, self.describe_groups),
+                (ApiKey.DELETE_GROUPS, self.delete_groups),
+                (ApiKey.OFFSET_DELETE, self.offset_delete)):
+            router.register(api_key, handler, GROUP_ERRORS[api_key])
+
+    def _topic_exists(self, topic: str) -> bool:
+        return self._image is None or self._image().topic(topic) is not None
+
+    # -- coordinator discovery -----------------------------------------------------------
+
+    async def find_coordinator(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        key_type = int(body.get("key_type", GROUP_KEY_TYPE))
+        if version >= 4:
+            keys = list(body.get("coordinator_keys") or ())
+        else:
+            keys = [body.get("key") or ""]
+        found = [self._coordinator_for(key, key_type, ctx.listener_name) for key in keys]
+        if version >= 4:
+            return {"throttle_time_ms": 0,
+                    "coordinators": [{"key": key, **entry} for key, entry in zip(keys, found)]}
+        return {"throttle_time_ms": 0, **found[0]}
+
+    def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict[str, Any]:
+        if key_type == GROUP_KEY_TYPE:
+            return self.coordinator.find_coordinator(key, listener)
+        if key_type == TRANSACTION_KEY_TYPE:
+            # No transaction coordinator yet. A retriable code (COORDINATOR_NOT_AVAILABLE)
+            # makes clients retry until init_transactions times out; this one is fatal in
+            # librdkafka and the Java client, which fail at once and show the message.
+            code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED
+        else:
+            code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+        return {"error_code": code, "error_message": message, "node_id": -1, "host": "",
+                "port": -1}
+
+    # -- membership ----------------------------------------------------------------------
+
+    async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        if code:
+            return join_group_error(body, version, code)
+        response = await self.coordinator.join_group(
+            body, client_id=request.client_id or "", client_host=client_host(ctx),
+            require_known_member_id=version >= 4)
+        return _join_for_version(response, version)
+
+    async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        if code:
+            return sync_group_error(body, request.api_version, code)
+        return await self.coordinator.sync_group(body)
+
+    async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        if not code:
+            code = self.coordinator.heartbeat(body)
+        return {"throttle_time_ms": 0, "error_code": int(code)}
+
+    async def leave_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        if version < 3:
+            leaving = [(body.get("member_id") or "", None)]
+        else:
+            leaving = [(m.get("member_id") or "", m.get("group_instance_id"))
+                       for m in body.get("members") or ()]
+        group_id = body.get("group_id") or ""
+        top = self.coordinator.coordinator_error(group_id)
+        codes: list[int] = []
+        if not top:
+            top, codes = self.coordinator.leave_group(group_id, leaving)
+        if version < 3:
+            # v0-2 have one member and only the top-level code.
+            if not top and codes:
+                top = codes[0]
+            return {"throttle_time_ms": 0, "error_code": int(top), "members": []}
+        return {"throttle_time_ms": 0, "error_code": int(top), "members": [
+            {"member_id": member_id, "group_instance_id": instance_id, "error_code": int(c)}
+            for (member_id, instance_id), c in zip(leaving, codes)]}
+
+    # -- offsets -------------------------------------------------------------------------
+
+    async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        if code:
+            return offset_commit_error(body, request.api_version, code)
+        codes = (await self.coordinator.commit_offsets(body, self._topic_exists)).codes
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), c in codes.items():
+            topics.setdefault(topic, []).append({"partition_index": partition,
+                                                 "error_code": int(c)})
+        return {"throttle_time_ms": 0,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+
+    async def offset_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        stable = bool(body.get("require_stable", False))
+        if version >= 8:
+            groups = []
+            for group in body.get("groups") or ():
+                code = self.coordinator.coordinator_error(group["group_id"])
+                topics = [] if code else self.coordinator.engine.fetch(
+                    group["group_id"], group.get("topics"), stable)
+                groups.append({"group_id": group["group_id"], "topics": topics,
+                               "error_code": int(code)})
+            return {"throttle_time_ms": 0, "groups": groups}
+        group_id = body.get("group_id") or ""
+        topics_wanted = body.get("topics")
+        code = self.coordinator.coordinator_error(group_id)
+        if not code:
+            return {"throttle_time_ms": 0, "error_code": 0,
+                    "topics": self.coordinator.engine.fetch(group_id, topics_wanted, stable)}
+        if version >= 2:
+            return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
+        return offset_fetch_error(body, version, int(code))
+
+    # -- administration ------------------------------------------------------------------
+
+    async def list_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        states = request.body.get("states_filter") or ()
+        code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.coordinator.is_loading
+                else ErrorCode.NONE)
+        return {"throttle_time_ms": 0, "error_code": int(code),
+                "groups": self.coordinator.engine.list_groups(states)}
+
+    async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        described = []
+        for group_id in request.body.get("groups") or ():
+            code = self.coordinator.coordinator_error(group_id)
+            if code:
+                described.append(_described_error(group_id, int(code)))
+            else:
+                described.append(self.coordinator.engine.describe(group_id))
+        return {"throttle_time_ms": 0, "groups": described}
+
+    async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        results = []
+        for group_id in request.body.get("groups_names") or ():
+            code = self.coordinator.coordinator_error(group_id)
+            if not code:
+                code = await self.coordinator.delete_group(group_id)
+            results.append({"group_id": group_id, "error_code": int(code)})
+        return {"throttle_time_ms": 0, "results": results}
+
+    async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        group_id = body.get("group_id") or ""
+        code = self.coordinator.coordinator_error(group_id)
+        partitions = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
+                      for p in t.get("partitions") or ()]
+        if not code:
+            code, codes = await self.coordinator.delete_offsets(group_id, partitions)
+        if code:
+            return offset_delete_error(body, version, int(code))
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), c in codes.items():
+            topics.setdefault(topic, []).append({"partition_index": partition,
+                                                 "error_code": int(c)})
+        return {"error_code": 0, "throttle_time_ms": 0,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+
+
+# -- error answers ---------------------------------------------------------------------------
+
+
+def _join_for_version(response: dict[str, Any], version: int) -> dict[str, Any]:
+    if version < 7 and response.get("protocol_name") is None:
+        response["protocol_name"] = ""
+    if version < 9:
+        response["skip_assignment"] = False
+    return response
+
+
+def find_coordinator_error(body: Mapping[str, Any], version: int, code: int,
+                           message: str | None = None) -> dict:
+    entry = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+    if version < 4:
+        return {"throttle_time_ms": 0, **entry}
+    return {"throttle_time_ms": 0, "coordinators": [
+        {"key": key, **entry} for key in body.get("coordinator_keys") or ()]}
+
+
+def join_group_error(body: Mapping[str, Any], version: int, code: int,
+                     message: str | None = None) -> dict:
+    return _join_for_version(join_body(code, body.get("member_id") or ""), version)
+
+
+def sync_group_error(body: Mapping[str, Any], version: int, code: int,
+                     message: str | None = None) -> dict:
+    return sync_body(code)
+
+
+def heartbeat_error(body: Mapping[str, Any], version: int, code: int,
+                    message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def leave_group_error(body: Mapping[str, Any], version: int, code: int,
+                      message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "members": []}
+
+
+def list_groups_error(body: Mapping[str, Any], version: int, code: int,
+                      message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "groups": []}
+
+
+def _described_error(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "",
+            "protocol_data": "", "members": []}
+
+
+def describe_groups_error(body: Mapping[str, Any], version: int, code: int,
+                          message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0,
+            "groups": [_described_error(group, code) for group in body.get("groups") or ()]}
+
+
+def delete_groups_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "results": [
+        {"group_id": group, "error_code": code} for group in body.get("groups_names") or ()]}
+
+
+def offset_commit_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic, p in requested_partitions(body):
+        topics.setdefault(topic, []).append({"partition_index": p["partition_index"],
+                                             "error_code": code})
+    return {"throttle_time_ms": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+
+
+def _offset_fetch_topics(topics: list[dict[str, Any]] | None, code: int) -> list[dict[str, Any]]:
+    return [{"name": t["name"], "partitions": [
+        {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+         "metadata": "", "error_code": code}
+        for index in t.get("partition_indexes") or ()]} for t in topics or ()]
+
+
+def offset_fetch_error(body: Mapping[str, Any], version: int, code: int,
+                       message: str | None = None) -> dict:
+    if version >= 8:
+        return {"throttle_time_ms": 0, "groups": [
+            {"group_id": g["group_id"], "topics": _offset_fetch_topics(g.get("topics"), code),
+             "error_code": code} for g in body.get("groups") or ()]}
+    # v2+ clients read the top-level code; v1 only has the per-partition ones.
+    return {"throttle_time_ms": 0, "error_code": code,
+            "topics": _offset_fetch_topics(body.get("topics"), code)}
+
+
+def offset_delete_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict:
+    """A group-wide error: the top-level code and no partitions, as Kafka answers."""
+    return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+
+
+GROUP_ERRORS: dict[int, ErrorBody] = {
+    ApiKey.FIND_COORDINATOR: find_coordinator_error,
+    ApiKey.JOIN_GROUP: join_group_error,
+    ApiKey.SYNC_GROUP: sync_group_error,
+    ApiKey.HEARTBEAT: heartbeat_error,
+    ApiKey.LEAVE_GROUP: leave_group_error,
+    ApiKey.LIST_GROUPS: list_groups_error,
+    ApiKey.DESCRIBE_GROUPS: describe_groups_error,
+    ApiKey.DELETE_GROUPS: delete_groups_error,
+    ApiKey.OFFSET_COMMIT: offset_commit_error,
+    ApiKey.OFFSET_FETCH: offset_fetch_error,
+    ApiKey.OFFSET_DELETE: offset_delete_error,
+}

@@ -1,0 +1,154 @@
+"""Metadata (v0-12) and DescribeCluster (v0-1) on the broker listeners, from the image.
+
+Brokers listed are the live (registered, unfenced) ones, each with its endpoint on the
+listener the request arrived on, as Kafka answers. In KRaft clients cannot reach the
+controllers, so `controller_id` is a random live broker (Kafka's KRaft behaviour); -1 only
+while no broker is live.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
+from metadata.describe import describe_topic_by_id, describe_topics, metadata_brokers
+from metadata.image import MetadataImage
+from metadata.topic_names import topic_name_error
+
+# Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).
+OPERATIONS_NOT_REQUESTED = -2147483648
+# AclOperation codes. Without an authorizer every operation of a resource type is allowed.
+_TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE
+#                                                 DESCRIBE_CONFIGS ALTER_CONFIGS
+_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12, 13, 14)  # CREATE ALTER DESCRIBE CLUSTER_ACTION
+#                        DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE CREATE/DESCRIBE_TOKENS
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
+BROKER_ENDPOINT_TYPE = 1
+
+# Creates missing topics for Metadata requests that allow it; returns an error code per
+# topic name for the response (Kafka answers LEADER_NOT_AVAILABLE while a topic is new).
+AutoCreateTopics = Callable[[Sequence[str]], Awaitable[Mapping[str, int]]]
+
+
+class MetadataHandlers:
+    """Answers Metadata and DescribeCluster from `image()`, the broker's current image."""
+
+    def __init__(self, image: Callable[[], MetadataImage], cluster_id: str, *,
+                 auto_create: AutoCreateTopics | None = None,
+                 rng: random.Random | None = None) -> None:
+        self._image = image
+        self._cluster_id = cluster_id
+        self._auto_create = auto_create
+        self._rng = rng or random.Random()
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.METADATA, self.handle_metadata, metadata_error)
+        router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
+                        describe_cluster_error)
+
+    async def handle_metadata(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        image = self._image()
+        listener = ctx.listener_name
+        requested = body.get("topics")
+        if requested is None or (version == 0 and not requested):
+            topics = describe_topics(image, None, listener)  # v0: an empty list means all
+        else:
+            topics = await self._requested_topics(image, requested, version, listener,
+                                                  bool(body.get("allow_auto_topic_creation",
+                                                                True)))
+        if body.get("include_topic_authorized_operations"):
+            for topic in topics:
+                if topic["error_code"] == ErrorCode.NONE:
+                    topic["topic_authorized_operations"] = TOPIC_AUTHORIZED_OPERATIONS
+        brokers = metadata_brokers(image, listener)
+        response: dict[str, Any] = {
+            "throttle_time_ms": 0,
+            "brokers": brokers,
+            "cluster_id": self._cluster_id,
+            "controller_id": self._controller_id(brokers, "node_id"),
+            "topics": topics,
+        }
+        if body.get("include_cluster_authorized_operations"):
+            response["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS
+        return response
+
+    async def handle_describe_cluster(self, request: DecodedRequest,
+                                      ctx: RequestContext) -> dict:
+        body = request.body
+        if body.get("endpoint_type", BROKER_ENDPOINT_TYPE) != BROKER_ENDPOINT_TYPE:
+            return describe_cluster_error(body, request.api_version,
+                                          ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                                          "The request was sent to a broker endpoint; "
+                                          "controllers answer for controller endpoints.")
+        image = self._image()
+        brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
+                    "rack": b["rack"]} for b in metadata_brokers(image, ctx.listener_name)]
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "endpoint_type": BROKER_ENDPOINT_TYPE,
+            "cluster_id": self._cluster_id,
+            "controller_id": self._controller_id(brokers, "broker_id"),
+            "brokers": brokers,
+            "cluster_authorized_operations": (
+                CLUSTER_AUTHORIZED_OPERATIONS if body.get("include_cluster_authorized_operations")
+                else OPERATIONS_NOT_REQUESTED),
+        }
+
+    async def _requested_topics(self, image: MetadataImage, requested: list[dict],
+                                version: int, listener: str, allow_auto_create: bool
+                                ) -> list[dict[str, Any]]:
+        topics: list[dict[str, Any]] = []
+        missing: list[int] = []
+        for entry in requested:
+            name: str | None = entry.get("name")
+            topic_id: uuid.UUID = entry.get("topic_id") or ZERO_UUID
+            if version < 12 and (name is None or topic_id != ZERO_UUID):
+                # Before v12 Kafka rejects null names and topic ids in the request.
+                topics.append(_topic_error(name, topic_id, ErrorCode.INVALID_REQUEST))
+            elif name is None:
+                topics.append(describe_topic_by_id(image, topic_id, listener))
+            elif topic_name_error(name) is not None:
+                topics.append(_topic_error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            else:
+                topics.extend(describe_topics(image, [name], listener))
+                if topics[-1]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    missing.append(len(topics) - 1)
+        if missing and allow_auto_create and self._auto_create is not None:
+            names = [topics[i]["name"] for i in missing]
+            codes = await self._auto_create(names)
+            for i in missing:
+                topics[i]["error_code"] = codes.get(topics[i]["name"], topics[i]["error_code"])
+        return topics
+
+    def _controller_id(self, brokers: list[dict[str, Any]], id_key: str) -> int:
+        if not brokers:
+            return -1
+        return int(self._rng.choice(brokers)[id_key])
+
+
+def _topic_error(name: str | None, topic_id: uuid.UUID, code: int) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
+            "partitions": [], "topic_authorized_operations": OPERATIONS_NOT_REQUESTED}
+
+
+def metadata_error(body: Mapping[str, Any], version: int, error_code: int,
+                   message: str | None = None) -> dict:
+    """Metadata has no top-level error: every requested topic carries it (Kafka's
+    MetadataRequest.getErrorResponse)."""
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+            "topics": [_topic_error(t.get("name"), t.get("topic_id") or ZERO_UUID, error_code)
+                       for t in body.get("topics") or ()]}
+
+
+def describe_cluster_error(body: Mapping[str, Any], version: int, error_code: int,
+                           message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": error_code, "error_message": message,
+            "endpoint_type": BROKER_ENDPOINT_TYPE, "cluster_id": "", "controller_id": -1,
+            "brokers": [], "cluster_authorized_operations": OPERATIONS_NOT_REQUESTED}

@@ -1,0 +1,209 @@
+"""ListOffsets (v1-7), OffsetForLeaderEpoch (v2-4) and DeleteRecords (v0-2) on leader logs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from broker.apis.common import PARTITION_ERRORS, error_code_of
+from broker.log.errors import OffsetOutOfRange
+from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
+from broker.replica.errors import OffsetNotAvailable, ReplicaError
+from broker.replica.manager import ReplicaManager
+from broker.replica.partition import Partition
+from clients.protocol import ApiKey, ErrorCode
+
+logger = logging.getLogger(__name__)
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+CONSUMER_REPLICA_ID = -1
+READ_COMMITTED = 1
+_FIRST_VERSION_WITH_MAX_TIMESTAMP = 7
+_FIRST_VERSION_WITH_LEADER_EPOCH = 4
+
+
+def _list_offsets_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {"partition_index": partition, "error_code": code, "timestamp": -1, "offset": -1,
+            "leader_epoch": -1}
+
+
+def _epoch_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {"error_code": code, "partition": partition, "leader_epoch": -1, "end_offset": -1}
+
+
+def _delete_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {"partition_index": partition, "low_watermark": -1, "error_code": code}
+
+
+def _duplicate_partitions(topics: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """Partitions named more than once (Kafka answers each with INVALID_REQUEST)."""
+    seen: set[tuple[str, int]] = set()
+    duplicates: set[tuple[str, int]] = set()
+    for topic in topics:
+        for p in topic.get("partitions") or ():
+            key = (topic["name"], p["partition_index"])
+            (duplicates if key in seen else seen).add(key)
+    return duplicates
+
+
+class OffsetHandlers:
+    """The offset-lookup and log-start APIs."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.LIST_OFFSETS, self.handle_list_offsets, list_offsets_error_body)
+        router.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.handle_offset_for_leader_epoch,
+                        offset_for_leader_epoch_error_body)
+        router.register(ApiKey.DELETE_RECORDS, self.handle_delete_records,
+                        delete_records_error_body)
+
+    # -- ListOffsets ---------------------------------------------------------------------
+
+    async def handle_list_offsets(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body, version = request.body, request.api_version
+        replica_id = int(body.get("replica_id", CONSUMER_REPLICA_ID))
+        isolation_level = int(body.get("isolation_level", 0))
+        duplicates = _duplicate_partitions(body.get("topics") or [])
+        topics = []
+        for topic in body.get("topics") or ():
+            entries = []
+            for p in topic.get("partitions") or ():
+                entry = _list_offsets_entry(p["partition_index"])
+                if (topic["name"], p["partition_index"]) in duplicates:
+                    entry["error_code"] = ErrorCode.INVALID_REQUEST
+                else:
+                    self._list_offset(topic["name"], p, entry, version, replica_id, isolation_level)
+                entries.append(entry)
+            topics.append({"name": topic["name"], "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _list_offset(self, topic: str, p: dict[str, Any], entry: dict[str, Any], version: int,
+                     replica_id: int, isolation_level: int) -> None:
+        timestamp = int(p["timestamp"])
+        if timestamp == MAX_TIMESTAMP and version < _FIRST_VERSION_WITH_MAX_TIMESTAMP:
+            entry["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+            return
+        try:
+            partition = self._replicas.leader_partition(topic, p["partition_index"],
+                                                        int(p.get("current_leader_epoch", -1)))
+            found = self._offset_for(partition, timestamp, replica_id, isolation_level)
+        except PARTITION_ERRORS as exc:
+            entry["error_code"] = error_code_of(exc)
+            return
+        if found is not None:
+            entry["timestamp"], entry["offset"], leader_epoch = found
+            if version >= _FIRST_VERSION_WITH_LEADER_EPOCH:  # older responses lack the field
+                entry["leader_epoch"] = leader_epoch
+
+    @staticmethod
+    def _offset_for(partition: Partition, timestamp: int, replica_id: int,
+                    isolation_level: int) -> tuple[int, int, int] | None:
+        """(timestamp, offset, leader epoch) as Kafka's Partition.fetchOffsetForTimestamp."""
+        log = partition.log
+        consumer = replica_id == CONSUMER_REPLICA_ID
+        if not consumer:
+            last_fetchable = log.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            last_fetchable = log.last_stable_offset
+        else:
+            last_fetchable = log.high_watermark
+        # A new leader whose HW has not yet reached its epoch's start cannot answer yet.
+        not_available = consumer and partition.leader_epoch_start_offset > log.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
+            if not_available:
+                raise OffsetNotAvailable(f"{partition.topic}-{partition.partition_id}: the high "
+                                         "watermark is behind the leader epoch start offset")
+            return -1, last_fetchable, partition.leader_epoch
+        found = log.offset_for_timestamp(timestamp)
+        if found is None or found[1] < 0:
+            if not_available:
+                raise OffsetNotAvailable(f"{partition.topic}-{partition.partition_id}: offsets "
+                                         "are not available yet")
+            return None
+        ts, offset = found
+        # As Kafka: only the earliest offset may lie at or past what a client may fetch; an
+        # answer by time (max timestamp too) names a fetchable record or none.
+        if timestamp != EARLIEST_TIMESTAMP and offset >= last_fetchable:
+            return None
+        return ts, offset, log.epoch_cache.epoch_for_offset(offset)
+
+    # -- OffsetForLeaderEpoch ------------------------------------------------------------
+
+    async def handle_offset_for_leader_epoch(self, request: DecodedRequest,
+                                             ctx: RequestContext) -> dict:
+        topics = []
+        for topic in request.body.get("topics") or ():
+            entries = []
+            for p in topic.get("partitions") or ():
+                entry = _epoch_entry(p["partition"])
+                try:
+                    partition = self._replicas.leader_partition(
+                        topic["topic"], p["partition"], int(p.get("current_leader_epoch", -1)))
+                    log = partition.log
+                    epoch, end_offset = log.epoch_cache.end_offset_for(int(p["leader_epoch"]),
+                                                                       log.log_end_offset)
+                    entry.update(leader_epoch=epoch, end_offset=end_offset)
+                except PARTITION_ERRORS as exc:
+                    entry["error_code"] = error_code_of(exc)
+                entries.append(entry)
+            topics.append({"topic": topic["topic"], "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    # -- DeleteRecords -------------------------------------------------------------------
+
+    async def handle_delete_records(self, request: DecodedRequest,
+                                    ctx: RequestContext) -> dict:
+        topics = []
+        for topic in request.body.get("topics") or ():
+            entries = []
+            for p in topic.get("partitions") or ():
+                entry = _delete_entry(p["partition_index"])
+                try:
+                    entry["low_watermark"] = self._delete_records(topic["name"], p)
+                except PARTITION_ERRORS as exc:
+                    entry["error_code"] = error_code_of(exc)
+                entries.append(entry)
+            topics.append({"name": topic["name"], "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _delete_records(self, topic: str, p: dict[str, Any]) -> int:
+        partition = self._replicas.leader_partition(topic, p["partition_index"])
+        log = partition.log
+        if log.config.compact and not log.config.delete:
+            raise ReplicaError(f"records of {topic}-{p['partition_index']} cannot be deleted: "
+                               "the topic is compacted", ErrorCode.POLICY_VIOLATION)
+        offset = int(p["offset"])
+        if offset != -1 and (offset < 0 or offset > log.high_watermark):
+            raise OffsetOutOfRange(f"cannot delete records of {topic}-{p['partition_index']} "
+                                   f"before {offset}: the high watermark is {log.high_watermark}")
+        low_watermark = log.delete_records_before(offset)
+        logger.info("%s-%d: log start offset now %d", topic, p["partition_index"], low_watermark)
+        return low_watermark
+
+
+def list_offsets_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                            message: str | None = None) -> dict:
+    topics = body.get("topics") or []
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [_list_offsets_entry(p["partition_index"], error_code)
+                                           for p in t.get("partitions") or ()]} for t in topics]}
+
+
+def offset_for_leader_epoch_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                                       message: str | None = None) -> dict:
+    topics = body.get("topics") or []
+    return {"throttle_time_ms": 0, "topics": [
+        {"topic": t["topic"], "partitions": [_epoch_entry(p["partition"], error_code)
+                                             for p in t.get("partitions") or ()]} for t in topics]}
+
+
+def delete_records_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                              message: str | None = None) -> dict:
+    topics = body.get("topics") or []
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [_delete_entry(p["partition_index"], error_code)
+                                           for p in t.get("partitions") or ()]} for t in topics]}

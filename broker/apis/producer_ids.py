@@ -1,0 +1,54 @@
+"""InitProducerId (v0-4) for idempotent producers, from the broker's producer id blocks
+(`broker.producer_id_manager`); while no block can be had the answer is
+COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
+from clients.protocol import ApiKey, ErrorCode
+
+logger = logging.getLogger(__name__)
+
+
+class InitProducerIdHandler:
+    """InitProducerId without transactions (a transactional id is refused with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's TransactionCoordinator, a request with
+    no transactional id always gets a new id at epoch 0, also when it names the producer's
+    current id and epoch (an idempotent producer's KIP-360 epoch bump)."""
+
+    def __init__(self, producer_ids: ProducerIdManager) -> None:
+        self._producer_ids = producer_ids
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.INIT_PRODUCER_ID, self.handle, init_producer_id_error)
+
+    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        body = request.body
+        producer_id = int(body.get("producer_id", -1))
+        epoch = int(body.get("producer_epoch", -1))
+        transactional_id = body.get("transactional_id")
+        if (producer_id < 0) != (epoch < 0) or transactional_id == "":
+            return init_producer_id_error(body, request.api_version, ErrorCode.INVALID_REQUEST)
+        if transactional_id is not None:
+            # No transaction coordinator yet. A retriable answer would leave the producer
+            # retrying until its timeout; clients treat this one as fatal (InitProducerId
+            # has no error message: FindCoordinator, asked first, carries the explanation).
+            return init_producer_id_error(body, request.api_version,
+                                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        try:
+            new_id = await self._producer_ids.generate()
+        except ProducerIdsUnavailable as exc:
+            logger.warning("cannot hand out a producer id: %s", exc)
+            return init_producer_id_error(body, request.api_version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": new_id,
+                "producer_epoch": 0}
+
+
+def init_producer_id_error(body: Mapping[str, Any], version: int, error_code: int,
+                           message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": error_code, "producer_id": -1,
+            "producer_epoch": -1}

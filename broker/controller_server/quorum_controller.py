@@ -1,0 +1,349 @@
+"""QuorumController: the controller role of a voter node, in one unit: its RPC handlers
+(each hands the request to its pure decision in `metadata.controller`), the commit of the
+decisions' records, and its periodic work (leadership watch, broker fencing, leader
+rebalance).
+
+The Raft leader is the active controller once it is ready (it has applied an entry of its
+own term, so its image holds every earlier commit). Decisions run one at a time under a trio
+lock against the latest applied image; their records are committed through the quorum and
+applied locally before the response leaves, as Kafka's QuorumController does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+
+import trio
+
+from broker.apis.admin import ADMIN_ERRORS, describe_quorum_error
+from broker.apis.api_versions import install_api_versions
+from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
+from broker.apis.metadata import describe_cluster_error
+from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.controller_server.describe_quorum import (
+    CaughtUpTimes,
+    ControllerEndpoint,
+    describe_cluster_response,
+    describe_quorum_response,
+)
+from clients.protocol import ApiKey, ErrorCode
+from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
+from kraft.metadata_state_machine import MetadataStateMachine
+from kraft.quorum import RaftQuorum
+from kraft.status import QuorumStatus
+from metadata.controller.alter_partition import alter_partition
+from metadata.controller.brokers import broker_heartbeat, fence_expired_brokers, register_broker
+from metadata.controller.configs import incremental_alter_configs
+from metadata.controller.partitions import create_partitions
+from metadata.controller.producer_ids import allocate_producer_ids
+from metadata.controller.topics import create_topics, delete_topics
+from metadata.delta import MetadataDelta
+from metadata.election import preferred_leader_changes
+from metadata.heartbeats import BrokerHeartbeatTracker
+from metadata.image import MetadataImage
+from metadata.record_codec import encode_record
+from metadata.records import MetadataRecord
+from metadata.settings import ControllerSettings
+
+if TYPE_CHECKING:
+    from broker.config import ServerConfig
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
+# (image, now_ms) -> (records to commit, result); runs with the heartbeat tracker locked.
+Decide = Callable[[MetadataImage, int], tuple[list[MetadataRecord], R]]
+# The error answers of the CONTROLLER listener's mutating RPCs (defined in the request layer).
+CONTROLLER_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS, **CONTROLLER_RPC_ERRORS}
+
+
+class _LockedTracker:
+    """Feeds the heartbeat tracker from the Raft thread under the lock the trio side uses."""
+
+    def __init__(self, tracker: BrokerHeartbeatTracker, lock: threading.Lock) -> None:
+        self._tracker = tracker
+        self._lock = lock
+
+    def on_metadata_update(self, delta: MetadataDelta, new_image: MetadataImage) -> None:
+        with self._lock:
+            self._tracker.on_metadata_update(delta, new_image)
+
+
+def controller_endpoints(config: "ServerConfig | None") -> dict[int, ControllerEndpoint]:
+    """Each voter's CONTROLLER listener (the first of `controller.listener.names`)."""
+    if config is None or not config.controller_listener_names:
+        return {}
+    name = config.controller_listener_names[0]
+    return {node_id: ControllerEndpoint(name, host, port)
+            for node_id, (host, port) in config.voters.items()}
+
+
+class QuorumController:
+    """Serves controller RPCs on a voter; only the active controller makes decisions.
+
+    Build it before `quorum.start()`: it subscribes the heartbeat tracker to `state`, which
+    should see every batch the quorum replays (registration offsets).
+    """
+
+    def __init__(self, node_id: int, quorum: RaftQuorum, state: MetadataStateMachine,
+                 settings: ControllerSettings, *, cluster_id: str,
+                 config: "ServerConfig | None" = None,
+                 clock: Callable[[], float] = time.time,
+                 rng: random.Random | None = None,
+                 endpoints: Mapping[int, ControllerEndpoint] | None = None,
+                 append_timeout_ms: int | None = None,
+                 leadership_poll_interval_s: float = 0.1,
+                 fence_check_interval_s: float = 0.5) -> None:
+        self.node_id = node_id
+        self.quorum = quorum
+        self.state = state
+        if settings.cluster_id != cluster_id:
+            settings = dataclasses.replace(settings, cluster_id=cluster_id)
+        self.settings = settings
+        self.cluster_id = cluster_id
+        self.config = config
+        self.clock = clock
+        self.rng = rng if rng is not None else random.Random()
+        self.endpoints: dict[int, ControllerEndpoint] = (
+            dict(endpoints) if endpoints is not None else controller_endpoints(config))
+        # None: the quorum's controller.quorum.request.timeout.ms.
+        self.append_timeout_ms = append_timeout_ms
+        self.leadership_poll_interval_s = leadership_poll_interval_s
+        # Checking at least every twentieth of the session keeps the fencing delay (and the
+        # produce gap after a broker dies) within 5% of broker.session.timeout.ms.
+        self.fence_check_interval_s = min(fence_check_interval_s,
+                                          settings.broker_session_timeout_ms / 1000 / 20)
+        self.tracker = BrokerHeartbeatTracker()
+        # Decisions touch the tracker on the trio thread while the Raft thread feeds it.
+        self._tracker_lock = threading.Lock()
+        self._decision_lock = trio.Lock()
+        self._active_epoch: int | None = None
+        self._caught_up = CaughtUpTimes()
+        state.add_publisher(_LockedTracker(self.tracker, self._tracker_lock))
+
+    # -- the CONTROLLER listener's handlers ----------------------------------------------------
+
+    def register(self, router: RequestRouter) -> None:
+        """Install the CONTROLLER listener's APIs (controller RPCs, DescribeQuorum,
+        DescribeCluster and ApiVersions) on `router`."""
+        for api_key, handler in (
+                (ApiKey.BROKER_REGISTRATION, self.handle_broker_registration),
+                (ApiKey.BROKER_HEARTBEAT, self.handle_broker_heartbeat),
+                (ApiKey.ALTER_PARTITION, self.handle_alter_partition),
+                (ApiKey.CREATE_TOPICS, self.handle_create_topics),
+                (ApiKey.DELETE_TOPICS, self.handle_delete_topics),
+                (ApiKey.CREATE_PARTITIONS, self.handle_create_partitions),
+                (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
+                (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids)):
+            router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
+        router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
+                        describe_quorum_error)
+        router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
+                        describe_cluster_error)
+        install_api_versions(router)
+
+    async def handle_broker_registration(self, request: DecodedRequest,
+                                         ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: register_broker(
+            image, body, now, self.tracker, self.settings))
+
+    async def handle_broker_heartbeat(self, request: DecodedRequest,
+                                      ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: broker_heartbeat(
+            image, body, now, self.tracker, self.settings))
+
+    async def handle_alter_partition(self, request: DecodedRequest,
+                                     ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: alter_partition(image, body, now))
+
+    async def handle_create_topics(self, request: DecodedRequest,
+                                   ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: create_topics(
+            image, body, now, rng=self.rng, settings=self.settings))
+
+    async def handle_delete_topics(self, request: DecodedRequest,
+                                   ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: delete_topics(
+            image, body, now, settings=self.settings))
+
+    async def handle_create_partitions(self, request: DecodedRequest,
+                                       ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: create_partitions(
+            image, body, now, rng=self.rng))
+
+    async def handle_incremental_alter_configs(self, request: DecodedRequest,
+                                               ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: incremental_alter_configs(
+            image, body, now, settings=self.settings))
+
+    async def handle_allocate_producer_ids(self, request: DecodedRequest,
+                                           ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: allocate_producer_ids(
+            image, body, now, settings=self.settings))
+
+    async def handle_describe_quorum(self, request: DecodedRequest,
+                                     ctx: RequestContext) -> dict[str, Any]:
+        return self.describe_quorum(request.body, request.api_version)
+
+    async def handle_describe_cluster(self, request: DecodedRequest,
+                                      ctx: RequestContext) -> dict[str, Any]:
+        return self.describe_cluster(request.body, request.api_version)
+
+    # -- background work ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Watch leadership, fence silent brokers and rebalance leaders until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_leadership)
+            nursery.start_soon(self._fence_loop)
+            if self.settings.auto_leader_rebalance_enable:
+                nursery.start_soon(self._rebalance_loop)
+            task_status.started()
+
+    async def _watch_leadership(self) -> None:
+        """Notice gaining or losing the active role promptly, even with no requests coming in."""
+        while True:
+            self.check_leadership()
+            await trio.sleep(self.leadership_poll_interval_s)
+
+    async def _fence_loop(self) -> None:
+        """Fence brokers whose session expired (no heartbeat for broker.session.timeout.ms)."""
+        while True:
+            await trio.sleep(self.fence_check_interval_s)
+            if self.is_active:
+                fenced = await self.write(
+                    "fencing expired brokers",
+                    lambda image, now_ms: fence_expired_brokers(image, self.tracker, now_ms,
+                                                                self.settings))
+                if fenced:
+                    logger.info("committed %d record(s) fencing expired brokers", fenced)
+
+    async def _rebalance_loop(self) -> None:
+        """Elect preferred leaders every leader.imbalance.check.interval.seconds."""
+        interval = self.settings.leader_imbalance_check_interval_seconds
+        while True:
+            await trio.sleep(interval)
+            if self.is_active:
+                moved = await self.write("preferred leader election",
+                                         lambda image, now_ms: preferred_leader_changes(image))
+                if moved:
+                    logger.info("moved %d partition leader(s) back to their preferred replica",
+                                moved)
+
+    # -- leadership ---------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this node acted as the active controller at the last leadership check."""
+        return self._active_epoch is not None
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def check_leadership(self) -> QuorumStatus:
+        """Read the quorum status and start or end this node's term as active controller."""
+        status = self.quorum.status()
+        if status.is_ready:
+            if self._active_epoch != status.epoch:
+                # Kafka's new active controller gives every broker a fresh session.
+                with self._tracker_lock:
+                    self.tracker.reset(self.state.image, self.now_ms())
+                self._active_epoch = status.epoch
+                logger.info("node %d is the active controller (epoch %d)", self.node_id, status.epoch)
+        elif self._active_epoch is not None:
+            logger.info("node %d is no longer the active controller (epoch %d ended; leader %s)",
+                        self.node_id, self._active_epoch, status.leader_id)
+            self._active_epoch = None
+        self._caught_up.observe(status, self.now_ms())
+        return status
+
+    # -- decisions ----------------------------------------------------------------------------
+
+    async def decide_and_commit(self, decide: Decide[R]) -> R:
+        """Run `decide` against the latest image as the active controller and commit its records.
+
+        Returns the decision's result once its records (if any) are applied locally. Raises
+        NotLeaderError if this node is not the ready leader (or stops being it),
+        QuorumTimeoutError if the commit times out, CommandApplyError if the records did not
+        replay (a decision bug: the batch was skipped everywhere).
+        """
+        status = self.check_leadership()
+        if not status.is_ready:
+            raise NotLeaderError(status.leader_id)
+        async with self._decision_lock:
+            status = self.check_leadership()
+            if not status.is_ready:
+                raise NotLeaderError(status.leader_id)
+            with self._tracker_lock:
+                records, result = decide(self.state.image, self.now_ms())
+            if records:
+                # Bound to the epoch the decision was made in: a re-election in between
+                # must not commit a decision taken against the old term's image.
+                offset = await self.quorum.append([encode_record(r) for r in records],
+                                                  timeout_ms=self.append_timeout_ms,
+                                                  epoch=status.epoch)
+                if self.state.was_rejected(offset):
+                    raise CommandApplyError(f"metadata batch at offset {offset} did not replay")
+            return result
+
+    async def submit(self, request: DecodedRequest,
+                     decide: Decide[dict[str, Any]]) -> dict[str, Any]:
+        """Answer one controller RPC: the decision's response, or Kafka's error response."""
+        error_body = CONTROLLER_ERRORS[request.api_key]
+        try:
+            return await self.decide_and_commit(decide)
+        except NotLeaderError:
+            code = ErrorCode.NOT_CONTROLLER
+        except QuorumTimeoutError:
+            code = ErrorCode.REQUEST_TIMED_OUT
+        except (CommandApplyError, QuorumError) as exc:
+            logger.error("api %d failed to commit: %s", request.api_key, exc)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return error_body(request.body, request.api_version, code)
+
+    async def write(self, what: str,
+                    records_for: Callable[[MetadataImage, int], list[MetadataRecord]]) -> int:
+        """Commit the records a background check decides on; returns how many (0 when this
+        node is not active or the commit failed, which is logged)."""
+        def decide(image: MetadataImage, now_ms: int) -> tuple[list[MetadataRecord], int]:
+            records = records_for(image, now_ms)
+            return records, len(records)
+
+        try:
+            return await self.decide_and_commit(decide)
+        except NotLeaderError:
+            return 0
+        except QuorumError as exc:
+            logger.warning("%s: commit failed: %s", what, exc)
+            return 0
+        except Exception:
+            # A decision bug must not take the controller (and the node) down with it.
+            logger.exception("%s failed", what)
+            return 0
+
+    # -- read-only views ----------------------------------------------------------------------
+
+    def describe_quorum(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+        """DescribeQuorumResponse body (of `version`) for this node's view of the quorum."""
+        status = self.check_leadership()
+        return describe_quorum_response(body, version, status, self.now_ms(), self._caught_up,
+                                        self.endpoints)
+
+    def describe_cluster(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+        """DescribeClusterResponse body as a controller answers it."""
+        return describe_cluster_response(body, version, cluster_id=self.cluster_id,
+                                         leader_id=self.quorum.status().leader_id,
+                                         endpoints=self.endpoints)

@@ -1,0 +1,1 @@
+"""Benchmark helpers shared by scripts/bench and scripts/bench-groups (run from the checkout)."""

@@ -1,0 +1,231 @@
+"""Fetch over a real socket: bytes, limits, long polls, sessions and errors."""
+
+from __future__ import annotations
+
+import os
+
+import trio
+import trio.testing
+
+from clients.protocol import ApiKey, ErrorCode
+from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+from tests.unit.apis.harness import running_broker
+
+
+def partition_of(response: dict) -> dict:
+    return only_partition(response, "responses", "partitions")
+
+
+async def fill(broker, topic: str, batches: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+    conn = await broker.connect()
+    for data in batches:
+        response = await conn.request(ApiKey.PRODUCE, produce_body(topic, data))
+        assert only_partition(response)["error_code"] == 0
+    await conn.aclose()
+
+
+async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path, monkeypatch):
+    sendfile_calls: list[int] = []
+    real_sendfile = os.sendfile
+
+    def counting_sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        sendfile_calls.append(count)
+        return real_sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", counting_sendfile)
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a", b"b"]), batch([b"c" * 3000])])
+        conn = await broker.connect()
+        response = await conn.request(ApiKey.FETCH, fetch_body("t"))
+        part = partition_of(response)
+        assert response["session_id"] == 0 and response["error_code"] == 0
+        assert (part["error_code"], part["high_watermark"], part["log_start_offset"]) == (0, 3, 0)
+        assert part["last_stable_offset"] == 3 and part["preferred_read_replica"] == -1
+        log = broker.log("t")
+        assert bytes(part["records"]) == log.read_bytes(0, 1 << 20)
+        assert values_of(part["records"]) == [(0, b"a"), (1, b"b"), (2, b"c" * 3000)]
+        # The records left by sendfile straight from the segment file, not through Python.
+        assert sum(sendfile_calls) == len(log.read_bytes(0, 1 << 20))
+        await conn.aclose()
+
+
+async def test_fetch_from_the_middle_and_at_the_end(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a"]), batch([b"b"])])
+        conn = await broker.connect()
+        middle = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 1)))
+        assert values_of(middle["records"]) == [(1, b"b")]
+        end = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 2)))
+        assert end["error_code"] == 0 and len(end["records"]) == 0
+        await conn.aclose()
+
+
+async def test_offset_out_of_range(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a"])])
+        conn = await broker.connect()
+        part = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 5)))
+        assert part["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+        await conn.aclose()
+
+
+async def test_errors_for_unknown_and_not_led_partitions(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("other", leader=2, replicas=(2,))
+        conn = await broker.connect()
+        assert partition_of(await conn.request(ApiKey.FETCH, fetch_body("nope")))["error_code"] == \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert partition_of(await conn.request(ApiKey.FETCH, fetch_body("other")))["error_code"] == \
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+        await conn.aclose()
+
+
+async def test_current_leader_epoch_is_checked(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        broker.change_leader("t", 0, 1)  # epoch 1
+        conn = await broker.connect()
+        fenced = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", current_leader_epoch=0)))
+        ahead = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", current_leader_epoch=5)))
+        ok = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", current_leader_epoch=1)))
+        assert fenced["error_code"] == ErrorCode.FENCED_LEADER_EPOCH
+        assert ahead["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert ok["error_code"] == 0
+        await conn.aclose()
+
+
+async def test_long_poll_is_woken_by_an_append(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        consumer = await broker.connect()
+        result: dict = {}
+        async with trio.open_nursery() as nursery:
+            async def poll() -> None:
+                start = trio.current_time()
+                result["response"] = await consumer.request(
+                    ApiKey.FETCH, fetch_body("t", max_wait_ms=10_000, min_bytes=1))
+                result["elapsed"] = trio.current_time() - start
+
+            nursery.start_soon(poll)
+            # Client and server share this trio run: once every task is blocked, the fetch
+            # is parked in the purgatory.
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert broker.server.replica_manager.purgatory.watched_keys() == 1
+            await fill(broker, "t", [batch([b"wake"])])
+        assert result["elapsed"] < 5
+        assert values_of(partition_of(result["response"])["records"]) == [(0, b"wake")]
+        await consumer.aclose()
+
+
+async def test_long_poll_times_out_after_max_wait(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        conn = await broker.connect()
+        start = trio.current_time()
+        part = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", max_wait_ms=300)))
+        assert trio.current_time() - start >= 0.29
+        assert part["error_code"] == 0 and len(part["records"]) == 0
+        await conn.aclose()
+
+
+async def test_first_partition_gets_a_whole_batch_beyond_max_bytes(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t", 2)
+        big = batch([b"x" * 5000])
+        await fill(broker, "t", [big])
+        conn = await broker.connect()
+        await conn.request(ApiKey.PRODUCE, {**produce_body("t", batch([b"y" * 5000]), partition=1)})
+        body = fetch_body("t", max_bytes=100, partition_max_bytes=100)
+        body["topics"][0]["partitions"].append({**body["topics"][0]["partitions"][0], "partition": 1})
+        response = await conn.request(ApiKey.FETCH, body)
+        first, second = response["responses"][0]["partitions"]
+        assert values_of(first["records"]) == [(0, b"x" * 5000)]
+        assert len(first["records"]) == len(big)
+        # Nothing is left of max_bytes for the second partition.
+        assert len(second["records"]) == 0 and second["high_watermark"] == 1
+        await conn.aclose()
+
+
+async def test_partition_max_bytes_limits_later_batches(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a" * 1000]), batch([b"b" * 1000]), batch([b"c" * 1000])])
+        first_size = len(batch([b"a" * 1000]))
+        conn = await broker.connect()
+        part = partition_of(await conn.request(
+            ApiKey.FETCH, fetch_body("t", partition_max_bytes=first_size + 10)))
+        assert values_of(part["records"]) == [(0, b"a" * 1000)]
+        # Kafka cuts the response at the limit: the tail is a partial batch clients skip.
+        assert len(part["records"]) == first_size + 10
+        await conn.aclose()
+
+
+async def test_incremental_fetch_for_an_unknown_session(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        conn = await broker.connect()
+        body = {**fetch_body("t"), "session_id": 1234, "session_epoch": 3}
+        response = await conn.request(ApiKey.FETCH, body)
+        assert response["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        assert response["responses"] == []
+        initial = await conn.request(ApiKey.FETCH, {**fetch_body("t"), "session_epoch": 0})
+        assert initial["error_code"] == 0 and initial["session_id"] == 0
+        await conn.aclose()
+
+
+async def test_read_committed_returns_empty_aborted_list(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a"])])
+        conn = await broker.connect()
+        committed = partition_of(await conn.request(ApiKey.FETCH, {**fetch_body("t"), "isolation_level": 1}))
+        uncommitted = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t")))
+        assert committed["aborted_transactions"] == []
+        assert uncommitted["aborted_transactions"] is None
+        await conn.aclose()
+
+
+async def test_replica_fetch_reads_past_the_high_watermark(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t", replicas=(1, 2))
+        conn = await broker.connect()
+        await conn.request(ApiKey.PRODUCE, produce_body("t", batch([b"a"]), acks=1))
+        consumer = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t")))
+        assert consumer["high_watermark"] == 0 and len(consumer["records"]) == 0
+        replica = partition_of(await conn.request(ApiKey.FETCH, {**fetch_body("t"), "replica_id": 2}))
+        assert values_of(replica["records"]) == [(0, b"a")]
+        await conn.aclose()
+
+
+async def test_diverging_epoch_is_reported(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"a"]), batch([b"b"])])
+        broker.change_leader("t", 0, 1)  # epoch 1 starts at offset 2
+        conn = await broker.connect()
+        body = fetch_body("t", 3, last_fetched_epoch=0, current_leader_epoch=1)
+        part = partition_of(await conn.request(ApiKey.FETCH, body, 12))
+        assert part["error_code"] == 0
+        assert part["diverging_epoch"] == {"epoch": 0, "end_offset": 2}
+        await conn.aclose()
+
+
+async def test_fetch_hands_the_network_a_file_range(tmp_path):
+    import os
+    from types import SimpleNamespace
+
+    from broker.apis.fetch import FetchHandler
+    from broker.log.results import FileRange
+
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        await fill(broker, "t", [batch([b"zero-copy"])])
+        handler = FetchHandler(broker.server.replica_manager)
+        request = SimpleNamespace(body=fetch_body("t"), api_version=12)
+        response = await handler.handle(request, None)  # type: ignore[arg-type]
+        records = partition_of(response)["records"]
+        assert isinstance(records, FileRange)
+        assert os.pread(records.fd, records.size, records.position) == broker.log("t").read_bytes(0, 1 << 20)
