@@ -13,11 +13,13 @@ from broker.apis.metadata import AutoCreateTopics, MetadataHandlers
 from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
+from broker.apis.transactions import TransactionHandlers
 from broker.apis.request import RequestRouter
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica.manager import ReplicaManager
+from broker.transaction.coordinator import TransactionCoordinator
 from metadata.image import MetadataImage
 
 if TYPE_CHECKING:
@@ -28,19 +30,23 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                         image: Callable[[], MetadataImage], *, replicas: ReplicaManager,
                         groups: GroupCoordinator, auto_create: AutoCreateTopics | None = None,
                         producer_ids: ProducerIdManager | None = None,
-                        controller: ControllerClient | None = None) -> RequestRouter:
+                        controller: ControllerClient | None = None,
+                        transactions: TransactionCoordinator | None = None) -> RequestRouter:
     """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
-    the admin APIs it forwards to the active controller (with `controller`)."""
+    the admin APIs it forwards to the active controller (with `controller`), and the
+    transactional APIs (with `transactions`)."""
     install_api_versions(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
     ProduceHandler(replicas).register(router)
     FetchHandler(replicas).register(router)
     OffsetHandlers(replicas).register(router)
     DescribeConfigsHandler(config, image).register(router)
-    GroupHandlers(groups, image).register(router)
+    GroupHandlers(groups, image, transactions).register(router)
     if producer_ids is not None:
-        InitProducerIdHandler(producer_ids).register(router)
+        InitProducerIdHandler(producer_ids, transactions).register(router)
+    if transactions is not None:
+        TransactionHandlers(transactions, groups, image).register(router)
     if controller is not None:
         ForwardingHandlers(controller).register(router)
     return router
