@@ -159,7 +159,8 @@ class BrokerServer:
                             replicas=replicas, groups=groups,
                             auto_create=self.auto_creator.ensure_topics,
                             producer_ids=producer_ids, controller=controller,
-                            transactions=transactions)
+                            transactions=transactions, txn_verifier=self.transaction_verifier,
+                            offsets_marker_listener=groups)
         if self.lifecycle_settings is not None and controller is not None:
             self.lifecycle = BrokerLifecycleManager(
                 broker_identity(config, self.cluster_id), controller,

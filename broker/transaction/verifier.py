@@ -19,24 +19,6 @@ logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-# The coordinator cannot answer now: the producer retries its batch (Kafka's
-# AddPartitionsToTxnManager answers these with a retriable produce error too).
-_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                        ErrorCode.CONCURRENT_TRANSACTIONS})
-
-
-def produce_error(code: int) -> int:
-    """The produce error for a coordinator's verification answer."""
-    if code == ErrorCode.NONE:
-        return ErrorCode.NONE
-    if code in _RETRIABLE:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    if code == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    return ErrorCode.INVALID_TXN_STATE
-
-
 class CoordinatorVerifier:
     """`TransactionVerifier` over the local coordinator when it owns the id, else over the
     inter-broker listener to the broker that does."""
@@ -52,15 +34,15 @@ class CoordinatorVerifier:
                      partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         coordinator = self._coordinator_of(transactional_id)
         if coordinator is None:
-            return {tp: ErrorCode.NOT_ENOUGH_REPLICAS for tp in partitions}
+            return {tp: int(ErrorCode.COORDINATOR_NOT_AVAILABLE) for tp in partitions}
         if coordinator == self.broker_id:
             codes = self._local.verify_partitions(transactional_id, producer_id,
                                                   producer_epoch, list(partitions))
         else:
             codes = await self._remote(coordinator, transactional_id, producer_id,
                                        producer_epoch, list(partitions))
-        return {tp: produce_error(codes.get(tp, ErrorCode.INVALID_TXN_STATE))
-                for tp in partitions}
+        # The coordinator's own codes: Produce maps the retriable ones (txn_verification).
+        return {tp: int(codes.get(tp, ErrorCode.INVALID_TXN_STATE)) for tp in partitions}
 
     def _coordinator_of(self, transactional_id: str) -> int | None:
         topic = self._image().topic(TRANSACTION_STATE_TOPIC)
