@@ -91,3 +91,85 @@ def test_committed_is_visible_to_read_committed_and_aborted_never(cluster: Raftk
     uncommitted = consume(cluster, "txn-basic", "read_uncommitted", 21)
     assert uncommitted == ([b"committed-%d" % i for i in range(10)]
                            + [b"aborted-%d" % i for i in range(10)] + [b"last"])
+
+
+def test_interleaved_open_transactions_hold_the_last_stable_offset_back(cluster: RaftkaCluster):
+    cluster.create_topic("txn-lso", 1, 3)
+    first, second = producer(cluster, "lso-1"), producer(cluster, "lso-2")
+    for p in (first, second):
+        p.init_transactions(30)
+        p.begin_transaction()
+    first.produce("txn-lso", b"first-a")
+    first.flush(30)
+    second.produce("txn-lso", b"second-a")
+    second.flush(30)
+    first.produce("txn-lso", b"first-b")
+    first.flush(30)
+    assert end_offsets(cluster, "txn-lso", "read_uncommitted") == 3
+    # The earliest open transaction starts at offset 0: nothing is stable yet.
+    assert end_offsets(cluster, "txn-lso", "read_committed") == 0
+    second.commit_transaction(30)
+    # The second one is committed, but the first (started before it) still holds the LSO.
+    assert end_offsets(cluster, "txn-lso", "read_committed") == 0
+    assert consume(cluster, "txn-lso", "read_committed", 1, timeout=3) == []
+    first.commit_transaction(30)
+    stable = wait_for(lambda: (o := end_offsets(cluster, "txn-lso", "read_committed")) >= 5 and o,
+                      "the LSO to pass both markers")
+    assert stable == 5  # three records and two markers
+    assert consume(cluster, "txn-lso", "read_committed", 3) == [b"first-a", b"second-a",
+                                                                 b"first-b"]
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(cluster: RaftkaCluster):
+    cluster.create_topic("txn-zombie", 1, 3)
+    zombie = producer(cluster, "zombie")
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce("txn-zombie", b"from-the-zombie")
+    zombie.flush(30)
+    successor = producer(cluster, "zombie")
+    # Fences the zombie and aborts its open transaction.
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    successor.produce("txn-zombie", b"from-the-successor")
+    successor.commit_transaction(30)
+
+    zombie.produce("txn-zombie", b"late-zombie-write")
+    with pytest.raises(confluent_kafka.KafkaException) as failure:
+        zombie.commit_transaction(30)
+    fenced = (confluent_kafka.KafkaError.PRODUCER_FENCED, confluent_kafka.KafkaError._FENCED)
+    error = failure.value.args[0]
+    assert error.code() in fenced, error
+    if not error.fatal():
+        # The leader refused the zombie's batch first (PRODUCER_FENCED on Produce, which
+        # librdkafka treats as abortable); the coordinator refuses its abort for good.
+        assert error.txn_requires_abort()
+        with pytest.raises(confluent_kafka.KafkaException) as aborting:
+            zombie.abort_transaction(30)
+        error = aborting.value.args[0]
+        assert error.code() in fenced and error.fatal(), error
+    assert consume(cluster, "txn-zombie", "read_committed", 1) == [b"from-the-successor"]
+    assert consume(cluster, "txn-zombie", "read_committed", 2, timeout=3) == [
+        b"from-the-successor"]
+
+
+def test_a_transaction_left_open_past_its_timeout_is_aborted(cluster: RaftkaCluster):
+    cluster.create_topic("txn-timeout", 1, 3)
+    idle = producer(cluster, "idle", **{"transaction.timeout.ms": 2000})
+    idle.init_transactions(30)
+    idle.begin_transaction()
+    idle.produce("txn-timeout", b"never-committed")
+    idle.flush(30)
+    assert end_offsets(cluster, "txn-timeout", "read_committed") == 0
+    # The coordinator aborts it: the abort marker lets the LSO past the open data.
+    wait_for(lambda: end_offsets(cluster, "txn-timeout", "read_committed") == 2,
+             "the timed-out transaction to be aborted", timeout=30)
+    other = producer(cluster, "after-idle")
+    other.init_transactions(30)
+    other.begin_transaction()
+    other.produce("txn-timeout", b"committed-after")
+    other.commit_transaction(30)
+    assert consume(cluster, "txn-timeout", "read_committed", 1) == [b"committed-after"]
+    # The producer that sat idle is fenced by the abort.
+    with pytest.raises(confluent_kafka.KafkaException):
+        idle.commit_transaction(10)
