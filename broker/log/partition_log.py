@@ -207,9 +207,12 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The LSO: the first offset of the earliest unfinished transaction, at most the HW."""
+        """The LSO: the first offset of the earliest unfinished transaction, at most the HW
+        (and never below the log start, where DeleteRecords or retention may have moved it)."""
         first = self.producer_state.first_unstable_offset(self.high_watermark)
-        return self.high_watermark if first is None else min(first, self.high_watermark)
+        if first is None or first >= self.high_watermark:
+            return self.high_watermark
+        return max(first, self.log_start_offset)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions with data in ``[fetch_offset, upper_bound)``, from the

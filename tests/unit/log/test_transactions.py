@@ -216,3 +216,21 @@ def test_follower_appends_track_transactions_and_index_aborts(tmp_path: Path) ->
     follower.append_as_follower(data, NOW)
     assert aborted(follower) == [(4, 0)]
     assert follower.producer_state.ongoing == {6: 1}
+
+
+def test_txnindex_of_an_interrupted_compaction_swap_is_rebuilt(tmp_path: Path) -> None:
+    log = open_log(tmp_path, SMALL_SEGMENTS)
+    log.append_as_leader(txn_batch(1, 0, size=300), 0, NOW)
+    abort(log, 1)
+    log.append_as_leader(batch([b"x" * 400]), 0, NOW)
+    log.close()
+    directory = tmp_path / "topic-0"
+    index = directory / "00000000000000000000.txnindex"
+    # Stopped between renaming the cleaned segment's .log.swap and its .txnindex.swap.
+    index.rename(directory / "00000000000000000000.txnindex.swap")
+    (directory / "00000000000000000000.log").rename(directory / "00000000000000000000.log.swap")
+    reopened = open_log(tmp_path, SMALL_SEGMENTS)
+    assert aborted(reopened) == [(1, 0)]
+    assert index.exists()
+    assert not list(directory.glob("*.swap"))
+    reopened.close()
