@@ -472,7 +472,8 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
              min_one_batch: bool = True) -> ReadResult:
         """Batches from the one holding ``offset``, at most ``max_bytes`` (but one whole batch
-        when ``min_one_batch``), never past ``upper_bound``."""
+        when ``min_one_batch``), never past ``upper_bound``. A read to the LSO also says up to
+        which offset its batches can reach (``upper_offset``), for the aborted transactions."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise errors.OffsetOutOfRange(
@@ -482,7 +483,8 @@ class PartitionLog:
         bound = leo if upper_bound is UpperBound.LEO else lso if upper_bound is UpperBound.LSO else self.high_watermark
         marks = (self.high_watermark, leo, self.log_start_offset, lso)
         if offset < bound:
-            for segment in self._segments[self._segment_index_for(offset):]:
+            first = self._segment_index_for(offset)
+            for n, segment in enumerate(self._segments[first:], first):
                 if segment.base_offset >= bound:
                     break
                 max_position = segment.size
@@ -491,8 +493,14 @@ class PartitionLog:
                     max_position = found[0] if found else segment.size
                 result = segment.read(offset, max_bytes, max_position, min_one_batch)
                 if result is not None:
-                    ranges = (result,) if result.size else ()
-                    return ReadResult(offset, *marks, ranges=ranges)
+                    if not result.size:
+                        return ReadResult(offset, *marks)
+                    if upper_bound is not UpperBound.LSO:
+                        return ReadResult(offset, *marks, ranges=(result,))
+                    upper = segment.offset_index.offset_from_position(result.position + result.size)
+                    if upper is None:
+                        upper = self._segments[n + 1].base_offset if n + 1 < len(self._segments) else leo
+                    return ReadResult(offset, *marks, ranges=(result,), upper_offset=min(upper, bound))
         return ReadResult(offset, *marks)
 
     def read_bytes(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,

@@ -234,3 +234,20 @@ def test_txnindex_of_an_interrupted_compaction_swap_is_rebuilt(tmp_path: Path) -
     assert index.exists()
     assert not list(directory.glob("*.swap"))
     reopened.close()
+
+
+def test_a_read_committed_read_bounds_its_aborted_transactions(tmp_path: Path) -> None:
+    log = open_log(tmp_path, SMALL_SEGMENTS)
+    for pid in (1, 2, 3):
+        log.append_as_leader(txn_batch(pid, 0, size=250), 0, NOW)
+        abort(log, pid)
+    hw_to_end(log)
+    assert len(log.segments) >= 3
+    first = log.read(0, 1, UpperBound.LSO)            # only the first batch
+    assert 0 < first.upper_offset <= log.segments[1].base_offset
+    assert [t.producer_id for t in log.aborted_transactions(0, first.upper_offset)] == [1]
+    whole = log.read(0, 1 << 20, UpperBound.LSO)      # one segment's worth
+    assert whole.upper_offset == log.segments[1].base_offset
+    later = log.read(log.segments[1].base_offset, 1 << 20, UpperBound.LSO)
+    assert [t.producer_id for t in log.aborted_transactions(later.first_offset, later.upper_offset)] == [2]
+    assert log.read(0, 1 << 20, UpperBound.HW).upper_offset == -1
