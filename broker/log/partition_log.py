@@ -19,7 +19,7 @@ from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_par
 from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
-from broker.log.markers import Marker, marker_at, marker_batch, marker_in
+from broker.log.markers import marker_at, marker_batch, marker_in
 from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.results import AppendResult, ReadResult, UpperBound
 from broker.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment

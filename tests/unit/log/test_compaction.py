@@ -325,9 +325,6 @@ def _more(log, tag: bytes) -> None:  # type: ignore[no-untyped-def]
 
 def _markers(log) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
     """(offset, producer id) of every control batch in the log."""
-    from broker.log.results import UpperBound
-    from clients.records.header import iter_batches
-
     found = []
     for segment in log.segments:
         for _, header in segment.iter_headers(0):
