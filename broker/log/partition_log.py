@@ -497,6 +497,9 @@ class PartitionLog:
                         return ReadResult(offset, *marks)
                     if upper_bound is not UpperBound.LSO:
                         return ReadResult(offset, *marks, ranges=(result,))
+                    if not any(s.txn_index.entries for s in self._segments[n:]):
+                        # No aborted transaction to bound the search for: skip the lookup.
+                        return ReadResult(offset, *marks, ranges=(result,), upper_offset=bound)
                     upper = segment.offset_index.offset_from_position(result.position + result.size)
                     if upper is None:
                         upper = self._segments[n + 1].base_offset if n + 1 < len(self._segments) else leo
