@@ -251,3 +251,23 @@ def test_a_read_committed_read_bounds_its_aborted_transactions(tmp_path: Path) -
     later = log.read(log.segments[1].base_offset, 1 << 20, UpperBound.LSO)
     assert [t.producer_id for t in log.aborted_transactions(later.first_offset, later.upper_offset)] == [2]
     assert log.read(0, 1 << 20, UpperBound.HW).upper_offset == -1
+
+
+def test_snapshots_of_the_previous_format_still_load(tmp_path: Path) -> None:
+    import msgpack
+
+    from clients.records.header import crc32c
+
+    log = open_log(tmp_path)
+    log.append_as_leader(batch([b"x"], producer_id=4, producer_epoch=1, base_sequence=0), 0, NOW)
+    log.close()
+    (snapshot,) = log.directory.glob("*.snapshot")
+    _, _, payload = msgpack.unpackb(snapshot.read_bytes())
+    old = msgpack.packb([entry[:4] for entry in msgpack.unpackb(payload)])  # no transaction fields
+    snapshot.write_bytes(msgpack.packb([1, crc32c(old), old]))
+    reopened = open_log(tmp_path)
+    entry = reopened.producer_state.producers[4]
+    assert (entry.epoch, entry.last_seq, entry.current_txn_first_offset) == (1, 0, -1)
+    assert reopened.append_as_leader(batch([b"x"], producer_id=4, producer_epoch=1, base_sequence=0),
+                                     0, NOW).duplicate
+    reopened.close()
