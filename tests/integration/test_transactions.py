@@ -328,3 +328,18 @@ def test_a_transactional_batch_to_a_partition_not_in_the_transaction_is_refused(
     assert produce(1) == ErrorCode.INVALID_TXN_STATE
     assert produce(2) == ErrorCode.INVALID_TXN_STATE
     assert produce(0) == 0
+
+
+def test_older_request_versions_hear_invalid_producer_epoch_for_fenced(cluster: RaftkaCluster):
+    cluster.create_topic("txn-versions", 1, 3)
+    _, port = coordinator_port(cluster, "versions")
+    init = request(cluster, port, ApiKey.INIT_PRODUCER_ID,
+                   {"transactional_id": "versions", "transaction_timeout_ms": 60_000})
+    request(cluster, port, ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": "versions", "transaction_timeout_ms": 60_000})  # epoch 1
+    stale = {"transactional_id": "versions", "producer_id": init["producer_id"],
+             "producer_epoch": 0, "committed": True}
+    assert request(cluster, port, ApiKey.END_TXN, stale, 1)["error_code"] == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    assert request(cluster, port, ApiKey.END_TXN, stale, 2)["error_code"] == \
+        ErrorCode.PRODUCER_FENCED
