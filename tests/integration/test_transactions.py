@@ -343,3 +343,13 @@ def test_older_request_versions_hear_invalid_producer_epoch_for_fenced(cluster: 
         ErrorCode.INVALID_PRODUCER_EPOCH
     assert request(cluster, port, ApiKey.END_TXN, stale, 2)["error_code"] == \
         ErrorCode.PRODUCER_FENCED
+
+
+def test_too_few_brokers_for_the_transaction_log_is_said_to_the_client(tmp_path):
+    with start_cluster(tmp_path, 1, transaction_state_log_replication_factor=3) as single:
+        answer = request(single, single.info.nodes[0].client_port, ApiKey.FIND_COORDINATOR,
+                         {"key": "t", "key_type": 1}, 3)
+        assert answer["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert answer["error_message"] == (
+            "__transaction_state cannot be created: 1 live broker(s), "
+            "transaction.state.log.replication.factor is 3")
