@@ -159,7 +159,7 @@ class BrokerServer:
                             replicas=replicas, groups=groups,
                             auto_create=self.auto_creator.ensure_topics,
                             producer_ids=producer_ids, controller=controller,
-                            transactions=transactions, txn_verifier=self.transaction_verifier,
+                            transactions=transactions, txn_verifier=self._txn_verifier(),
                             offsets_marker_listener=groups)
         if self.lifecycle_settings is not None and controller is not None:
             self.lifecycle = BrokerLifecycleManager(
@@ -259,6 +259,13 @@ class BrokerServer:
         self.transaction_verifier = CoordinatorVerifier(config.node_id, coordinator, channels,
                                                         self.image)
         return coordinator
+
+    def _txn_verifier(self) -> CoordinatorVerifier | None:
+        """KIP-890's verification of transactional produce, unless
+        `transaction.partition.verification.enable` turns it off."""
+        if not self.config.transaction_partition_verification_enable:
+            return None
+        return self.transaction_verifier
 
     async def _wait_caught_up(self, lifecycle: BrokerLifecycleManager,
                               shutdown: trio.Event) -> bool:

@@ -251,6 +251,8 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "How often transactions past their timeout are aborted.", at_least(1)),
     _k("transaction.remove.expired.transaction.cleanup.interval.ms", "int", "3600000",
        "How often idle transactional ids are expired.", at_least(1)),
+    _k("transaction.partition.verification.enable", "boolean", "true",
+       "Ask the coordinator before a transactional batch opens a transaction (KIP-890)."),
     _k("producer.id.expiration.ms", "int", "86400000", "Expire idle producer ids.", at_least(1)),
     # Leader election.
     _k("unclean.leader.election.enable", "boolean", "false",

@@ -324,6 +324,10 @@ class ServerConfig:
         return self._int("transaction.remove.expired.transaction.cleanup.interval.ms")
 
     @property
+    def transaction_partition_verification_enable(self) -> bool:
+        return self._bool("transaction.partition.verification.enable")
+
+    @property
     def transactional_id_expiration_ms(self) -> int:
         return self._int("transactional.id.expiration.ms")
 
