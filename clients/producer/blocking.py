@@ -167,11 +167,24 @@ class BlockingProducer:
             return
         self._core.apply_metadata(response, now_ms())
 
+    def _init_producer_id(self) -> bool:
+        """Get the idempotent producer its id; False (retry later) when that failed."""
+        try:
+            response = self._pool.request_any(
+                ApiKey.INIT_PRODUCER_ID, self._core.init_producer_id_request(),
+                self._core.cluster.brokers.values())
+        except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
+            self._core.producer_id_failed(exc)
+            return False
+        return self._core.apply_producer_id(response) is None
+
     def _send_ready(self, flushing: bool) -> float | None:
         """Send each ready leader its batches, one request at a time; returns the ms until
         more may become ready."""
         if self._core.metadata_due(now_ms()):
             self._refresh_metadata()
+        if self._core.needs_producer_id and not self._init_producer_id():
+            return self.config.retry_backoff_ms
         ready, wait_ms = self._core.sendable(now_ms(), flushing)
         for node_id, batches in ready.items():
             node = self._core.cluster.brokers.get(node_id)

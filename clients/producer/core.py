@@ -21,6 +21,7 @@ from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.idempotence import IdempotenceState
 from clients.protocol import ErrorCode, KafkaError
 from clients.records.record import Header
 
@@ -33,6 +34,17 @@ _METADATA_ERRORS = frozenset({
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
     ErrorCode.NOT_ENOUGH_REPLICAS,
 })
+
+
+# Sequence errors an idempotent producer recovers from by bumping its epoch (KIP-360) when
+# the refused batch is the first the partition has not acknowledged; otherwise an earlier
+# batch is missing and this one is retried after it.
+_SEQUENCE_ERRORS = frozenset({ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                              ErrorCode.UNKNOWN_PRODUCER_ID})
+# Errors a transactional producer cannot recover from (it must be closed).
+FATAL_PRODUCE_ERRORS = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
+                                  ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                  ErrorCode.INVALID_TXN_STATE})
 
 
 # Length, attributes, timestamp and offset deltas, key/value lengths and header count, at
@@ -122,9 +134,76 @@ class ProducerCore:
         # When each leader first had a batch ready that was not drained (for
         # partitioner.availability.timeout.ms); cleared when it is drained.
         self._ready_since: dict[int, float] = {}
-        self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
-                                             config.compression, config.max_in_flight == 1)
+        idempotent = config.enable_idempotence
+        self.accumulator = RecordAccumulator(
+            config.batch_size, config.linger_ms, config.compression,
+            config.max_in_flight == 1,
+            in_flight_per_partition=config.max_in_flight if idempotent else 1)
         self.in_flight: dict[int, int] = {}
+        self.idempotence: IdempotenceState | None = (
+            IdempotenceState(config.transactional_id is not None) if idempotent else None)
+        # Set by a transactional producer: partitions whose batches must wait (not yet
+        # added to the transaction), and who hears of batches that failed for good.
+        self.held: Callable[[tuple[str, int]], bool] | None = None
+        self.on_batch_failed: Callable[[ProducerBatch, BaseException], None] | None = None
+
+    @property
+    def needs_producer_id(self) -> bool:
+        """An idempotent producer with data to send but no producer id yet: the driver
+        sends InitProducerId (``init_producer_id_request``) before anything else."""
+        state = self.idempotence
+        return (state is not None and not state.has_id and not state.transactional
+                and bool(self.accumulator) and not any(self.in_flight.values()))
+
+    def init_producer_id_request(self) -> dict[str, Any]:
+        return {"transactional_id": None, "transaction_timeout_ms": 2147483647,
+                "producer_id": -1, "producer_epoch": -1}
+
+    def apply_producer_id(self, response: dict[str, Any]) -> KafkaError | None:
+        """Take an InitProducerId answer; the error (to retry after a backoff) if any."""
+        assert self.idempotence is not None
+        code = ErrorCode.from_code(response["error_code"])
+        if code != ErrorCode.NONE:
+            return self.producer_id_failed(KafkaError(code, f"InitProducerId: {code.message}"))
+        self.idempotence.set_identity(response["producer_id"], response["producer_epoch"])
+        logger.debug("producer id %d epoch %d", response["producer_id"],
+                     response["producer_epoch"])
+        return None
+
+    def producer_id_failed(self, error: BaseException) -> BaseException:
+        """InitProducerId could not be had. When idempotence is only the default and the
+        cluster cannot give producer ids at all (no InitProducerId, or no IDEMPOTENT_WRITE
+        permission), the producer goes on without it; the error is returned either way."""
+        code = getattr(error, "code", None)
+        if (not self.config.idempotence_explicit
+                and code in (ErrorCode.UNSUPPORTED_VERSION,
+                             ErrorCode.CLUSTER_AUTHORIZATION_FAILED)):
+            logger.warning("the cluster cannot give this producer an id (%s): sending "
+                           "without idempotence, as enable.idempotence was not set", error)
+            self.idempotence = None
+            self.accumulator.in_flight_per_partition = 1
+        return error
+
+    def _stamp(self, batch: ProducerBatch) -> None:
+        assert self.idempotence is not None
+        if batch.payload is not None and self.idempotence.is_current(batch.stamped):
+            return                           # a retry keeps its sequence
+        batch.payload, batch.stamped = self.idempotence.stamp(
+            batch.tp, batch.builder.build(), batch.records, batch.stamped)
+
+    def _ready_to_sequence(self) -> bool:
+        """Whether batches may be drained now: the producer has an id, and a pending epoch
+        bump (which restarts every sequence) waits until nothing is in flight."""
+        state = self.idempotence
+        if state is None:
+            return True
+        if state.epoch_bump_needed and not state.transactional:
+            if any(self.in_flight.values()):
+                return False
+            if state.bump_epoch_locally():
+                logger.info("bumped producer epoch to %d (producer id %d) to reset sequences",
+                            state.identity.epoch, state.identity.producer_id)
+        return state.has_id
 
     # ---- metadata ----
 
@@ -293,21 +372,26 @@ class ProducerCore:
         Returns (batches by leader id, ms until something may become ready or None).
         """
         for batch in self.accumulator.expired(now, self.config.delivery_timeout_ms):
+            self._sequences_broken(batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, "expired"))
             batch.fail(KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                   f"expiring {len(batch.futures)} record(s) for "
                                   f"{batch.topic}-{batch.partition}: delivery.timeout.ms "
                                   f"({self.config.delivery_timeout_ms}) has passed"))
-        nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing)
+        if not self._ready_to_sequence():
+            return {}, None
+        nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing, self.held)
         if unknown:
             self.needs_metadata = True
         out: dict[int, list[ProducerBatch]] = {}
+        stamp = self._stamp if self.idempotence is not None else None
         for node_id in nodes:
             if self.in_flight.get(node_id, 0) >= self.config.max_in_flight:
                 self._ready_since.setdefault(node_id, now)
                 continue
             self._ready_since.pop(node_id, None)
             batches = self.accumulator.drain(self.cluster, node_id,
-                                             self.config.max_request_size, now, flushing)
+                                             self.config.max_request_size, now, flushing,
+                                             stamp, self.held)
             if batches:
                 self.in_flight[node_id] = self.in_flight.get(node_id, 0) + 1
                 out[node_id] = batches
@@ -317,9 +401,9 @@ class ProducerCore:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             by_topic.setdefault(batch.topic, []).append(
-                {"index": batch.partition, "records": batch.builder.build()})
+                {"index": batch.partition, "records": batch.wire_bytes()})
         return {
-            "transactional_id": None,
+            "transactional_id": self.config.transactional_id,
             "acks": self.config.acks,
             "timeout_ms": self.config.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": p} for t, p in by_topic.items()],
@@ -347,11 +431,20 @@ class ProducerCore:
                 continue
             code = ErrorCode.from_code(result["error_code"])
             if code == ErrorCode.NONE:
-                self.accumulator.complete(batch)
-                batch.succeed(result["base_offset"], result.get("log_append_time_ms", -1))
+                self._succeeded(batch, result["base_offset"], result.get("log_append_time_ms", -1))
+                continue
+            if code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                # Already written by an earlier attempt; the broker no longer knows where.
+                self._succeeded(batch, -1, -1)
                 continue
             message = result.get("error_message") or code.message
+            if code in _SEQUENCE_ERRORS and self._sequence_error(batch, code, message, now):
+                continue
             if code == ErrorCode.MESSAGE_TOO_LARGE and len(batch.futures) > 1:
+                if self.idempotence is not None:
+                    # The parts need sequences of their own, and the batches after the
+                    # refused one fail with a gap: start every partition afresh.
+                    self._sequences_broken(batch, KafkaError(code, message))
                 # As Kafka's producer does: retry the records in smaller batches, so only a
                 # record that can never fit fails.
                 parts = self.accumulator.split(batch)
@@ -362,6 +455,46 @@ class ProducerCore:
             if code in _METADATA_ERRORS:
                 self.needs_metadata = True
             self._retry_or_fail(batch, KafkaError(code, message), now)
+
+    def _succeeded(self, batch: ProducerBatch, base_offset: int, append_time: int) -> None:
+        if self.idempotence is not None and batch.stamped is not None:
+            self.idempotence.acknowledged(batch.tp, batch.stamped, batch.records)
+        self.accumulator.complete(batch)
+        batch.succeed(base_offset, append_time)
+
+    def _sequence_error(self, batch: ProducerBatch, code: ErrorCode, message: str,
+                        now: float) -> bool:
+        """Handle OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID for an idempotent
+        producer; False leaves the batch to the ordinary error path."""
+        state = self.idempotence
+        if state is None or batch.stamped is None:
+            return False
+        if not state.is_current(batch.stamped):
+            self._retry(batch, now)          # sent before a bump: restamped on its retry
+            return True
+        if state.is_next_sequence(batch.tp, batch.stamped):
+            logger.info("%s-%d answered %s for the next sequence %d: resetting the "
+                        "producer's sequences", batch.topic, batch.partition, code.name,
+                        batch.stamped[2])
+            if state.transactional:
+                return False                 # the transaction must be aborted
+            state.epoch_bump_needed = True
+        if batch.attempts > self.config.retries:
+            return False
+        self._retry(batch, now)
+        return True
+
+    def _sequences_broken(self, batch: ProducerBatch, error: BaseException) -> None:
+        """A stamped batch left the sequence for good: an idempotent producer bumps its epoch
+        (a gap would refuse every later batch); a transactional one must abort."""
+        state = self.idempotence
+        if state is None or batch.stamped is None:
+            return
+        if state.transactional:
+            if self.on_batch_failed is not None:
+                self.on_batch_failed(batch, error)
+        elif state.is_current(batch.stamped):
+            state.epoch_bump_needed = True
 
     def handle_failure(self, node_id: int, batches: Sequence[ProducerBatch],
                        error: BaseException, now: float) -> None:
@@ -382,12 +515,19 @@ class ProducerCore:
         if retriable and batch.attempts <= self.config.retries and not expired:
             logger.debug("retrying %s-%d (attempt %d): %s", batch.topic, batch.partition,
                          batch.attempts + 1, error)
-            backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
-                                       self.config.retry_backoff_max_ms,
-                                       random.uniform(0.8, 1.2))
-            self.accumulator.retry_later(batch, now + backoff)
+            self._retry(batch, now)
             return
+        self.fail_batch(batch, error)
+
+    def _retry(self, batch: ProducerBatch, now: float) -> None:
+        backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
+                                   self.config.retry_backoff_max_ms, random.uniform(0.8, 1.2))
+        self.accumulator.retry_later(batch, now + backoff)
+
+    def fail_batch(self, batch: ProducerBatch, error: BaseException) -> None:
+        """Settle a batch as failed for good."""
         self.accumulator.complete(batch)
+        self._sequences_broken(batch, error)
         batch.fail(error)
 
     # ---- state ----

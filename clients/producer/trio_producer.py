@@ -203,9 +203,14 @@ class Producer:
             while True:
                 if self._core.metadata_due(now_ms()):
                     await self._refresh_metadata()
+                if self._core.needs_producer_id:
+                    await self._init_producer_id()
                 ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
                 for node_id, batches in ready.items():
                     requests.start_soon(self._send_batches, node_id, batches)
+                if ready:
+                    wait_ms = 0.0        # more may be drainable now (batches in flight per
+                                         # partition, requests per broker)
                 self._notify()
                 with trio.move_on_after(self._sleep_s(wait_ms)):
                     await self._wakeup_wait()
@@ -219,6 +224,19 @@ class Producer:
             age = now_ms() - self._core.metadata_fetched_ms
             waits.append(max(self.config.metadata_max_age_ms - age, 0))
         return min(waits) / 1000 if waits else 3600.0
+
+    async def _init_producer_id(self) -> None:
+        """Get the idempotent producer its id; a failure is retried after a backoff."""
+        try:
+            response = await self._pool.request_any(
+                ApiKey.INIT_PRODUCER_ID, self._core.init_producer_id_request(),
+                self._core.cluster.brokers.values())
+            error: BaseException | None = self._core.apply_producer_id(response)
+        except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
+            error = self._core.producer_id_failed(exc)
+        if error is not None:
+            logger.debug("InitProducerId failed: %s", error)
+            await trio.sleep(self.config.retry_backoff_ms / 1000)
 
     async def _wakeup_wait(self) -> None:
         await self._wakeup.wait()
