@@ -22,6 +22,10 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
 }
+WANTED_VERSIONS.update({
+    "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
+    "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
+})
 # Controller RPCs: every version the reference declares valid.
 ALL_REFERENCE_VERSIONS = (
     "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "DescribeQuorum", "AllocateProducerIds",
