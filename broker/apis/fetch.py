@@ -1,6 +1,8 @@
 """Fetch (v4-12) for consumers, and for followers up to the log end offset.
 
-Records leave as file ranges the network server `os.sendfile`s. A fetch that finds fewer
+Records leave as file ranges the network server `os.sendfile`s. A read_committed consumer
+(isolation_level 1) reads up to the last stable offset and gets the aborted transactions of
+the range from the aborted-transaction indexes, so it can drop their batches itself. A fetch that finds fewer
 than `min_bytes` waits in the replica manager's purgatory, woken by appends, until enough
 data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are answered sessionless:
 session id 0 tells clients to send full fetches; incremental ones get
@@ -143,6 +145,12 @@ class FetchHandler:
             return 0
         entry.update(high_watermark=read.high_watermark, last_stable_offset=read.last_stable_offset,
                      log_start_offset=read.log_start_offset, records=_records_of(read))
+        if bound is UpperBound.LSO and read.size:
+            # The consumer drops these producers' batches between each first offset and its
+            # ABORT marker; the search stops at the LSO, as far as this read can reach.
+            entry["aborted_transactions"] = [
+                {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                for t in log.aborted_transactions(fetch_offset, read.last_stable_offset)]
         return read.size
 
 

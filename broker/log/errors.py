@@ -65,6 +65,18 @@ class InvalidProducerEpoch(LogError):
     error_code = 47
 
 
+class InvalidTxnState(LogError):
+    """A producer's write does not fit its transaction's state (KIP-890 verification too)."""
+
+    error_code = 48
+
+
+class TransactionCoordinatorFenced(LogError):
+    """A marker came from a coordinator epoch older than one the partition has seen."""
+
+    error_code = 52
+
+
 class InvalidRecord(LogError):
     """A batch breaks a rule of the format (offset range, control batch from a client, ...)."""
 

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 
 from broker.log.index import CorruptIndexError
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 from broker.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -36,8 +37,10 @@ def _base_offset_of(path: Path, suffix: str) -> int | None:
     return int(stem)
 
 
-def clean_partition_dir(directory: Path) -> None:
-    """Remove leftovers of interrupted operations and complete pending swaps."""
+def clean_partition_dir(directory: Path) -> set[int]:
+    """Remove leftovers of interrupted operations and complete pending swaps; returns the
+    base offsets of segments whose aborted-transaction index must be rebuilt."""
+    swapped: set[int] = set()
     for path in list(directory.iterdir()):
         name = path.name
         if name.endswith((".tmp", CLEANED_SUFFIX, DELETED_SUFFIX)):
@@ -49,9 +52,19 @@ def clean_partition_dir(directory: Path) -> None:
         if base is None:
             continue
         logger.info("completing interrupted compaction swap of %s", path)
+        swapped.add(base)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (directory / file_name(base, suffix)).unlink(missing_ok=True)
         path.replace(directory / file_name(base, LOG_SUFFIX))
+    # Which aborted-transaction index belongs to an interrupted swap's segment depends on
+    # where the renames stopped: both are dropped and rebuilt from the segment's markers.
+    for path in directory.glob("*" + TXN_INDEX_SUFFIX + "*"):
+        base = _base_offset_of(path, path.name[20:])
+        if base in swapped or path.name.endswith(SWAP_SUFFIX):
+            path.unlink(missing_ok=True)
+            if base is not None:
+                swapped.add(base)
+    return swapped
 
 
 def segment_base_offsets(directory: Path) -> list[int]:
@@ -93,12 +106,13 @@ def load_segments(
     now_ms: int,
 ) -> list[LogSegment]:
     """Open every segment; recover those after the recovery point if the stop was unclean."""
-    clean_partition_dir(directory)
+    txn_rebuilds = clean_partition_dir(directory)
     bases = segment_base_offsets(directory)
     segments: list[LogSegment] = []
     for n, base in enumerate(bases):
         active = n == len(bases) - 1
         segment = LogSegment(directory, base, settings, active=active, created_ms=now_ms)
+        segment.txn_index_rebuild_needed = base in txn_rebuilds
         segments.append(segment)
     # The segment holding the recovery point and all later ones were possibly not flushed.
     first_unflushed = len(segments)

@@ -19,10 +19,12 @@ from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_par
 from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
-from broker.log.producer_state import ProducerStateManager
+from broker.log.markers import Marker, marker_at, marker_batch, marker_in
+from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.results import AppendResult, ReadResult, UpperBound
 from broker.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from broker.log.timestamps import offset_for_timestamp
+from broker.log.txn_index import AbortedTxn, collect_aborted
 from broker.log.validation import validate_leader_batch
 from broker.log.validator import RecordPolicy, validate_records
 from clients.records.errors import CorruptRecordError
@@ -127,17 +129,36 @@ class PartitionLog:
                           active=True, created_ms=now_ms)
 
     def _rebuild_producer_state(self) -> None:
-        """Load the newest snapshot and replay batch headers from there to the end."""
+        """Load the newest snapshot and replay batch headers from there to the end.
+
+        Segments whose aborted-transaction index was lost (recovered, or swapped in by an
+        interrupted compaction) get it rebuilt here: replay then starts no later than the
+        first of them, and their ABORT markers are indexed again as they are replayed."""
         state = self.producer_state
-        state.load(self.log_start_offset, self.log_end_offset)
+        rebuild = [s for s in self._segments if s.txn_index_rebuild_needed]
+        for segment in rebuild:
+            segment.txn_index.reset()
+        state.load(self.log_start_offset, self.log_end_offset,
+                   rebuild[0].base_offset if rebuild else None)
         start = state.map_end_offset
         for segment in self._segments:
             if segment.next_offset <= start:
                 continue
-            for _, header in segment.headers_from(start):
+            reindex = segment.txn_index_rebuild_needed
+            for position, header in segment.headers_from(start):
                 if header.last_offset >= start:
-                    state.update(header)
+                    completed = state.update(header, marker_at(segment.fd, position, header))
+                    if completed is not None and reindex:
+                        self._index_if_aborted(segment, completed)
+            segment.txn_index_rebuild_needed = False
         state.map_end_offset = self.log_end_offset
+
+    def _index_if_aborted(self, segment: LogSegment, completed: CompletedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker."""
+        if completed.aborted:
+            segment.txn_index.append(AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                self.producer_state.stable_offset_after(completed)))
 
     # -- marks ---------------------------------------------------------------------------
 
@@ -186,8 +207,15 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        # No transactions are tracked, so nothing is ever open: LSO is the HW.
-        return self.high_watermark
+        """The LSO: the first offset of the earliest unfinished transaction, at most the HW."""
+        first = self.producer_state.first_unstable_offset(self.high_watermark)
+        return self.high_watermark if first is None else min(first, self.high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions with data in ``[fetch_offset, upper_bound)``, from the
+        aborted-transaction indexes of the segment holding ``fetch_offset`` and later ones."""
+        segments = self._segments[self._segment_index_for(fetch_offset):]
+        return collect_aborted((s.txn_index for s in segments), fetch_offset, upper_bound)
 
     @property
     def size_in_bytes(self) -> int:
@@ -341,9 +369,29 @@ class PartitionLog:
             self.active_segment.append(data, headers)
         except OSError as exc:
             raise errors.KafkaStorageError(f"{self.name}: write failed: {exc}") from exc
-        for _, header in headers:
-            self.producer_state.update(header)
+        for position, header in headers:
+            marker = marker_in(data, position, header) if header.is_control else None
+            completed = self.producer_state.update(header, marker)
+            if completed is not None:
+                self._index_if_aborted(self.active_segment, completed)
         self._after_write(records, now_ms)
+
+    def append_marker(self, committed: bool, producer_id: int, producer_epoch: int,
+                      coordinator_epoch: int, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
+        """Append a COMMIT or ABORT control batch ending ``producer_id``'s transaction (the
+        coordinator's WriteTxnMarkers); an abort goes into the aborted-transaction index."""
+        now_ms = now_millis() if now_ms is None else now_ms
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = marker_batch(committed, producer_id=producer_id, producer_epoch=producer_epoch,
+                             coordinator_epoch=coordinator_epoch, timestamp=now_ms)
+        offset = self.log_end_offset
+        stamp_offsets(batch, 0, offset, leader_epoch)
+        header = parse_header(batch, 0)
+        self._maybe_roll(len(batch), offset, now_ms)
+        if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
+            self.epoch_cache.assign(leader_epoch, offset)
+        self._write(batch, [(0, header)], 1, now_ms)
+        return AppendResult(offset, offset, now_ms, offset, -1, self.log_start_offset, 1)
 
     def _after_write(self, records: int, now_ms: int) -> None:
         """flush.messages: fsync once that many messages are unflushed (1 = every append)."""
@@ -427,8 +475,9 @@ class PartitionLog:
             raise errors.OffsetOutOfRange(
                 f"{self.name}: offset {offset} is outside [{self.log_start_offset}, {leo}]"
             )
-        bound = leo if upper_bound is UpperBound.LEO else self.high_watermark
-        marks = (self.high_watermark, leo, self.log_start_offset, self.last_stable_offset)
+        lso = self.last_stable_offset
+        bound = leo if upper_bound is UpperBound.LEO else lso if upper_bound is UpperBound.LSO else self.high_watermark
+        marks = (self.high_watermark, leo, self.log_start_offset, lso)
         if offset < bound:
             for segment in self._segments[self._segment_index_for(offset):]:
                 if segment.base_offset >= bound:

@@ -17,6 +17,7 @@ from broker.log.block_reservation import BlockReservation
 from broker.log.errors import KafkaStorageError
 from broker.log.index import OffsetIndex, TimeIndex
 from broker.log.results import FileRange
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BATCH_HEADER_SIZE,
@@ -80,6 +81,10 @@ class LogSegment:
             self.index_rebuild_needed = True
         self.offset_index = OffsetIndex(index_path, base_offset, settings.max_index_size, writable=active)
         self.time_index = TimeIndex(time_path, base_offset, settings.max_index_size, writable=active)
+        self.txn_index = TransactionIndex(directory / (file_name(base_offset, TXN_INDEX_SUFFIX) + suffix))
+        # Set by recover(): the aborted transactions must be found again by replaying the
+        # segment's markers, which needs the producer state (the log does it).
+        self.txn_index_rebuild_needed = False
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -170,6 +175,8 @@ class LogSegment:
         self._blocks.forget()
         self.size = valid
         self.index_rebuild_needed = False
+        self.txn_index.reset()
+        self.txn_index_rebuild_needed = True
         return truncated
 
     def _scan_valid(self, data: mmap.mmap) -> int:
@@ -335,6 +342,7 @@ class LogSegment:
         position, header = found
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self._blocks.forget()
@@ -355,6 +363,7 @@ class LogSegment:
             self.unflushed = False
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def become_inactive(self) -> None:
         """On roll: record the final max timestamp, trim the indexes, free reserved blocks."""
@@ -371,7 +380,7 @@ class LogSegment:
         os.close(self.fd)
 
     def change_suffix(self, old: str, new: str) -> None:
-        """Rename all three files from suffix ``old`` to ``new`` (e.g. ".swap" to "")."""
+        """Rename all four files from suffix ``old`` to ``new`` (e.g. ".swap" to "")."""
 
         def renamed(path: Path) -> Path:
             stem = path.name[: len(path.name) - len(old)] if old else path.name
@@ -382,11 +391,13 @@ class LogSegment:
         self.log_path = target
         self.offset_index.rename(renamed(self.offset_index.path))
         self.time_index.rename(renamed(self.time_index.path))
+        self.txn_index.rename(renamed(self.txn_index.path))
         self.suffix = new
 
     def close_and_delete(self) -> None:
         """Close the fds and unlink the files (after the delete delay)."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         os.close(self.fd)
         self.log_path.unlink(missing_ok=True)

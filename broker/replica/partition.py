@@ -186,6 +186,20 @@ class Partition:
         self.maybe_increment_high_watermark()
         return result
 
+    def append_marker(self, committed: bool, producer_id: int, producer_epoch: int,
+                      coordinator_epoch: int, now_ms: int | None = None) -> AppendResult:
+        """Append a transaction marker as the leader, with acks=all's min.insync.replicas
+        check (the caller waits for the HW to pass it)."""
+        self.require_leader()
+        if self.is_under_min_isr:
+            raise NotEnoughReplicas(
+                f"{self.topic}-{self.partition_id}: {len(self.isr)} in-sync replica(s), "
+                f"min.insync.replicas is {self.min_insync_replicas}")
+        result = self.log.append_marker(committed, producer_id, producer_epoch, coordinator_epoch,
+                                        self.leader_epoch, now_ms)
+        self.maybe_increment_high_watermark()
+        return result
+
     def maybe_increment_high_watermark(self) -> bool:
         """Move the HW up to the smallest LEO over the maximal ISR; returns whether it moved."""
         if not self.is_leader:

@@ -21,6 +21,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "DeleteTopics": (1, 6), "CreatePartitions": (0, 3), "DescribeConfigs": (1, 4),
     "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
+    "WriteTxnMarkers": (0, 1), "DescribeProducers": (0, 0),
 }
 WANTED_VERSIONS.update({
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
