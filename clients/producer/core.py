@@ -22,6 +22,7 @@ from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.producer.idempotence import IdempotenceState
+from clients.producer.transactions import TransactionManager
 from clients.protocol import ErrorCode, KafkaError
 from clients.records.record import Header
 
@@ -146,6 +147,26 @@ class ProducerCore:
         # added to the transaction), and who hears of batches that failed for good.
         self.held: Callable[[tuple[str, int]], bool] | None = None
         self.on_batch_failed: Callable[[ProducerBatch, BaseException], None] | None = None
+        self.txn: TransactionManager | None = None
+        if config.transactional_id is not None:
+            assert self.idempotence is not None
+            txn = self.txn = TransactionManager(config.transactional_id,
+                                                config.transaction_timeout_ms,
+                                                self.idempotence)
+            self.held = txn.held
+            self.on_batch_failed = lambda batch, error: txn.batch_failed(error)
+
+    def check_transaction(self) -> None:
+        """A transactional producer sends only inside a transaction."""
+        if self.txn is not None:
+            self.txn.check_send()
+
+    def abort_unsent(self, error: BaseException) -> None:
+        """Fail every batch not in flight (an abort, or a transaction in error)."""
+        if self.txn is not None and any(b.stamped is not None and not b.in_flight
+                                        for b in self.accumulator):
+            self.txn.epoch_bump_needed = True    # a sequence the broker never got
+        self.accumulator.abort_all(error)
 
     @property
     def needs_producer_id(self) -> bool:
@@ -350,6 +371,8 @@ class ProducerCore:
                              f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
         count = self._counts[topic]
         chosen = self.choose_partition(topic, key_b, partition, count)
+        if self.txn is not None:
+            self.txn.add_partition((topic, chosen))
         stamp = wall_clock_ms() if timestamp is None else int(timestamp)
         batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
                                                  future, now, size)
@@ -377,6 +400,12 @@ class ProducerCore:
                                   f"expiring {len(batch.futures)} record(s) for "
                                   f"{batch.topic}-{batch.partition}: delivery.timeout.ms "
                                   f"({self.config.delivery_timeout_ms}) has passed"))
+        txn = self.txn
+        if txn is not None and txn.in_error and self.accumulator:
+            # Nothing more of a failed transaction may be written: fail what waits, so a
+            # flush (and commit_transaction, which then raises) ends.
+            assert txn.error is not None
+            self.abort_unsent(txn.error)
         if not self._ready_to_sequence():
             return {}, None
         nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing, self.held)
