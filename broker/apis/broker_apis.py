@@ -14,10 +14,12 @@ from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
 from broker.apis.request import RequestRouter
+from broker.apis.txn_markers import OffsetsMarkerListener, TxnMarkerHandlers
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica.manager import ReplicaManager
+from broker.replica.txn_verification import TransactionVerifier
 from metadata.image import MetadataImage
 
 if TYPE_CHECKING:
@@ -28,13 +30,18 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                         image: Callable[[], MetadataImage], *, replicas: ReplicaManager,
                         groups: GroupCoordinator, auto_create: AutoCreateTopics | None = None,
                         producer_ids: ProducerIdManager | None = None,
-                        controller: ControllerClient | None = None) -> RequestRouter:
+                        controller: ControllerClient | None = None,
+                        txn_verifier: TransactionVerifier | None = None,
+                        offsets_marker_listener: OffsetsMarkerListener | None = None) -> RequestRouter:
     """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
-    the admin APIs it forwards to the active controller (with `controller`)."""
+    the admin APIs it forwards to the active controller (with `controller`). Transactional
+    produce is verified with `txn_verifier` (KIP-890) when given; markers on
+    `__consumer_offsets` partitions are reported to `offsets_marker_listener`."""
     install_api_versions(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
-    ProduceHandler(replicas).register(router)
+    ProduceHandler(replicas, txn_verifier).register(router)
+    TxnMarkerHandlers(replicas, offsets_marker_listener).register(router)
     FetchHandler(replicas).register(router)
     OffsetHandlers(replicas).register(router)
     DescribeConfigsHandler(config, image).register(router)

@@ -6,6 +6,11 @@ else in one copy; only the 61-byte batch header is looked at here, and the CRC i
 the log while assigning offsets. Where a topic needs its records read (compaction keys,
 timestamps the header cannot settle, a compression.type to convert to), the log's validator
 does it and its refusals carry the per-record errors answered in `record_errors`.
+
+Transactional produce: with a `TransactionVerifier` installed, a batch that would open the
+producer's transaction in a partition is appended only once the coordinator confirmed the
+partition is in the transaction (KIP-890); the log refuses a stale producer epoch
+(INVALID_PRODUCER_EPOCH) and a non-transactional write inside an open transaction.
 """
 
 from __future__ import annotations
@@ -13,13 +18,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
-import trio
-
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.errors import CorruptMessage, InvalidRecord
+from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import CloseConnection, DecodedRequest, RequestContext, RequestRouter
 from broker.replica.manager import ReplicaManager
-from broker.replica.partition import Partition
+from broker.replica.txn_verification import TransactionVerifier, VerificationGuard, produce_error_for
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_size
 from clients.records.errors import CorruptRecordError
@@ -28,18 +32,6 @@ logger = logging.getLogger(__name__)
 
 ZSTD = 4
 _FIRST_VERSION_WITH_ZSTD = 7
-
-
-class _Pending:
-    """An acks=all partition waiting for its HW to pass `required_offset`."""
-
-    __slots__ = ("entry", "partition", "required_offset", "leader_epoch")
-
-    def __init__(self, entry: dict[str, Any], partition: Partition, required_offset: int) -> None:
-        self.entry = entry
-        self.partition = partition
-        self.required_offset = required_offset
-        self.leader_epoch = partition.leader_epoch
 
 
 def _partition_entry(index: int) -> dict[str, Any]:
@@ -93,8 +85,9 @@ def _check_payload(records: Any, version: int,
 class ProduceHandler:
     """Handles Produce against the local leader replicas."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier | None = None) -> None:
         self._replicas = replicas
+        self.verifier = verifier
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.PRODUCE, self.handle, produce_error_body)
@@ -104,7 +97,10 @@ class ProduceHandler:
         acks = int(body["acks"])
         transactional_id = body.get("transactional_id")
         responses: list[dict[str, Any]] = []
-        pending: list[_Pending] = []
+        pending: list[PendingAppend] = []
+        verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
+        if transactional_id is not None and self.verifier is not None and acks in (-1, 0, 1):
+            verdicts = await self._verify(body, transactional_id)
         timestamp = now_ms()
         for topic in body.get("topic_data") or ():
             name = topic["name"]
@@ -116,13 +112,15 @@ class ProduceHandler:
                 if acks not in (-1, 0, 1):
                     _fail(entry, ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be -1, 0 or 1, not {acks}")
                     continue
-                if transactional_id is not None:
-                    _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                          "transactions are not supported by this broker")
+                verdict = verdicts.get((name, data["index"]))
+                if isinstance(verdict, int):
+                    _fail(entry, verdict, "the partition is not part of the producer's transaction"
+                          if verdict == ErrorCode.INVALID_TXN_STATE else "transaction verification failed")
                     continue
-                self._append(name, data, entry, acks, version, transactional_id, timestamp, pending)
+                self._append(name, data, entry, acks, version, transactional_id, timestamp, pending,
+                             verdict)
         if pending:
-            await self._await_replication(pending, int(body.get("timeout_ms", 0)))
+            await await_replication(self._replicas, pending, int(body.get("timeout_ms", 0)), _fail)
         if acks == 0:
             failed = [f"{r['name']}-{e['index']}: {ErrorCode.from_code(e['error_code']).name}"
                       for r in responses for e in r["partition_responses"] if e["error_code"]]
@@ -134,11 +132,11 @@ class ProduceHandler:
 
     def _append(self, topic: str, data: dict[str, Any], entry: dict[str, Any], acks: int,
                 version: int, transactional_id: str | None, timestamp: int,
-                pending: list[_Pending]) -> None:
+                pending: list[PendingAppend], verification: VerificationGuard | None = None) -> None:
         try:
             partition = self._replicas.leader_partition(topic, data["index"])
             batches = _check_payload(data.get("records"), version, transactional_id)
-            result = partition.append_as_leader(batches, acks, timestamp)
+            result = partition.append_as_leader(batches, acks, timestamp, verification)
         except PARTITION_ERRORS as exc:
             _fail(entry, error_code_of(exc), str(exc), getattr(exc, "record_errors", ()))
             logger.debug("produce to %s-%d failed: %s", topic, data["index"], exc)
@@ -149,32 +147,41 @@ class ProduceHandler:
         if not result.duplicate:
             self._replicas.notify(partition.key)
         if acks == -1 and result.last_offset >= 0:
-            pending.append(_Pending(entry, partition, result.last_offset + 1))
+            pending.append(PendingAppend(entry, partition, result.last_offset + 1))
 
-    async def _await_replication(self, pending: list[_Pending], timeout_ms: int) -> None:
-        """Kafka's DelayedProduce: wait until each HW passes its batch, or time out."""
-        deadline = trio.current_time() + max(timeout_ms, 0) / 1000
-        with self._replicas.purgatory.watch(p.partition.key for p in pending) as waiter:
-            while True:
-                pending = [p for p in pending if not self._settled(p)]
-                if not pending or not await waiter.wait(deadline):
-                    break
-        for item in pending:
-            _fail(item.entry, ErrorCode.REQUEST_TIMED_OUT,
-                  f"the high watermark did not reach {item.required_offset} within {timeout_ms} ms")
 
-    def _settled(self, item: _Pending) -> bool:
-        partition = item.partition
-        current = self._replicas.get_partition(*partition.key)
-        if current is not partition or not partition.is_leader or partition.leader_epoch != item.leader_epoch:
-            _fail(item.entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership moved while waiting for acks")
-            return True
-        if partition.high_watermark < item.required_offset:
-            return False
-        if partition.is_under_min_isr:
-            _fail(item.entry, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                  "the ISR shrank below min.insync.replicas after the append")
-        return True
+    async def _verify(self, body: dict[str, Any], transactional_id: str
+                      ) -> dict[tuple[str, int], VerificationGuard | int]:
+        """KIP-890: ask the coordinator about each partition where the producer's
+        transactional batch would open a transaction; a guard per verified partition, an
+        error code per refused one. Malformed payloads are left to the append to answer."""
+        guards: dict[tuple[str, int], VerificationGuard] = {}
+        producer: tuple[int, int] | None = None
+        for topic in body.get("topic_data") or ():
+            for data in topic.get("partition_data") or ():
+                records = data.get("records")
+                try:
+                    partition = self._replicas.leader_partition(topic["name"], data["index"])
+                    header = parse_header(records, 0) if records is not None else None
+                except (CorruptRecordError, *PARTITION_ERRORS):
+                    continue
+                if header is None or not header.is_transactional or header.producer_id < 0:
+                    continue
+                producer = producer or (header.producer_id, header.producer_epoch)
+                if partition.needs_verification(header.producer_id):
+                    guards[partition.key] = partition.start_verification(header.producer_id)
+        if not guards or producer is None or self.verifier is None:
+            return dict(guards)
+        try:
+            codes = await self.verifier.verify(transactional_id, producer[0], producer[1], list(guards))
+        except Exception:  # noqa: BLE001 - the coordinator is unreachable: the producer retries
+            logger.warning("verifying the transaction of %r failed", transactional_id, exc_info=True)
+            codes = {key: int(ErrorCode.COORDINATOR_NOT_AVAILABLE) for key in guards}
+        verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
+        for key, guard in guards.items():
+            code = codes.get(key, int(ErrorCode.INVALID_TXN_STATE))
+            verdicts[key] = guard if code == ErrorCode.NONE else produce_error_for(code)
+        return verdicts
 
 
 def produce_error_body(body: Mapping[str, Any], version: int, error_code: int,

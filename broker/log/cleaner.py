@@ -14,6 +14,11 @@ Each rewritten segment is swapped in atomically: ``.cleaned`` files, renamed to 
 the old segment renamed to ``.deleted``, then the ``.swap`` renamed into place. The loader
 completes or discards an interrupted swap. This is not a hot path: records are parsed.
 
+Transactions (see cleaner_txn): nothing at or past the last stable offset is cleaned; data of
+aborted transactions is removed, and markers once their transactions' data is gone and their
+delete horizon passed. Each cleaned segment gets the aborted-transaction index entries of
+the ABORT markers it keeps.
+
 A pass can also run in steps (`clean_log_steps`), so that the broker's event loop serves
 produce and fetch between them instead of stalling for a whole pass.
 """
@@ -25,6 +30,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generator, Iterator
 
+from broker.log.cleaner_txn import CleanedTransactions, rewrite_marker
 from broker.log.offset_map import OffsetMap, capacity
 from broker.log.segment import CLEANED_SUFFIX, LogSegment
 from clients.records.batch import RecordBatch, decode_batch, encode_batch
@@ -54,11 +60,13 @@ class CleanerStats:
 
 
 def _cleanable_end(log: PartitionLog, now_ms: int) -> int:
-    """First offset the cleaner must not touch (a segment boundary)."""
+    """First offset the cleaner must not touch (a segment boundary): never past the LSO, so
+    no open transaction is cleaned."""
     config = log.config
+    stable = log.last_stable_offset
     for segment in log.inactive_segments:
         too_young = config.min_compaction_lag_ms > 0 and now_ms - segment.largest_timestamp() < config.min_compaction_lag_ms
-        if too_young or segment.next_offset > log.high_watermark:
+        if too_young or segment.next_offset > stable:
             return segment.base_offset
     return log.active_segment.base_offset
 
@@ -108,15 +116,15 @@ def _decode(segment: LogSegment, position: int, header: BatchHeader) -> RecordBa
 
 
 def _build_offset_map(dirty: list[LogSegment], offsets: OffsetMap, first_dirty: int,
-                      pacer: _Pacer) -> Generator[None, None, int | None]:
-    """Map the keys of the dirty batches (from ``first_dirty`` on); returns the base offset of
-    the first batch that no longer fit, or None when all did. The first batch always goes in,
-    so that every pass makes progress."""
+                      txns: CleanedTransactions, pacer: _Pacer) -> Generator[None, None, int | None]:
+    """Map the keys of the dirty batches (from ``first_dirty`` on), aborted ones left out;
+    returns the base offset of the first batch that no longer fit, or None when all did. The
+    first batch always goes in, so that every pass makes progress."""
     for segment in dirty:
         for position, header in segment.iter_headers(0):
             if header.last_offset < first_dirty:
                 continue  # cleaned by an earlier pass, and mapped by it
-            if not header.is_control:
+            if not header.is_control and not txns.on_data_batch(header):
                 if len(offsets) and not offsets.has_room_for(header.records_count):
                     return header.base_offset
                 batch = _decode(segment, position, header)
@@ -178,16 +186,19 @@ def clean_log_steps(log: PartitionLog, now_ms: int, *, force: bool = False,
     horizons: list[int] = []
     cleaned: LogSegment | None = None
     try:
-        map_full_at = yield from _build_offset_map(dirty, offset_map, first_dirty, pacer)
+        aborted = log.aborted_transactions(in_range[0].base_offset, end)
+        map_full_at = yield from _build_offset_map(dirty, offset_map, first_dirty,
+                                                   CleanedTransactions(aborted), pacer)
         if map_full_at is not None:
             end = map_full_at
             in_range = [s for s in in_range if s.base_offset < end]
             pacer.pending = list(in_range)
+        txns = CleanedTransactions(aborted)
         for segment in in_range:
             before += segment.size
             cleaned = _open_cleaned(log, segment, now_ms)
             removed += yield from _clean_segment(log, segment, cleaned, offset_map, end, now_ms, horizons,
-                                                 pacer)
+                                                 txns, pacer)
             after += cleaned.size
             # From here on the files belong to the log, whatever happens.
             finished, cleaned = cleaned, None
@@ -226,7 +237,8 @@ def _open_cleaned(log: PartitionLog, segment: LogSegment, now_ms: int) -> LogSeg
 
 
 def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, offset_map: OffsetMap,
-                   end: int, now_ms: int, horizons: list[int], pacer: _Pacer) -> Generator[None, None, int]:
+                   end: int, now_ms: int, horizons: list[int], txns: CleanedTransactions,
+                   pacer: _Pacer) -> Generator[None, None, int]:
     """Write the retained batches of ``segment`` to ``target``; returns records dropped.
 
     Batches from ``end`` on (past where the key map filled) are copied as they are: their
@@ -236,7 +248,7 @@ def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, o
         if header.base_offset >= end:
             data: bytes | None = os.pread(segment.fd, header.size, position)
         else:
-            data = _rewrite_batch(log, segment, position, header, offset_map, now_ms)
+            data = _rewrite_batch(log, segment, position, header, offset_map, now_ms, txns)
         if data is None:
             dropped += header.records_count
         else:
@@ -248,20 +260,25 @@ def _clean_segment(log: PartitionLog, segment: LogSegment, target: LogSegment, o
         yield from pacer.step(header.size)
     # The pass may have yielded since the last check: the segment must still be the one read.
     pacer.check()
+    # Aborts kept by this pass, then those of markers copied as they are (from `end` on).
+    for txn in txns.take_index_entries() + [t for t in segment.txn_index.entries if t.last_offset >= end]:
+        target.txn_index.append(txn)
     target.become_inactive()
     target.flush()
     return dropped
 
 
 def _rewrite_batch(log: PartitionLog, segment: LogSegment, position: int, header: BatchHeader,
-                   offset_map: OffsetMap, now_ms: int) -> bytes | None:
+                   offset_map: OffsetMap, now_ms: int, txns: CleanedTransactions) -> bytes | None:
     original = os.pread(segment.fd, header.size, position)
     if header.is_control:
-        return original
+        return rewrite_marker(original, header, now_ms, log.config.delete_retention_ms, txns,
+                              _is_last_batch_of_producer(log, header))
+    aborted = txns.on_data_batch(header)
     batch = _decode(segment, position, header)
     if batch is None:
         return original
-    kept = _retained(batch, offset_map, now_ms)
+    kept = [] if aborted else _retained(batch, offset_map, now_ms)
     has_tombstone = any(r.value is None for r in kept)
     needs_horizon = has_tombstone and not header.attributes & DELETE_HORIZON_MASK
     if len(kept) == len(batch.records) and not needs_horizon:
@@ -285,8 +302,15 @@ def _rewrite_batch(log: PartitionLog, segment: LogSegment, position: int, header
 
 
 def _is_last_batch_of_producer(log: PartitionLog, header: BatchHeader) -> bool:
-    """An idempotent producer's last batch stays (maybe empty) so its sequence survives."""
+    """An idempotent producer's last batch stays (maybe empty) so its sequence survives; so
+    does a marker after its last data batch (it holds the producer's current epoch)."""
     if header.producer_id < 0:
         return False
     entry = log.producer_state.producers.get(header.producer_id)
-    return bool(entry and entry.batches and entry.batches[-1].last_offset == header.last_offset)
+    if entry is None:
+        return False
+    last_data = entry.batches[-1].last_offset if entry.batches else -1
+    if header.is_control:
+        return last_data < header.base_offset
+    return last_data == header.last_offset
+

@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Any, Callable
 
+from broker.log.errors import InvalidTxnState
 from broker.log.partition_log import PartitionLog
 from broker.log.results import AppendResult
 from broker.replica.errors import (
@@ -23,6 +24,7 @@ from broker.replica.errors import (
     UnknownLeaderEpoch,
 )
 from broker.replica.follower_state import UNKNOWN_OFFSET, FollowerState
+from broker.replica.txn_verification import VerificationGuard
 from clients.protocol import ErrorCode
 from metadata.image import PartitionRegistration
 
@@ -65,6 +67,8 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         # The ISR proposed to the controller and not yet answered (None: nothing in flight).
         self.pending_isr: tuple[int, ...] | None = None
+        # Producer id -> the KIP-890 verification in progress for its next transaction here.
+        self._verification_guards: dict[int, VerificationGuard] = {}
 
     @property
     def key(self) -> tuple[str, int]:
@@ -174,15 +178,35 @@ class Partition:
 
     # -- appends and the high watermark --------------------------------------------------
 
+    def needs_verification(self, producer_id: int) -> bool:
+        """Whether a transactional batch of `producer_id` must be verified first: it has no
+        ongoing transaction in this partition."""
+        return not self.log.producer_state.has_ongoing_txn(producer_id)
+
+    def start_verification(self, producer_id: int) -> VerificationGuard:
+        guard = self._verification_guards[producer_id] = VerificationGuard(producer_id)
+        return guard
+
     def append_as_leader(self, batches: bytearray, required_acks: int,
-                         now_ms: int | None = None) -> AppendResult:
-        """Append a producer's batches (stamped in place); may raise broker.log errors."""
+                         now_ms: int | None = None,
+                         verification: VerificationGuard | None = None) -> AppendResult:
+        """Append a producer's batches (stamped in place); may raise broker.log errors.
+        With `verification`, the append needs that guard to be still current (no marker
+        since) unless the producer's transaction is already open here."""
         self.require_leader()
         if required_acks == -1 and self.is_under_min_isr:
             raise NotEnoughReplicas(
                 f"{self.topic}-{self.partition_id}: {len(self.isr)} in-sync replica(s), "
                 f"min.insync.replicas is {self.min_insync_replicas}")
+        if verification is not None:
+            pid = verification.producer_id
+            if (self._verification_guards.get(pid) is not verification
+                    and not self.log.producer_state.has_ongoing_txn(pid)):
+                raise InvalidTxnState(f"{self.topic}-{self.partition_id}: the transaction of "
+                                      f"producer {pid} ended while its partition was verified")
         result = self.log.append_as_leader(batches, self.leader_epoch, now_ms)
+        if verification is not None and self._verification_guards.get(verification.producer_id) is verification:
+            del self._verification_guards[verification.producer_id]
         self.maybe_increment_high_watermark()
         return result
 
@@ -197,6 +221,7 @@ class Partition:
                 f"min.insync.replicas is {self.min_insync_replicas}")
         result = self.log.append_marker(committed, producer_id, producer_epoch, coordinator_epoch,
                                         self.leader_epoch, now_ms)
+        self._verification_guards.pop(producer_id, None)
         self.maybe_increment_high_watermark()
         return result
 

@@ -304,3 +304,111 @@ def test_a_tombstone_past_a_full_map_is_kept_until_a_pass_maps_it(tmp_path: Path
         now += 2 * HOUR
     assert (b"K", b"value") not in [(key, value) for _, key, value in read_all(log)]
     log.close()
+
+
+# -- transactions ----------------------------------------------------------------------------
+
+def _txn_put(log, pid: int, seq: int, key: bytes, value: bytes) -> int:  # type: ignore[no-untyped-def]
+    from clients.records.batch import Record, encode_batch
+
+    data = bytearray(encode_batch([Record(None, NOW, key, value)], producer_id=pid, producer_epoch=0,
+                                  base_sequence=seq, is_transactional=True))
+    return log.append_as_leader(data, 0, NOW).first_offset
+
+
+def _more(log, tag: bytes) -> None:  # type: ignore[no-untyped-def]
+    """Fresh dirty data, so that a later pass has something to clean."""
+    for n in range(6):
+        _put(log, tag + b"%d" % n, b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+
+
+def _markers(log) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    """(offset, producer id) of every control batch in the log."""
+    from broker.log.results import UpperBound
+    from clients.records.header import iter_batches
+
+    found = []
+    for segment in log.segments:
+        for _, header in segment.iter_headers(0):
+            if header.is_control:
+                found.append((header.base_offset, header.producer_id))
+    return found
+
+
+def test_compaction_removes_aborted_data_and_keeps_what_it_shadowed(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    _put(log, b"k", b"committed" + b"x" * 40)                  # 0
+    _txn_put(log, 7, 0, b"k", b"aborted" + b"x" * 40)          # 1
+    abort = log.append_marker(False, 7, 0, 0, 0, NOW).first_offset   # 2
+    for n in range(8):
+        _put(log, b"other%d" % n, b"y" * 60)
+    _txn_put(log, 7, 1, b"later", b"z" * 40)                   # the producer goes on: marker not its last
+    log.append_marker(True, 7, 0, 0, 0, NOW)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.aborted_transactions(0, log.log_end_offset)
+    clean_log(log, NOW, force=True)
+    values = {k: v for _, k, v in read_all(log)}
+    # The aborted write neither survives nor evicts the committed value it shadowed.
+    assert values[b"k"] == b"committed" + b"x" * 40
+    assert all(v != b"aborted" + b"x" * 40 for _, _, v in read_all(log))
+    # Its marker stays for now: data of its transaction was there when this pass started.
+    assert (abort, 7) in _markers(log)
+    # A second pass finds no data left: the marker gets a delete horizon, goes after it, and
+    # so does its aborted-transaction index entry.
+    _more(log, b"second")
+    clean_log(log, NOW + 1, force=True)
+    assert (abort, 7) in _markers(log)
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    _more(log, b"third")
+    clean_log(log, NOW + 2, force=True)
+    assert (abort, 7) in _markers(log)                         # its horizon has not passed
+    _more(log, b"fourth")
+    clean_log(log, NOW + HOUR + 2, force=True)
+    assert (abort, 7) not in _markers(log)
+    log.close()
+    reopened = open_log(tmp_path, COMPACT)
+    assert {k: v for _, k, v in read_all(reopened)}[b"k"] == b"committed" + b"x" * 40
+    reopened.close()
+
+
+def test_commit_markers_stay_while_their_data_does(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    _txn_put(log, 5, 0, b"a", b"1" * 60)                       # 0
+    commit = log.append_marker(True, 5, 0, 0, 0, NOW).first_offset   # 1
+    _txn_put(log, 5, 1, b"b", b"2" * 60)                       # 2: keeps "a" live in its own txn
+    log.append_marker(True, 5, 0, 0, 0, NOW)
+    for n in range(8):
+        _put(log, b"other%d" % n, b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    clean_log(log, NOW, force=True)
+    _more(log, b"second")
+    clean_log(log, NOW + HOUR + 2, force=True)
+    assert (commit, 5) in _markers(log)                        # "a" is still there
+    _put(log, b"a", b"newer" + b"y" * 60)                      # supersedes the transaction's data
+    for n in range(8):
+        _put(log, b"more%d" % n, b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    clean_log(log, NOW + HOUR + 3, force=True)                 # removes "a"
+    assert b"1" * 60 not in [v for _, _, v in read_all(log)]
+    assert (commit, 5) in _markers(log)
+    _more(log, b"third")
+    clean_log(log, NOW + 2 * HOUR, force=True)                 # no data left: a delete horizon
+    assert (commit, 5) in _markers(log)
+    _more(log, b"fourth")
+    clean_log(log, NOW + 3 * HOUR + 1, force=True)
+    assert (commit, 5) not in _markers(log)
+    log.close()
+
+
+def test_compaction_never_passes_the_last_stable_offset(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    _put(log, b"k", b"v" * 60)
+    _txn_put(log, 3, 0, b"open", b"o" * 60)                    # never ends
+    for n in range(10):
+        _put(log, b"k", b"w%d" % n + b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 1
+    assert clean_log(log, NOW, force=True) is None
+    assert len(read_all(log)) == 12
+    log.close()

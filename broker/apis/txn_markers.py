@@ -1,0 +1,164 @@
+"""WriteTxnMarkers (v0-1) and DescribeProducers (v0) on partition leaders.
+
+WriteTxnMarkers comes from a transaction coordinator: each marker appends a COMMIT or ABORT
+control batch, carrying the coordinator epoch, to each named partition it leads, with acks=all
+semantics (min.insync.replicas, then the high watermark must pass the marker within the
+request timeout). The marker ends the producer's transaction there, moves the LSO, and an
+abort is recorded in the aborted-transaction index. Once a marker on a `__consumer_offsets`
+partition is replicated, the group coordinator hears of it (its pending transactional offset
+commits become visible or are dropped).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Awaitable, Mapping, Protocol
+
+from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.apis.replication_wait import PendingAppend, await_replication
+from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from broker.replica.errors import UnknownTopicOrPartition
+from broker.replica.manager import ReplicaManager
+from clients.protocol import ApiKey, ErrorCode
+
+logger = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka waits request.timeout.ms (its default) for a marker to replicate.
+DEFAULT_MARKER_TIMEOUT_MS = 30_000
+
+
+class OffsetsMarkerListener(Protocol):
+    """Told of each replicated marker on a `__consumer_offsets` partition."""
+
+    def on_offsets_marker(self, partition: int, producer_id: int,
+                          committed: bool) -> Awaitable[None] | None: ...
+
+
+def _fail(entry: dict[str, Any], code: int, message: str | None = None) -> None:
+    entry["error_code"] = int(code)
+
+
+class TxnMarkerHandlers:
+    """The leader-side transaction APIs: writing markers and describing producers."""
+
+    def __init__(self, replicas: ReplicaManager, offsets_listener: OffsetsMarkerListener | None = None,
+                 timeout_ms: int = DEFAULT_MARKER_TIMEOUT_MS) -> None:
+        self._replicas = replicas
+        self.offsets_listener = offsets_listener
+        self._timeout_ms = timeout_ms
+
+    def register(self, router: RequestRouter) -> None:
+        router.register(ApiKey.WRITE_TXN_MARKERS, self.handle_write_txn_markers,
+                        write_txn_markers_error_body)
+        router.register(ApiKey.DESCRIBE_PRODUCERS, self.handle_describe_producers,
+                        describe_producers_error_body)
+
+    # -- WriteTxnMarkers -----------------------------------------------------------------
+
+    async def handle_write_txn_markers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        results = []
+        pending: list[PendingAppend] = []
+        # (marker, partition entry) of each appended __consumer_offsets partition.
+        offsets_partitions: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        timestamp = now_ms()
+        for marker in request.body.get("markers") or ():
+            topics = []
+            results.append({"producer_id": marker["producer_id"], "topics": topics})
+            for topic in marker.get("topics") or ():
+                entries: list[dict[str, Any]] = []
+                topics.append({"name": topic["name"], "partitions": entries})
+                for index in topic.get("partition_indexes") or ():
+                    entry = {"partition_index": index, "error_code": ErrorCode.NONE}
+                    entries.append(entry)
+                    if self._append(marker, topic["name"], index, entry, timestamp, pending):
+                        if topic["name"] == OFFSETS_TOPIC:
+                            offsets_partitions.append((marker, entry))
+        if pending:
+            await await_replication(self._replicas, pending, self._timeout_ms, _fail)
+        for marker, entry in offsets_partitions:
+            if entry["error_code"] == ErrorCode.NONE:
+                await self._tell_offsets_listener(marker, entry)
+        return {"markers": results}
+
+    def _append(self, marker: Mapping[str, Any], topic: str, index: int, entry: dict[str, Any],
+                timestamp: int, pending: list[PendingAppend]) -> bool:
+        committed = bool(marker["transaction_result"])
+        try:
+            if self._replicas.get_partition(topic, index) is None:
+                # As Kafka: no local replica at all is UNKNOWN_TOPIC_OR_PARTITION.
+                raise UnknownTopicOrPartition(f"no replica of {topic}-{index} on this broker")
+            partition = self._replicas.leader_partition(topic, index)
+            result = partition.append_marker(committed, int(marker["producer_id"]),
+                                             int(marker["producer_epoch"]),
+                                             int(marker["coordinator_epoch"]), timestamp)
+        except PARTITION_ERRORS as exc:
+            _fail(entry, error_code_of(exc))
+            logger.info("%s marker for producer %d on %s-%d refused: %s",
+                        "COMMIT" if committed else "ABORT", marker["producer_id"], topic, index, exc)
+            return False
+        self._replicas.notify(partition.key)
+        pending.append(PendingAppend(entry, partition, result.last_offset + 1))
+        return True
+
+    async def _tell_offsets_listener(self, marker: Mapping[str, Any], entry: dict[str, Any]) -> None:
+        listener = self.offsets_listener
+        if listener is None:
+            return
+        try:
+            outcome = listener.on_offsets_marker(int(entry["partition_index"]), int(marker["producer_id"]),
+                                                 bool(marker["transaction_result"]))
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:  # noqa: BLE001 - answered as Kafka does: the coordinator retries
+            logger.exception("group coordinator failed to complete the transaction of producer %d",
+                             marker["producer_id"])
+            _fail(entry, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    # -- DescribeProducers ---------------------------------------------------------------
+
+    async def handle_describe_producers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+        topics = []
+        for topic in request.body.get("topics") or ():
+            entries = []
+            for index in topic.get("partition_indexes") or ():
+                entry = _producers_entry(index)
+                try:
+                    partition = self._replicas.leader_partition(topic["name"], index)
+                except PARTITION_ERRORS as exc:
+                    entry["error_code"] = error_code_of(exc)
+                    entry["error_message"] = str(exc)
+                else:
+                    entry["active_producers"] = [
+                        {"producer_id": e.producer_id, "producer_epoch": e.epoch,
+                         "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                         "coordinator_epoch": e.coordinator_epoch,
+                         "current_txn_start_offset": e.current_txn_first_offset}
+                        for e in partition.log.producer_state.producers.values()]
+                entries.append(entry)
+            topics.append({"name": topic["name"], "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _producers_entry(index: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": int(code), "error_message": None,
+            "active_producers": []}
+
+
+def write_txn_markers_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                                 message: str | None = None) -> dict:
+    return {"markers": [
+        {"producer_id": m["producer_id"], "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": p, "error_code": error_code}
+                                               for p in t.get("partition_indexes") or ()]}
+            for t in m.get("topics") or ()]}
+        for m in body.get("markers") or ()]}
+
+
+def describe_producers_error_body(body: Mapping[str, Any], version: int, error_code: int,
+                                  message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [_producers_entry(p, error_code)
+                                           for p in t.get("partition_indexes") or ()]}
+        for t in body.get("topics") or ()]}
