@@ -24,7 +24,7 @@ from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
 from broker.errors import NodeStartupError
-from broker.group.coordinator import GroupCoordinator
+from broker.group.coordinator import GroupCoordinator, wall_clock_ms
 from broker.group.model import GroupSettings
 from broker.group.offsets_log import ReplicaOffsetsLog
 from broker.group.offsets_topic import (
@@ -44,6 +44,14 @@ from broker.producer_id_manager import BlockSource, ProducerIdManager, controlle
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.transaction.coordinator import TransactionCoordinator, TransactionSettings
+from broker.transaction.marker_sender import BrokerChannels, MarkerSender
+from broker.transaction.state_manager import TransactionStateManager
+from broker.transaction.state_topic import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionStateTopicSettings,
+)
+from broker.transaction.verifier import CoordinatorVerifier
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -112,6 +120,9 @@ class BrokerServer:
         self.replica_manager: ReplicaManager
         self.auto_creator: TopicAutoCreator
         self.group_coordinator: GroupCoordinator
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.transaction_verifier: CoordinatorVerifier | None = None
+        self.broker_channels: BrokerChannels | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
 
     async def run(self, shutdown: trio.Event, *,
@@ -142,10 +153,14 @@ class BrokerServer:
         producer_ids = self._producer_ids()
         self.auto_creator = TopicAutoCreator(config, controller, self.image)
         self.group_coordinator = groups = self._group_coordinator(replicas)
+        self.transaction_coordinator = transactions = self._transaction_coordinator(
+            replicas, producer_ids)
         install_broker_apis(self.router, config, self.cluster_id, self.image,
                             replicas=replicas, groups=groups,
                             auto_create=self.auto_creator.ensure_topics,
-                            producer_ids=producer_ids, controller=controller)
+                            producer_ids=producer_ids, controller=controller,
+                            transactions=transactions, txn_verifier=self.transaction_verifier,
+                            offsets_marker_listener=groups)
         if self.lifecycle_settings is not None and controller is not None:
             self.lifecycle = BrokerLifecycleManager(
                 broker_identity(config, self.cluster_id), controller,
@@ -167,6 +182,8 @@ class BrokerServer:
                                       config.replica_lag_time_max_ms)
                 await parts.start(self.auto_creator.run)
                 await parts.start(groups.run)
+                if transactions is not None:
+                    await parts.start(transactions.run)
                 if self.lifecycle is not None:
                     await parts.start(self.lifecycle.run)
                     if not await self._wait_caught_up(self.lifecycle, shutdown):
@@ -184,6 +201,8 @@ class BrokerServer:
         finally:
             with trio.CancelScope(shield=True):
                 await network.aclose()
+                if self.broker_channels is not None:
+                    await self.broker_channels.aclose()
                 logs.close()
                 logger.info("closed the partition logs")
 
@@ -192,6 +211,8 @@ class BrokerServer:
         coordinator loads it), then the group coordinator."""
         self.replica_manager.on_metadata_update(delta, image)
         await self.group_coordinator.on_metadata(delta, image)
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.on_metadata(delta, image)
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
@@ -212,6 +233,32 @@ class BrokerServer:
         log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
         return GroupCoordinator(config.node_id, GroupSettings.from_config(config), log,
                                 image=self.image, topic_creator=creator)
+
+    def _transaction_coordinator(self, replicas: ReplicaManager,
+                                 producer_ids: ProducerIdManager | None
+                                 ) -> TransactionCoordinator | None:
+        """The transaction coordinator (it needs producer ids, so a controller)."""
+        if producer_ids is None:
+            return None
+        config = self.config
+        create = self.create_offsets_topic
+        if create is None and self.controller is not None:
+            create = channel_create_topic(self.controller)
+        topic_settings = TransactionStateTopicSettings.from_config(config)
+        creator = OffsetsTopicCreator(topic_settings, create)
+        log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms,
+                                TRANSACTION_STATE_TOPIC)
+        state = TransactionStateManager(config.node_id, topic_settings.num_partitions, log,
+                                        clock=wall_clock_ms)
+        self.broker_channels = channels = BrokerChannels(
+            config.node_id, self.image, config.inter_broker_listener_name)
+        coordinator = TransactionCoordinator(
+            config.node_id, TransactionSettings.from_config(config), state,
+            MarkerSender(channels, self.image), producer_ids, image=self.image,
+            topic_creator=creator)
+        self.transaction_verifier = CoordinatorVerifier(config.node_id, coordinator, channels,
+                                                        self.image)
+        return coordinator
 
     async def _wait_caught_up(self, lifecycle: BrokerLifecycleManager,
                               shutdown: trio.Event) -> bool:

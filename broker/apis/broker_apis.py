@@ -13,12 +13,14 @@ from broker.apis.metadata import AutoCreateTopics, MetadataHandlers
 from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
+from broker.apis.transactions import TransactionHandlers
 from broker.apis.request import RequestRouter
 from broker.apis.txn_markers import OffsetsMarkerListener, TxnMarkerHandlers
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica.manager import ReplicaManager
+from broker.transaction.coordinator import TransactionCoordinator
 from broker.replica.txn_verification import TransactionVerifier
 from metadata.image import MetadataImage
 
@@ -32,12 +34,14 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                         producer_ids: ProducerIdManager | None = None,
                         controller: ControllerClient | None = None,
                         txn_verifier: TransactionVerifier | None = None,
-                        offsets_marker_listener: OffsetsMarkerListener | None = None) -> RequestRouter:
+                        offsets_marker_listener: OffsetsMarkerListener | None = None,
+                        transactions: TransactionCoordinator | None = None) -> RequestRouter:
     """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
     the admin APIs it forwards to the active controller (with `controller`). Transactional
     produce is verified with `txn_verifier` (KIP-890) when given; markers on
-    `__consumer_offsets` partitions are reported to `offsets_marker_listener`."""
+    `__consumer_offsets` partitions are reported to `offsets_marker_listener`. The
+    transactional APIs are served with `transactions`."""
     install_api_versions(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
     ProduceHandler(replicas, txn_verifier).register(router)
@@ -45,9 +49,11 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     FetchHandler(replicas).register(router)
     OffsetHandlers(replicas).register(router)
     DescribeConfigsHandler(config, image).register(router)
-    GroupHandlers(groups, image).register(router)
+    GroupHandlers(groups, image, transactions).register(router)
     if producer_ids is not None:
-        InitProducerIdHandler(producer_ids).register(router)
+        InitProducerIdHandler(producer_ids, transactions).register(router)
+    if transactions is not None:
+        TransactionHandlers(transactions, groups, image).register(router)
     if controller is not None:
         ForwardingHandlers(controller).register(router)
     return router

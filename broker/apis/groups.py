@@ -9,7 +9,7 @@ OffsetDelete v0.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.coordinator import GroupCoordinator
@@ -22,8 +22,15 @@ logger = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-TRANSACTIONS_UNSUPPORTED = ("Raftka does not support transactions yet: a producer with a "
+TRANSACTIONS_UNSUPPORTED = ("this broker does not support transactions (no transaction "
+                            "coordinator runs without a controller): a producer with a "
                             "transactional.id cannot start")
+
+
+class TransactionCoordinatorFinder(Protocol):
+    """Answers FindCoordinator for transactional ids (key type 1)."""
+
+    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]: ...
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -35,9 +42,11 @@ class GroupHandlers:
     """Registers the group APIs on a broker router, answering from `coordinator`."""
 
     def __init__(self, coordinator: GroupCoordinator,
-                 image: Callable[[], MetadataImage] | None = None) -> None:
+                 image: Callable[[], MetadataImage] | None = None,
+                 transactions: TransactionCoordinatorFinder | None = None) -> None:
         self.coordinator = coordinator
         self._image = image
+        self._transactions = transactions
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -75,8 +84,10 @@ class GroupHandlers:
     def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict[str, Any]:
         if key_type == GROUP_KEY_TYPE:
             return self.coordinator.find_coordinator(key, listener)
+        if key_type == TRANSACTION_KEY_TYPE and self._transactions is not None:
+            return self._transactions.find_coordinator(key, listener)
         if key_type == TRANSACTION_KEY_TYPE:
-            # No transaction coordinator yet. A retriable code (COORDINATOR_NOT_AVAILABLE)
+            # No transaction coordinator on this broker. A retriable code (COORDINATOR_NOT_AVAILABLE)
             # makes clients retry until init_transactions times out; this one is fatal in
             # librdkafka and the Java client, which fail at once and show the message.
             code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED

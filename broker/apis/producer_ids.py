@@ -1,11 +1,11 @@
-"""InitProducerId (v0-4) for idempotent producers, from the broker's producer id blocks
+"""InitProducerId (v0-4) for idempotent and transactional producers, from the broker's producer id blocks
 (`broker.producer_id_manager`); while no block can be had the answer is
 COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
@@ -14,14 +14,23 @@ from clients.protocol import ApiKey, ErrorCode
 logger = logging.getLogger(__name__)
 
 
+class TransactionalInit(Protocol):
+    """The transaction coordinator's InitProducerId: (error, producer id, epoch)."""
+
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                               expected: tuple[int, int] | None) -> tuple[int, int, int]: ...
+
+
 class InitProducerIdHandler:
-    """InitProducerId without transactions (a transactional id is refused with
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's TransactionCoordinator, a request with
+    """InitProducerId. A transactional id goes to the transaction coordinator (without one,
+    it is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's TransactionCoordinator, a request with
     no transactional id always gets a new id at epoch 0, also when it names the producer's
     current id and epoch (an idempotent producer's KIP-360 epoch bump)."""
 
-    def __init__(self, producer_ids: ProducerIdManager) -> None:
+    def __init__(self, producer_ids: ProducerIdManager,
+                 transactions: TransactionalInit | None = None) -> None:
         self._producer_ids = producer_ids
+        self._transactions = transactions
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.INIT_PRODUCER_ID, self.handle, init_producer_id_error)
@@ -33,8 +42,16 @@ class InitProducerIdHandler:
         transactional_id = body.get("transactional_id")
         if (producer_id < 0) != (epoch < 0) or transactional_id == "":
             return init_producer_id_error(body, request.api_version, ErrorCode.INVALID_REQUEST)
+        if transactional_id is not None and self._transactions is not None:
+            expected = None if producer_id < 0 else (producer_id, epoch)
+            code, new_id, new_epoch = await self._transactions.init_producer_id(
+                transactional_id, int(body.get("transaction_timeout_ms", 0)), expected)
+            if code:
+                return init_producer_id_error(body, request.api_version, code)
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                    "producer_id": new_id, "producer_epoch": new_epoch}
         if transactional_id is not None:
-            # No transaction coordinator yet. A retriable answer would leave the producer
+            # No transaction coordinator on this broker. A retriable answer would leave the producer
             # retrying until its timeout; clients treat this one as fatal (InitProducerId
             # has no error message: FindCoordinator, asked first, carries the explanation).
             return init_producer_id_error(body, request.api_version,

@@ -300,6 +300,34 @@ class ServerConfig:
         return self._int("transaction.state.log.replication.factor")
 
     @property
+    def transaction_state_log_num_partitions(self) -> int:
+        return self._int("transaction.state.log.num.partitions")
+
+    @property
+    def transaction_state_log_min_isr(self) -> int:
+        return self._int("transaction.state.log.min.isr")
+
+    @property
+    def transaction_state_log_segment_bytes(self) -> int:
+        return self._int("transaction.state.log.segment.bytes")
+
+    @property
+    def transaction_max_timeout_ms(self) -> int:
+        return self._int("transaction.max.timeout.ms")
+
+    @property
+    def transaction_abort_timed_out_transaction_cleanup_interval_ms(self) -> int:
+        return self._int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+
+    @property
+    def transaction_remove_expired_transaction_cleanup_interval_ms(self) -> int:
+        return self._int("transaction.remove.expired.transaction.cleanup.interval.ms")
+
+    @property
+    def transactional_id_expiration_ms(self) -> int:
+        return self._int("transactional.id.expiration.ms")
+
+    @property
     def socket_request_max_bytes(self) -> int:
         return self._int("socket.request.max.bytes")
 

@@ -20,7 +20,7 @@ from broker.group.model import Effects, GroupSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.offsets_topic import OffsetsTopicCreator
-from broker.group.records import OffsetsRecordError, iter_entries
+from broker.group.records import OffsetsRecordError, iter_log
 from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
@@ -181,7 +181,7 @@ class GroupCoordinator:
                          "%s", partition, offset, error)
 
         for chunk in self._log.read_from(partition, self._log.log_start_offset(partition)):
-            entries = iter_entries(chunk, unreadable)
+            entries = iter_log(chunk, unreadable)
             while True:
                 part = list(itertools.islice(entries, self.load_settings.records_per_yield))
                 if not part:
@@ -334,6 +334,22 @@ class GroupCoordinator:
         if result.write is not None:
             await self.submit(result.write).done.wait()
         return result
+
+    async def commit_txn_offsets(self, request: dict[str, Any],
+                                 topic_exists: Callable[[str], bool] | None = None
+                                 ) -> CommitResult:
+        """TxnOffsetCommit: written in the producer's transaction, pending until its marker."""
+        result = self.engine.commit_txn(request, self._clock(), topic_exists)
+        if result.write is not None:
+            await self.submit(result.write).done.wait()
+        return result
+
+    def on_offsets_marker(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A transaction marker was written to `__consumer_offsets-<partition>`: the
+        producer's pending transactional offsets there become visible or are dropped."""
+        if partition in self._loaded:
+            self.engine.complete_txn(partition, producer_id, committed)
+            self._changed.set()
 
     async def delete_group(self, group_id: str) -> int:
         code, write = self.engine.delete(group_id, self._clock())

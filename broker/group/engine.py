@@ -11,8 +11,10 @@ from typing import Any, Callable, Iterable
 from broker.group.membership import Membership
 from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
+from broker.group.offsets import commit_txn_offsets, complete_txn_offsets
 from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
+from broker.group.records import TxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
@@ -57,6 +59,16 @@ class GroupEngine:
         return commit_offsets(self.groups, request, now_ms, partition_for=self.partition_for,
                               metadata_max_bytes=self.settings.offset_metadata_max_bytes,
                               topic_exists=topic_exists, touch=self.membership.touch)
+
+    def commit_txn(self, request: dict[str, Any], now_ms: int,
+                   topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
+        return commit_txn_offsets(self.groups, request, now_ms,
+                                  partition_for=self.partition_for,
+                                  metadata_max_bytes=self.settings.offset_metadata_max_bytes,
+                                  topic_exists=topic_exists)
+
+    def complete_txn(self, partition: int, producer_id: int, committed: bool) -> int:
+        return complete_txn_offsets(self.groups, partition, producer_id, committed)
 
     def fetch(self, group_id: str, topics: list[dict[str, Any]] | None,
               require_stable: bool = False) -> list[dict[str, Any]]:
@@ -126,13 +138,19 @@ class GroupEngine:
     def install(self, partition: int, replay: PartitionReplay, now_ms: int) -> int:
         """Host the groups a finished replay of `partition` found; how many there are."""
         loaded = 0
-        for group_id in dict.fromkeys([*replay.metadata, *replay.offsets]):
+        pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetValue]]] = {}
+        for producer_id, by_group in replay.pending_txn.items():
+            for group_id, offsets in by_group.items():
+                pending_by_group.setdefault(group_id, {})[producer_id] = dict(offsets)
+        for group_id in dict.fromkeys([*replay.metadata, *replay.offsets, *pending_by_group]):
             value = replay.metadata.get(group_id)
             committed = replay.offsets.get(group_id) or {}
-            if value is None and not committed:
+            pending = pending_by_group.get(group_id) or {}
+            if value is None and not committed and not pending:
                 continue
             group = _group_from_value(group_id, partition, value, now_ms)
             group.offsets = dict(committed)
+            group.pending_txn_offsets = pending
             self.groups[group_id] = group
             loaded += 1
         return loaded
@@ -150,16 +168,29 @@ class GroupEngine:
 
 class PartitionReplay:
     """One partition's records replayed in log order, a slice at a time: the latest group
-    metadata and offsets of every group, so memory follows the live keys, not the log."""
+    metadata and offsets of every group, so memory follows the live keys, not the log.
+    Transactional offset commits wait under their producer id until its marker: a COMMIT
+    applies them, an ABORT drops them, and those still open at the end stay pending."""
 
     def __init__(self) -> None:
         self.metadata: dict[str, GroupValue | None] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
         self.records = 0
 
-    def apply(self, entries: Iterable[LoadedEntry]) -> None:
-        for _, key, value in entries:
+    def apply(self, entries: Iterable[Any]) -> None:
+        for item in entries:
+            if isinstance(item, TxnMarker):
+                self._end_txn(item)
+                continue
+            key, value = item[1], item[2]
+            producer_id = item[3] if len(item) > 3 else -1
             self.records += 1
+            if producer_id >= 0 and isinstance(key, OffsetKey):
+                if value is not None:
+                    self.pending_txn.setdefault(producer_id, {}).setdefault(
+                        key.group, {})[(key.topic, key.partition)] = value
+                continue
             if isinstance(key, OffsetKey):
                 committed = self.offsets.setdefault(key.group, {})
                 if value is None:
@@ -168,6 +199,13 @@ class PartitionReplay:
                     committed[(key.topic, key.partition)] = value
             elif isinstance(key, GroupKey):
                 self.metadata[key.group] = value
+
+    def _end_txn(self, marker: TxnMarker) -> None:
+        pending = self.pending_txn.pop(marker.producer_id, None)
+        if not pending or not marker.committed:
+            return
+        for group_id, offsets in pending.items():
+            self.offsets.setdefault(group_id, {}).update(offsets)
 
 
 def _group_from_value(group_id: str, partition: int, value: GroupValue | None,

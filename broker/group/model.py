@@ -142,6 +142,13 @@ class Group:
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     # Offsets being written (not yet visible to OffsetFetch, never expired meanwhile).
     pending_offset_commits: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Transactional offset commits written but not yet ended, by producer id: they become
+    # `offsets` when the producer's COMMIT marker arrives and vanish on ABORT.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(
+        default_factory=dict)
+
+    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[state]:
@@ -251,6 +258,9 @@ class GroupWrite:
     partition: int
     entries: list[tuple[Any, Any]]
     then: Callable[[int], "Effects"] | None = None
+    # (producer id, epoch) of a transactional offset commit: the batch is written as part
+    # of that producer's transaction.
+    producer: tuple[int, int] | None = None
 
 
 @dataclass

@@ -136,6 +136,87 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
     return result
 
 
+def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: int, *,
+                       partition_for: Callable[[str], int], metadata_max_bytes: int,
+                       topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
+    """Validate a TxnOffsetCommit; once its transactional batch is written the offsets are
+    pending under the producer id, until the producer's marker commits or aborts them."""
+    group_id = request.get("group_id") or ""
+    generation = int(request.get("generation_id", -1))
+    member_id = request.get("member_id") or ""
+    instance_id = request.get("group_instance_id")
+    producer = (int(request["producer_id"]), int(request["producer_epoch"]))
+    wanted = requested_partitions(request)
+    result = CommitResult()
+
+    def fail_all(code: int) -> CommitResult:
+        result.codes = {(topic, p["partition_index"]): code for topic, p in wanted}
+        return result
+
+    if not group_id:
+        return fail_all(ErrorCode.INVALID_GROUP_ID)
+    group = groups.get(group_id)
+    if group is None:
+        if generation >= 0:
+            return fail_all(ErrorCode.ILLEGAL_GENERATION)
+        group = Group(group_id, partition_for(group_id), state_timestamp=now_ms)
+        groups[group_id] = group
+    if group.state is GroupState.DEAD:
+        return fail_all(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if generation >= 0 or member_id or instance_id is not None:
+        # KIP-447: a producer naming the consumer's generation is checked against it.
+        code = validate_member(group, member_id, instance_id)
+        if code:
+            return fail_all(code)
+        if generation != group.generation:
+            return fail_all(ErrorCode.ILLEGAL_GENERATION)
+    entries: list[tuple[OffsetKey, OffsetValue]] = []
+    for topic, p in wanted:
+        tp = (topic, p["partition_index"])
+        metadata = p.get("committed_metadata") or ""
+        if topic_exists is not None and not topic_exists(topic):
+            result.codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif len(metadata) > metadata_max_bytes:
+            result.codes[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        else:
+            result.codes[tp] = ErrorCode.NONE
+            entries.append((OffsetKey(group_id, *tp),
+                            OffsetValue(int(p["committed_offset"]),
+                                        int(p.get("committed_leader_epoch", -1)), metadata,
+                                        now_ms)))
+    if not entries:
+        return result
+
+    def written(code: int) -> Effects:
+        for key, value in entries:
+            tp = (key.topic, key.partition)
+            if code:
+                result.codes[tp] = commit_error(code)
+            elif group.state is not GroupState.DEAD:
+                group.pending_txn_offsets.setdefault(producer[0], {})[tp] = value
+        return Effects()
+
+    result.write = GroupWrite(group.partition, list(entries), written, producer=producer)
+    return result
+
+
+def complete_txn_offsets(groups: dict[str, Group], partition: int, producer_id: int,
+                         committed: bool) -> int:
+    """The producer's marker reached `partition`: its pending offsets of the groups there
+    become committed or are dropped. How many groups it touched."""
+    touched = 0
+    for group in groups.values():
+        if group.partition != partition:
+            continue
+        pending = group.pending_txn_offsets.pop(producer_id, None)
+        if pending is None:
+            continue
+        touched += 1
+        if committed and group.state is not GroupState.DEAD:
+            group.offsets.update(pending)
+    return touched
+
+
 def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
                   require_stable: bool = False) -> list[dict[str, Any]]:
     """OffsetFetch topics for one group: the requested partitions (-1 when none committed),
@@ -150,7 +231,8 @@ def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
 
     def entry(tp: TopicPartition) -> dict[str, Any]:
         value = offsets.get(tp)
-        if tp in pending:
+        if tp in pending or (group is not None and require_stable and topics is not None
+                             and group.has_pending_txn_offset(tp)):
             return {"partition_index": tp[1], "committed_offset": -1,
                     "committed_leader_epoch": -1, "metadata": "",
                     "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT)}
@@ -210,7 +292,8 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicP
         return []
     expired = []
     for tp, value in group.offsets.items():
-        if tp[0] in subscribed or tp in group.pending_offset_commits:
+        if (tp[0] in subscribed or tp in group.pending_offset_commits
+                or group.has_pending_txn_offset(tp)):
             continue
         if value.expire_timestamp >= 0:
             if now_ms >= value.expire_timestamp:
@@ -229,7 +312,8 @@ def expire_offsets(groups: dict[str, Group], now_ms: int, retention_ms: int) -> 
             del group.offsets[tp]
             tombstones.append((OffsetKey(group.group_id, *tp), None))
         if (group.state is GroupState.EMPTY and not group.offsets
-                and not group.pending_offset_commits and not group.pending_members):
+                and not group.pending_offset_commits and not group.pending_members
+                and not group.pending_txn_offsets):
             group.transition(GroupState.DEAD, now_ms)
             del groups[group.group_id]
             tombstones.append((GroupKey(group.group_id), None))

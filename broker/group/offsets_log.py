@@ -52,17 +52,21 @@ class ReplicaOffsetsLog:
     """`OffsetsLog` over the local leader replicas (acks=all, like Kafka's
     `offsets.commit.required.acks` = -1), waiting at most `commit_timeout_ms`."""
 
-    def __init__(self, replicas: ReplicaManager, commit_timeout_ms: int = 5000) -> None:
+    def __init__(self, replicas: ReplicaManager, commit_timeout_ms: int = 5000,
+                 topic: str = CONSUMER_OFFSETS_TOPIC) -> None:
         self._replicas = replicas
+        self._topic = topic
         self._timeout_s = commit_timeout_ms / 1000
 
     def _leader(self, partition: int):  # type: ignore[no-untyped-def]
         try:
-            return self._replicas.leader_partition(CONSUMER_OFFSETS_TOPIC, partition)
+            return self._replicas.leader_partition(self._topic, partition)
         except ReplicaError as exc:
             raise OffsetsLogError(exc.error_code, str(exc)) from None
 
     async def append(self, partition: int, batch: bytes) -> int:
+        """Append as leader (acks=all); the base offset once the high watermark passed it.
+        The same path serves `__transaction_state` (built with that topic)."""
         replica = self._leader(partition)
         try:
             result = replica.append_as_leader(bytearray(batch), -1, int(time.time() * 1000))

@@ -30,6 +30,9 @@ class OffsetsTopicSettings:
     num_partitions: int = 50
     replication_factor: int = 3
     segment_bytes: int = 104_857_600
+    topic = CONSUMER_OFFSETS_TOPIC
+    replication_factor_key = "offsets.topic.replication.factor"
+    users = "consumer groups get no coordinator"
 
     @classmethod
     def from_config(cls, config: Any) -> "OffsetsTopicSettings":
@@ -65,9 +68,11 @@ def channel_create_topic(channel: Any) -> CreateTopic:
 
 
 class OffsetsTopicCreator:
-    """Creates the topic in the background, once at a time, when enough brokers live."""
+    """Creates an internal topic (`settings.topic`: `__consumer_offsets`, or
+    `__transaction_state` with its own settings) in the background, once at a time, when
+    enough brokers live."""
 
-    def __init__(self, settings: OffsetsTopicSettings, create: CreateTopic | None) -> None:
+    def __init__(self, settings: Any, create: CreateTopic | None) -> None:
         self.settings = settings
         self._create = create
         self._in_flight = False
@@ -82,25 +87,25 @@ class OffsetsTopicCreator:
         if last is not None and last[0] == reason and now - last[1] < REPEAT_LOG_S:
             return
         self._too_few_logged = (reason, now)
-        logger.warning("%s: consumer groups get no coordinator until %d brokers are live, or "
-                       "set offsets.topic.replication.factor to the number of brokers (1 on a "
-                       "single node); expected while a cluster is starting (repeated at most "
-                       "every %.0f s)", reason, wanted, REPEAT_LOG_S)
+        logger.warning("%s: %s until %d brokers are live, or set %s to the number of "
+                       "brokers (1 on a single node); expected while a cluster is starting "
+                       "(repeated at most every %.0f s)", reason, self.settings.users, wanted,
+                       self.settings.replication_factor_key, REPEAT_LOG_S)
 
     def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> str | None:
         """Start creating the topic unless it exists or a creation is under way. Returns why
         the topic is not there yet when that is worth telling the client (too few live
         brokers, or the controller refused the last attempt), else None."""
         if (self._create is None or nursery is None
-                or image.topic(CONSUMER_OFFSETS_TOPIC) is not None):
+                or image.topic(self.settings.topic) is not None):
             return None
         # Counted as the controller counts the brokers it may place replicas on.
         live = len(usable_brokers(image))
         wanted = self.settings.replication_factor
         if live < wanted:
             # Kafka refuses too rather than create an under-replicated offsets topic.
-            reason = (f"{CONSUMER_OFFSETS_TOPIC} cannot be created: {live} live broker(s), "
-                      f"offsets.topic.replication.factor is {wanted}")
+            reason = (f"{self.settings.topic} cannot be created: {live} live broker(s), "
+                      f"{self.settings.replication_factor_key} is {wanted}")
             self._log_too_few_brokers(reason, wanted)
             return reason
         self._too_few_logged = None
@@ -117,10 +122,10 @@ class OffsetsTopicCreator:
             self._in_flight = False
         if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             self._last_failure = None
-            logger.info("created %s", CONSUMER_OFFSETS_TOPIC)
+            logger.info("created %s", self.settings.topic)
         else:
             error = ErrorCode.from_code(code)
-            failure = (f"creating {CONSUMER_OFFSETS_TOPIC} failed: "
+            failure = (f"creating {self.settings.topic} failed: "
                        f"{error.name} ({int(error)}): {message or error.message}")
             # Clients retry FindCoordinator at once: say a failure once, not per attempt.
             logger.log(logging.DEBUG if failure == self._last_failure else logging.WARNING,

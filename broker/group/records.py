@@ -150,13 +150,67 @@ def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
 Entry = tuple[RecordKey, Union[RecordValue, None]]
 
 
-def build_batch(entries: Sequence[Entry], now_ms: int) -> bytes:
-    """One uncompressed RecordBatch holding `entries` in order (offsets assigned by the log)."""
+def build_batch(entries: Sequence[Entry], now_ms: int,
+                producer: tuple[int, int] | None = None) -> bytes:
+    """One uncompressed RecordBatch holding `entries` in order (offsets assigned by the log);
+    with `producer` (id, epoch), a transactional batch of that producer (Kafka writes
+    transactional offset commits without a sequence number)."""
     if not entries:
         raise ValueError("a batch needs at least one entry")
     records = [Record(None, now_ms, encode_key(key), encode_value(value))
                for key, value in entries]
-    return encode_batch(records)
+    if producer is None:
+        return encode_batch(records)
+    return encode_batch(records, producer_id=producer[0], producer_epoch=producer[1],
+                        is_transactional=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction marker (control batch) in `__consumer_offsets`: the producer's pending
+    offset commits become visible (commit) or are dropped."""
+
+    producer_id: int
+    committed: bool
+
+
+# Control record keys: int16 version, int16 type (0 ABORT, 1 COMMIT).
+_CONTROL_COMMIT = 1
+
+
+def _marker_of(batch: RecordBatch) -> TxnMarker | None:
+    for record in batch.records:
+        key = record.key
+        if key is not None and len(key) >= 4:
+            return TxnMarker(batch.header.producer_id,
+                             int.from_bytes(key[2:4], "big", signed=True) == _CONTROL_COMMIT)
+    return None
+
+
+def iter_log(data: bytes | bytearray | memoryview,
+             on_unreadable: Callable[[int, OffsetsRecordError], None] | None = None,
+             ) -> Iterator[tuple[int, RecordKey, RecordValue | None, int]
+                           | TxnMarker]:
+    """As `iter_entries`, for a replay that honours transactions: (offset, key, value,
+    producer id) per record, the producer id -1 unless the record belongs to a transaction,
+    and a `TxnMarker` per control batch."""
+    pos = 0
+    while pos < len(data):
+        header = parse_header(data, pos)
+        end = pos + header.size
+        if header.is_control:
+            try:
+                marker = _marker_of(decode_batch(data, pos))
+            except RecordsError:
+                marker = None
+            if marker is not None:
+                yield marker
+            pos = end
+            continue
+        producer = header.producer_id if header.is_transactional else -1
+        for offset, key, value in iter_entries(bytes(data[pos:end]), on_unreadable):
+            yield offset, key, value, producer
+        pos = end
 
 
 def iter_entries(data: bytes | bytearray | memoryview,

@@ -80,7 +80,8 @@ class PartitionWriter:
     async def _append(self, write: GroupWrite) -> int:
         try:
             await self._log.append(self.partition,
-                                   build_batch(write.entries, int(time.time() * 1000)))
+                                   build_batch(write.entries, int(time.time() * 1000),
+                                               write.producer))
             return ErrorCode.NONE
         except OffsetsLogError as exc:
             logger.warning("__consumer_offsets-%d: write of %d record(s) failed: %s",

@@ -138,5 +138,6 @@ def _node_properties(node: NodeInfo, voters: str, broker_count: int,
     replication = str(min(3, max(broker_count, 1)))
     props["offsets.topic.replication.factor"] = replication
     props["transaction.state.log.replication.factor"] = replication
+    props["transaction.state.log.min.isr"] = str(min(2, int(replication)))
     props.update(overrides)
     return props

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.apis import admin, controller, core, fetch, groups, metadata, offsets, produce
-from clients.protocol.apis import transactions
-from clients.protocol.apis import txn_markers
+from clients.protocol.apis import transactions, txn_markers
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {

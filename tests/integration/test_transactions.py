@@ -1,0 +1,175 @@
+"""Transactions end to end with librdkafka's transactional producer (confluent-kafka), on
+clusters started as scripts/bootstrap-quorum starts them: commit and abort seen through
+read_committed and read_uncommitted consumers, the last stable offset held back by open
+transactions, zombie fencing, and the coordinator aborting a transaction past its timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from broker.testing.cluster import RaftkaCluster, start_cluster
+from broker.testing.waiting import wait_for
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.slow
+
+TXN_SETTINGS = {"transaction_state_log_num_partitions": 3,
+                "transaction_abort_timed_out_transaction_cleanup_interval_ms": 500}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaftkaCluster]:
+    with start_cluster(tmp_path_factory.mktemp("txn"), 3, **TXN_SETTINGS) as started:
+        yield started
+
+
+def producer(cluster: RaftkaCluster, transactional_id: str, **extra: Any) -> Any:
+    config = {"bootstrap.servers": cluster.bootstrap_servers,
+              "transactional.id": transactional_id, "broker.address.family": "v4",
+              "linger.ms": 5, **extra}
+    return confluent_kafka.Producer(config)
+
+
+def consume(cluster: RaftkaCluster, topic: str, isolation: str, expected: int,
+            partitions: int = 1, timeout: float = 30.0) -> list[bytes]:
+    """Values of `topic` from the start, read with `isolation`, until `expected` arrived (or
+    the timeout: the caller's assertion then says what was missing)."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": f"read-{topic}-{isolation}",
+        "isolation.level": isolation, "enable.auto.commit": False,
+        "broker.address.family": "v4", "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while len(values) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(500, timeout=0.2):
+                if msg.error() is None:
+                    values.append(msg.value())
+        return values
+    finally:
+        consumer.close()
+
+
+def end_offsets(cluster: RaftkaCluster, topic: str, isolation: str) -> int:
+    """The high watermark (read_uncommitted) or last stable offset (read_committed) of
+    partition 0, as a client sees it."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": "offsets-probe",
+        "isolation.level": isolation, "broker.address.family": "v4"})
+    try:
+        return consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 0),
+                                              timeout=10, cached=False)[1]
+    finally:
+        consumer.close()
+
+
+def test_committed_is_visible_to_read_committed_and_aborted_never(cluster: RaftkaCluster):
+    cluster.create_topic("txn-basic", 1, 3)
+    p = producer(cluster, "basic")
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce("txn-basic", b"committed-%d" % i)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce("txn-basic", b"aborted-%d" % i)
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce("txn-basic", b"last")
+    p.commit_transaction(30)
+
+    committed = consume(cluster, "txn-basic", "read_committed", 11)
+    assert committed == [b"committed-%d" % i for i in range(10)] + [b"last"]
+    uncommitted = consume(cluster, "txn-basic", "read_uncommitted", 21)
+    assert uncommitted == ([b"committed-%d" % i for i in range(10)]
+                           + [b"aborted-%d" % i for i in range(10)] + [b"last"])
+
+
+def test_interleaved_open_transactions_hold_the_last_stable_offset_back(cluster: RaftkaCluster):
+    cluster.create_topic("txn-lso", 1, 3)
+    first, second = producer(cluster, "lso-1"), producer(cluster, "lso-2")
+    for p in (first, second):
+        p.init_transactions(30)
+        p.begin_transaction()
+    first.produce("txn-lso", b"first-a")
+    first.flush(30)
+    second.produce("txn-lso", b"second-a")
+    second.flush(30)
+    first.produce("txn-lso", b"first-b")
+    first.flush(30)
+    assert end_offsets(cluster, "txn-lso", "read_uncommitted") == 3
+    # The earliest open transaction starts at offset 0: nothing is stable yet.
+    assert end_offsets(cluster, "txn-lso", "read_committed") == 0
+    second.commit_transaction(30)
+    # The second one is committed, but the first (started before it) still holds the LSO.
+    assert end_offsets(cluster, "txn-lso", "read_committed") == 0
+    assert consume(cluster, "txn-lso", "read_committed", 1, timeout=3) == []
+    first.commit_transaction(30)
+    stable = wait_for(lambda: (o := end_offsets(cluster, "txn-lso", "read_committed")) >= 5 and o,
+                      "the LSO to pass both markers")
+    assert stable == 5  # three records and two markers
+    assert consume(cluster, "txn-lso", "read_committed", 3) == [b"first-a", b"second-a",
+                                                                 b"first-b"]
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(cluster: RaftkaCluster):
+    cluster.create_topic("txn-zombie", 1, 3)
+    zombie = producer(cluster, "zombie")
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce("txn-zombie", b"from-the-zombie")
+    zombie.flush(30)
+    successor = producer(cluster, "zombie")
+    # Fences the zombie and aborts its open transaction.
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    successor.produce("txn-zombie", b"from-the-successor")
+    successor.commit_transaction(30)
+
+    zombie.produce("txn-zombie", b"late-zombie-write")
+    with pytest.raises(confluent_kafka.KafkaException) as failure:
+        zombie.commit_transaction(30)
+    fenced = (confluent_kafka.KafkaError.PRODUCER_FENCED, confluent_kafka.KafkaError._FENCED)
+    error = failure.value.args[0]
+    assert error.code() in fenced, error
+    if not error.fatal():
+        # The leader refused the zombie's batch first (PRODUCER_FENCED on Produce, which
+        # librdkafka treats as abortable); the coordinator refuses its abort for good.
+        assert error.txn_requires_abort()
+        with pytest.raises(confluent_kafka.KafkaException) as aborting:
+            zombie.abort_transaction(30)
+        error = aborting.value.args[0]
+        assert error.code() in fenced and error.fatal(), error
+    assert consume(cluster, "txn-zombie", "read_committed", 1) == [b"from-the-successor"]
+    assert consume(cluster, "txn-zombie", "read_committed", 2, timeout=3) == [
+        b"from-the-successor"]
+
+
+def test_a_transaction_left_open_past_its_timeout_is_aborted(cluster: RaftkaCluster):
+    cluster.create_topic("txn-timeout", 1, 3)
+    idle = producer(cluster, "idle", **{"transaction.timeout.ms": 2000})
+    idle.init_transactions(30)
+    idle.begin_transaction()
+    idle.produce("txn-timeout", b"never-committed")
+    idle.flush(30)
+    assert end_offsets(cluster, "txn-timeout", "read_committed") == 0
+    # The coordinator aborts it: the abort marker lets the LSO past the open data.
+    wait_for(lambda: end_offsets(cluster, "txn-timeout", "read_committed") == 2,
+             "the timed-out transaction to be aborted", timeout=30)
+    other = producer(cluster, "after-idle")
+    other.init_transactions(30)
+    other.begin_transaction()
+    other.produce("txn-timeout", b"committed-after")
+    other.commit_transaction(30)
+    assert consume(cluster, "txn-timeout", "read_committed", 1) == [b"committed-after"]
+    # The producer that sat idle is fenced by the abort.
+    with pytest.raises(confluent_kafka.KafkaException):
+        idle.commit_transaction(10)
