@@ -10,13 +10,15 @@ which the producer can only be closed.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from clients.admin.cluster import BrokerNode
+from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.producer.idempotence import IdempotenceState
 from clients.protocol import ErrorCode, KafkaError
 
 TopicPartition = tuple[str, int]
+
+__all__ = ["ConsumerGroupMetadata", "TransactionManager", "TxnState"]
 
 
 class TxnState(enum.Enum):
@@ -68,17 +70,6 @@ def fenced(code: ErrorCode, message: str | None = None) -> KafkaError:
     return KafkaError(code, message or (
         "there is a newer producer with the same transactional.id: this one is fenced"
         if code == ErrorCode.PRODUCER_FENCED else None))
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMetadata:
-    """What ``send_offsets_to_transaction`` needs of the consumer (Kafka's
-    ConsumerGroupMetadata): the group and, for a subscribed member, its generation."""
-
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
 
 
 class TransactionManager:
