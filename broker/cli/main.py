@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
     "broker.cli.groups",
+    "broker.cli.transactions",
     "broker.cli.manager",
 )
 
@@ -57,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    from broker.cli.transactions import spell_subcommand
+
+    args = parser.parse_args(spell_subcommand(sys.argv[1:] if argv is None else argv))
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
