@@ -57,11 +57,9 @@ def spell_subcommand(argv: Sequence[str]) -> list[str]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "transactions", help="list, describe, abort and find hanging transactions")
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                        help=f"seconds per request (default {DEFAULT_TIMEOUT_S:.0f})")
+    _connection_options(parser, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
-    commands.add_parser("list", help="list transactions")
+    listing = commands.add_parser("list", help="list transactions")
     describe = commands.add_parser("describe", help="describe the state of an active "
                                                     "transactional id")
     describe.add_argument("--transactional-id", required=True)
@@ -86,7 +84,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN, metavar="MINUTES",
                          help="transactions open longer than this are candidates "
                               f"(default {DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN})")
-    parser.set_defaults(func=run_transactions)
+    # Kafka's tool takes the connection options before the subcommand; after it works too.
+    for sub in (listing, describe, producers, abort, hanging):
+        _connection_options(sub, argparse.SUPPRESS)
+    parser.set_defaults(func=run_transactions, bootstrap_server=None,
+                        timeout=DEFAULT_TIMEOUT_S)
+
+
+def _connection_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
+                        default=default, help="the brokers to connect to (required)")
+    parser.add_argument("--timeout", type=float, default=default,
+                        help=f"seconds per request (default {DEFAULT_TIMEOUT_S:.0f})")
 
 
 def run_transactions(args: argparse.Namespace) -> int:
@@ -94,6 +103,8 @@ def run_transactions(args: argparse.Namespace) -> int:
     from clients.net import KafkaConnectionError
     from clients.protocol import KafkaError
 
+    if not args.bootstrap_server:
+        raise CommandError("--bootstrap-server is required")
     try:
         with BlockingAdmin({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
                             "request.timeout.ms": int(args.timeout * 1000)}) as admin:
