@@ -42,7 +42,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
                      for row in [header, *rows])
 
 
-def spell_subcommand(argv: Sequence[str]) -> list[str]:
+def normalize_argv(argv: Sequence[str]) -> list[str]:
     """`raftka transactions ... --list` read as `raftka transactions ... list`."""
     out = list(argv)
     if "transactions" not in out:

@@ -214,9 +214,9 @@ def send_offsets(tm: TransactionManager, offsets: Mapping[TopicPartition, int],
                                                f"{topic['name']}-{p['partition_index']} "
                                                f"for group {group.group_id!r}"))
                 retry.setdefault(topic["name"], set()).add(p["partition_index"])
-        body["topics"] = [{"name": t["name"], "partitions": [
+        body = {**body, "topics": [{"name": t["name"], "partitions": [
             p for p in t["partitions"] if p["partition_index"] in retry.get(t["name"], ())]}
-            for t in body["topics"] if t["name"] in retry]
+            for t in body["topics"] if t["name"] in retry]}
         if body["topics"]:
             yield Sleep(backoff_s)
 
