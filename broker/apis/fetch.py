@@ -147,10 +147,10 @@ class FetchHandler:
                      log_start_offset=read.log_start_offset, records=_records_of(read))
         if bound is UpperBound.LSO and read.size:
             # The consumer drops these producers' batches between each first offset and its
-            # ABORT marker; the search stops at the LSO, as far as this read can reach.
+            # ABORT marker; the search covers the offsets this read can hold.
             entry["aborted_transactions"] = [
                 {"producer_id": t.producer_id, "first_offset": t.first_offset}
-                for t in log.aborted_transactions(fetch_offset, read.last_stable_offset)]
+                for t in log.aborted_transactions(fetch_offset, read.upper_offset)]
         return read.size
 
 

@@ -23,6 +23,7 @@ from broker.log.errors import CorruptMessage, InvalidRecord
 from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import CloseConnection, DecodedRequest, RequestContext, RequestRouter
 from broker.replica.manager import ReplicaManager
+from broker.replica.partition import Partition
 from broker.replica.txn_verification import TransactionVerifier, VerificationGuard, produce_error_for
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_size
@@ -156,6 +157,7 @@ class ProduceHandler:
         transactional batch would open a transaction; a guard per verified partition, an
         error code per refused one. Malformed payloads are left to the append to answer."""
         guards: dict[tuple[str, int], VerificationGuard] = {}
+        partitions: dict[tuple[str, int], Partition] = {}
         producer: tuple[int, int] | None = None
         for topic in body.get("topic_data") or ():
             for data in topic.get("partition_data") or ():
@@ -170,6 +172,7 @@ class ProduceHandler:
                 producer = producer or (header.producer_id, header.producer_epoch)
                 if partition.needs_verification(header.producer_id):
                     guards[partition.key] = partition.start_verification(header.producer_id)
+                    partitions[partition.key] = partition
         if not guards or producer is None or self.verifier is None:
             return dict(guards)
         try:
@@ -180,7 +183,11 @@ class ProduceHandler:
         verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
         for key, guard in guards.items():
             code = codes.get(key, int(ErrorCode.INVALID_TXN_STATE))
-            verdicts[key] = guard if code == ErrorCode.NONE else produce_error_for(code)
+            if code == ErrorCode.NONE:
+                verdicts[key] = guard
+            else:
+                verdicts[key] = produce_error_for(code)
+                partitions[key].end_verification(guard)
         return verdicts
 
 

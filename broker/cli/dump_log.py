@@ -11,7 +11,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "dump-log", help="print the batches of .log files and check .index/.timeindex files"
     )
     parser.add_argument("--files", required=True,
-                        help="comma-separated .log, .index or .timeindex files")
+                        help="comma-separated .log, .index, .timeindex or .txnindex files")
     parser.add_argument("--print-data", action="store_true", help="print every record too")
     parser.add_argument("--verify", action="store_true",
                         help="check a .log file's index entries against it")
@@ -34,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
                 mismatches += _verify_indexes(path)
         elif path.suffix in (".index", ".timeindex"):
             mismatches += _verify_index(path)
+        elif path.suffix == ".txnindex":
+            mismatches += _dump_txn_index(path)
         else:
-            raise CommandError(f"{path}: not a .log, .index or .timeindex file")
+            raise CommandError(f"{path}: not a .log, .index, .timeindex or .txnindex file")
     return 1 if mismatches else 0
 
 
@@ -100,6 +102,26 @@ def _dump_log(path: Path, print_data: bool) -> int:
                     )
         position += header.size
     return problems
+
+
+def _dump_txn_index(path: Path) -> int:
+    """Print an aborted-transaction index's entries, as DumpLogSegments does."""
+    from broker.log.errors import KafkaStorageError
+    from broker.log.txn_index import ENTRY_SIZE, decode_entries
+
+    data = path.read_bytes()
+    try:
+        entries = decode_entries(data)
+    except KafkaStorageError as exc:
+        print(f"Corrupt transaction index: {exc}")
+        return 1
+    for txn in entries:
+        print(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+              f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
+    if len(data) % ENTRY_SIZE:
+        print(f"Found {len(data) % ENTRY_SIZE} invalid bytes at the end of {path.name}")
+        return 1
+    return 0
 
 
 def _read_headers(log_path: Path) -> list[tuple[int, object]]:

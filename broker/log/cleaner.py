@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generator, Iterator
 
 from broker.log.cleaner_txn import CleanedTransactions, rewrite_marker
+from broker.log.markers import marker_at
 from broker.log.offset_map import OffsetMap, capacity
 from broker.log.segment import CLEANED_SUFFIX, LogSegment
 from clients.records.batch import RecordBatch, decode_batch, encode_batch
@@ -124,7 +125,10 @@ def _build_offset_map(dirty: list[LogSegment], offsets: OffsetMap, first_dirty: 
         for position, header in segment.iter_headers(0):
             if header.last_offset < first_dirty:
                 continue  # cleaned by an earlier pass, and mapped by it
-            if not header.is_control and not txns.on_data_batch(header):
+            if header.is_control:
+                # Markers end transactions: a later one of the same producer is not aborted.
+                txns.on_marker(header, marker_at(segment.fd, position, header))
+            elif not txns.on_data_batch(header):
                 if len(offsets) and not offsets.has_room_for(header.records_count):
                     return header.base_offset
                 batch = _decode(segment, position, header)

@@ -223,6 +223,14 @@ class OffsetIndex(_MmapIndex):
         relative, position = self._read(self._entries - 1)
         return self.base_offset + relative, position
 
+    def offset_from_position(self, position: int) -> int | None:
+        """The offset of the first entry whose batch starts at or after ``position``: every
+        batch before ``position`` holds smaller offsets. None when no entry is that far."""
+        slot = self._search(position - 1, 1) + 1
+        if slot >= self._entries:
+            return None
+        return self.base_offset + self._read(slot)[0]
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= ``offset``."""
         self._truncate_entries(self._search(offset - self.base_offset - 1, 0) + 1)

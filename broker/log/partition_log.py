@@ -19,7 +19,7 @@ from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_par
 from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.loader import load_segments
-from broker.log.markers import Marker, marker_at, marker_batch, marker_in
+from broker.log.markers import marker_at, marker_batch, marker_in
 from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.results import AppendResult, ReadResult, UpperBound
 from broker.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
@@ -207,9 +207,12 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The LSO: the first offset of the earliest unfinished transaction, at most the HW."""
+        """The LSO: the first offset of the earliest unfinished transaction, at most the HW
+        (and never below the log start, where DeleteRecords or retention may have moved it)."""
         first = self.producer_state.first_unstable_offset(self.high_watermark)
-        return self.high_watermark if first is None else min(first, self.high_watermark)
+        if first is None or first >= self.high_watermark:
+            return self.high_watermark
+        return max(first, self.log_start_offset)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions with data in ``[fetch_offset, upper_bound)``, from the
@@ -469,7 +472,8 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
              min_one_batch: bool = True) -> ReadResult:
         """Batches from the one holding ``offset``, at most ``max_bytes`` (but one whole batch
-        when ``min_one_batch``), never past ``upper_bound``."""
+        when ``min_one_batch``), never past ``upper_bound``. A read to the LSO also says up to
+        which offset its batches can reach (``upper_offset``), for the aborted transactions."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise errors.OffsetOutOfRange(
@@ -479,7 +483,8 @@ class PartitionLog:
         bound = leo if upper_bound is UpperBound.LEO else lso if upper_bound is UpperBound.LSO else self.high_watermark
         marks = (self.high_watermark, leo, self.log_start_offset, lso)
         if offset < bound:
-            for segment in self._segments[self._segment_index_for(offset):]:
+            first = self._segment_index_for(offset)
+            for n, segment in enumerate(self._segments[first:], first):
                 if segment.base_offset >= bound:
                     break
                 max_position = segment.size
@@ -488,8 +493,17 @@ class PartitionLog:
                     max_position = found[0] if found else segment.size
                 result = segment.read(offset, max_bytes, max_position, min_one_batch)
                 if result is not None:
-                    ranges = (result,) if result.size else ()
-                    return ReadResult(offset, *marks, ranges=ranges)
+                    if not result.size:
+                        return ReadResult(offset, *marks)
+                    if upper_bound is not UpperBound.LSO:
+                        return ReadResult(offset, *marks, ranges=(result,))
+                    if not any(s.txn_index.entries for s in self._segments[n:]):
+                        # No aborted transaction to bound the search for: skip the lookup.
+                        return ReadResult(offset, *marks, ranges=(result,), upper_offset=bound)
+                    upper = segment.offset_index.offset_from_position(result.position + result.size)
+                    if upper is None:
+                        upper = self._segments[n + 1].base_offset if n + 1 < len(self._segments) else leo
+                    return ReadResult(offset, *marks, ranges=(result,), upper_offset=min(upper, bound))
         return ReadResult(offset, *marks)
 
     def read_bytes(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,

@@ -77,6 +77,9 @@ class ReadResult:
     log_start_offset: int
     last_stable_offset: int
     ranges: tuple[FileRange, ...] = field(default=())
+    # An offset above every batch in `ranges` (the bound of a search for the aborted
+    # transactions they may hold); -1 when nothing was read.
+    upper_offset: int = -1
 
     @property
     def size(self) -> int:

@@ -9,6 +9,7 @@ transaction), so a segment keeps them in memory too; the file exists once it has
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import struct
@@ -104,7 +105,11 @@ class TransactionIndex:
         """Aborted transactions overlapping ``[fetch_offset, upper_bound)``, and whether the
         search is complete (an entry's LSO reached the bound: later segments add nothing)."""
         found = []
-        for txn in self.entries:
+        entries = self.entries
+        # Entries are ordered by marker offset: those ending before the fetch offset are
+        # skipped by bisection (their LSOs are below any bound a fetch from there can have).
+        start = bisect.bisect_left(entries, fetch_offset, key=lambda t: t.last_offset)
+        for txn in entries[start:]:
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound:
                 found.append(txn)
             if txn.last_stable_offset >= upper_bound:

@@ -187,6 +187,11 @@ class Partition:
         guard = self._verification_guards[producer_id] = VerificationGuard(producer_id)
         return guard
 
+    def end_verification(self, guard: VerificationGuard) -> None:
+        """Forget `guard` (its verification failed, or its batch was appended)."""
+        if self._verification_guards.get(guard.producer_id) is guard:
+            del self._verification_guards[guard.producer_id]
+
     def append_as_leader(self, batches: bytearray, required_acks: int,
                          now_ms: int | None = None,
                          verification: VerificationGuard | None = None) -> AppendResult:
@@ -205,8 +210,8 @@ class Partition:
                 raise InvalidTxnState(f"{self.topic}-{self.partition_id}: the transaction of "
                                       f"producer {pid} ended while its partition was verified")
         result = self.log.append_as_leader(batches, self.leader_epoch, now_ms)
-        if verification is not None and self._verification_guards.get(verification.producer_id) is verification:
-            del self._verification_guards[verification.producer_id]
+        if verification is not None:
+            self.end_verification(verification)
         self.maybe_increment_high_watermark()
         return result
 

@@ -1,7 +1,7 @@
 """Transactions on partition leaders with real node processes, without a transaction
 coordinator: transactional batches and WriteTxnMarkers are sent through the request layer as
-a coordinator would, and confluent-kafka consumers read with each isolation level, also after
-the leader is killed."""
+a coordinator would, and confluent-kafka and kafka-python consumers read with each isolation
+level, also after the leader is killed."""
 
 from __future__ import annotations
 
@@ -99,6 +99,29 @@ def read_values(port: int, isolation: str, end: int) -> list[bytes]:
     return values
 
 
+def read_values_kafka_python(port: int, end: int) -> list[bytes]:
+    """:func:`read_values` with a kafka-python read_committed consumer."""
+    import kafka
+
+    consumer = kafka.KafkaConsumer(bootstrap_servers=f"{HOST}:{port}", group_id=None,
+                                   enable_auto_commit=False, isolation_level="read_committed")
+    partition = kafka.TopicPartition(TOPIC, 0)
+    consumer.assign([partition])
+    consumer.seek(partition, 0)
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                values.extend(r.value for r in records)
+            if consumer.position(partition) >= end:
+                return values
+        pytest.fail(f"kafka-python stopped at {consumer.position(partition)}, not {end}; read {values}")
+    finally:
+        consumer.close()
+    return values
+
+
 def leader_of(cluster: QuorumCluster, brokers: list[int], exclude: int | None = None) -> int | None:
     for broker in brokers:
         if broker == exclude:
@@ -136,6 +159,7 @@ def test_read_committed_follows_markers_across_a_leader_kill(
     assert latest(port, 0) == 8
     assert latest(port, 1) == 5, "the open transaction holds the LSO"
     assert read_values(port, "read_committed", 5) == [b"p0", b"a1", b"a2", b"p1"]
+    assert read_values_kafka_python(port, 5) == [b"p0", b"a1", b"a2", b"p1"]
     assert read_values(port, "read_uncommitted", 8) == [b"p0", b"a1", b"a2", b"b1", b"p1", b"c1"]
 
     # The followers built the same transaction state from the replicated batches.
@@ -148,6 +172,7 @@ def test_read_committed_follows_markers_across_a_leader_kill(
     assert write_markers(port, {OPEN: False}) == [0]
     assert latest(port, 1) == latest(port, 0) == 9
     assert read_values(port, "read_committed", 9) == [b"p0", b"a1", b"a2", b"p1"]
+    assert read_values_kafka_python(port, 9) == [b"p0", b"a1", b"a2", b"p1"]
 
     # The killed leader recovers its log (and its aborted-transaction index) on restart.
     cluster.restart(leader)

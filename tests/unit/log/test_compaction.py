@@ -325,9 +325,6 @@ def _more(log, tag: bytes) -> None:  # type: ignore[no-untyped-def]
 
 def _markers(log) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
     """(offset, producer id) of every control batch in the log."""
-    from broker.log.results import UpperBound
-    from clients.records.header import iter_batches
-
     found = []
     for segment in log.segments:
         for _, header in segment.iter_headers(0):
@@ -411,4 +408,21 @@ def test_compaction_never_passes_the_last_stable_offset(tmp_path: Path) -> None:
     assert log.last_stable_offset == 1
     assert clean_log(log, NOW, force=True) is None
     assert len(read_all(log)) == 12
+    log.close()
+
+
+def test_a_committed_transaction_after_an_aborted_one_of_the_same_producer_supersedes(tmp_path: Path) -> None:
+    log = open_log(tmp_path, COMPACT)
+    _put(log, b"k", b"old" + b"x" * 60)                        # 0
+    _txn_put(log, 7, 0, b"j", b"aborted" + b"x" * 40)          # 1
+    log.append_marker(False, 7, 0, 0, 0, NOW)                  # 2
+    _txn_put(log, 7, 1, b"k", b"new" + b"x" * 60)              # 3: committed, same producer
+    log.append_marker(True, 7, 0, 0, 0, NOW)                   # 4
+    for n in range(8):
+        _put(log, b"other%d" % n, b"y" * 60)
+    log.update_high_watermark(log.log_end_offset)
+    clean_log(log, NOW, force=True)
+    values = [(k, v) for _, k, v in read_all(log)]
+    assert (b"k", b"new" + b"x" * 60) in values
+    assert (b"k", b"old" + b"x" * 60) not in values
     log.close()

@@ -94,3 +94,20 @@ def test_a_flipped_byte_shows_as_invalid(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["dump-log", "--files", str(path)]) == 1
     out = capsys.readouterr().out
     assert out.count("isvalid: false") == 1 and out.count("isvalid: true") == 9
+
+
+def test_dump_prints_aborted_transactions_of_a_txnindex(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clients.records.batch import Record, encode_batch
+
+    log = open_log(tmp_path)
+    data = encode_batch([Record(None, NOW, None, b"t")], producer_id=8, producer_epoch=0, base_sequence=0,
+                        is_transactional=True)
+    log.append_as_leader(bytearray(data), 0, NOW)
+    log.append_marker(False, 8, 0, 3, 0, NOW)
+    log.close()
+    index = log.directory / "00000000000000000000.txnindex"
+    assert main(["dump-log", "--files", str(index)]) == 0
+    assert "version: 0 producerId: 8 firstOffset: 0 lastOffset: 1 lastStableOffset: 2" in capsys.readouterr().out
+    index.write_bytes(index.read_bytes() + b"\x00\x01")
+    assert main(["dump-log", "--files", str(index)]) == 1
+    assert "invalid bytes" in capsys.readouterr().out

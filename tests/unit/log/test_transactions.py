@@ -216,3 +216,58 @@ def test_follower_appends_track_transactions_and_index_aborts(tmp_path: Path) ->
     follower.append_as_follower(data, NOW)
     assert aborted(follower) == [(4, 0)]
     assert follower.producer_state.ongoing == {6: 1}
+
+
+def test_txnindex_of_an_interrupted_compaction_swap_is_rebuilt(tmp_path: Path) -> None:
+    log = open_log(tmp_path, SMALL_SEGMENTS)
+    log.append_as_leader(txn_batch(1, 0, size=300), 0, NOW)
+    abort(log, 1)
+    log.append_as_leader(batch([b"x" * 400]), 0, NOW)
+    log.close()
+    directory = tmp_path / "topic-0"
+    index = directory / "00000000000000000000.txnindex"
+    # Stopped between renaming the cleaned segment's .log.swap and its .txnindex.swap.
+    index.rename(directory / "00000000000000000000.txnindex.swap")
+    (directory / "00000000000000000000.log").rename(directory / "00000000000000000000.log.swap")
+    reopened = open_log(tmp_path, SMALL_SEGMENTS)
+    assert aborted(reopened) == [(1, 0)]
+    assert index.exists()
+    assert not list(directory.glob("*.swap"))
+    reopened.close()
+
+
+def test_a_read_committed_read_bounds_its_aborted_transactions(tmp_path: Path) -> None:
+    log = open_log(tmp_path, SMALL_SEGMENTS)
+    for pid in (1, 2, 3):
+        log.append_as_leader(txn_batch(pid, 0, size=250), 0, NOW)
+        abort(log, pid)
+    hw_to_end(log)
+    assert len(log.segments) >= 3
+    first = log.read(0, 1, UpperBound.LSO)            # only the first batch
+    assert 0 < first.upper_offset <= log.segments[1].base_offset
+    assert [t.producer_id for t in log.aborted_transactions(0, first.upper_offset)] == [1]
+    whole = log.read(0, 1 << 20, UpperBound.LSO)      # one segment's worth
+    assert whole.upper_offset == log.segments[1].base_offset
+    later = log.read(log.segments[1].base_offset, 1 << 20, UpperBound.LSO)
+    assert [t.producer_id for t in log.aborted_transactions(later.first_offset, later.upper_offset)] == [2]
+    assert log.read(0, 1 << 20, UpperBound.HW).upper_offset == -1
+
+
+def test_snapshots_of_the_previous_format_still_load(tmp_path: Path) -> None:
+    import msgpack
+
+    from clients.records.header import crc32c
+
+    log = open_log(tmp_path)
+    log.append_as_leader(batch([b"x"], producer_id=4, producer_epoch=1, base_sequence=0), 0, NOW)
+    log.close()
+    (snapshot,) = log.directory.glob("*.snapshot")
+    _, _, payload = msgpack.unpackb(snapshot.read_bytes())
+    old = msgpack.packb([entry[:4] for entry in msgpack.unpackb(payload)])  # no transaction fields
+    snapshot.write_bytes(msgpack.packb([1, crc32c(old), old]))
+    reopened = open_log(tmp_path)
+    entry = reopened.producer_state.producers[4]
+    assert (entry.epoch, entry.last_seq, entry.current_txn_first_offset) == (1, 0, -1)
+    assert reopened.append_as_leader(batch([b"x"], producer_id=4, producer_epoch=1, base_sequence=0),
+                                     0, NOW).duplicate
+    reopened.close()
