@@ -47,6 +47,10 @@ class OffsetsLog(Protocol):
     def log_start_offset(self, partition: int) -> int:
         ...
 
+    def next_sequence(self, partition: int, producer_id: int, producer_epoch: int) -> int:
+        """The sequence number a transactional offset commit of this producer starts at."""
+        ...
+
 
 class ReplicaOffsetsLog:
     """`OffsetsLog` over the local leader replicas (acks=all, like Kafka's
@@ -105,6 +109,15 @@ class ReplicaOffsetsLog:
 
     def log_start_offset(self, partition: int) -> int:
         return self._leader(partition).log.log_start_offset
+
+    def next_sequence(self, partition: int, producer_id: int, producer_epoch: int) -> int:
+        """After the producer's last batch on the partition at this epoch (0 for a new
+        producer or epoch): the leader's sequence check then holds for the coordinator's
+        own transactional writes too."""
+        entry = self._leader(partition).log.producer_state.producers.get(producer_id)
+        if entry is None or entry.epoch != producer_epoch or entry.last_seq < 0:
+            return 0
+        return (entry.last_seq + 1) & 0x7FFFFFFF
 
 
 def _whole_batches(chunk: bytes) -> tuple[bytes, int]:

@@ -151,10 +151,10 @@ Entry = tuple[RecordKey, Union[RecordValue, None]]
 
 
 def build_batch(entries: Sequence[Entry], now_ms: int,
-                producer: tuple[int, int] | None = None) -> bytes:
+                producer: tuple[int, int] | None = None, base_sequence: int = 0) -> bytes:
     """One uncompressed RecordBatch holding `entries` in order (offsets assigned by the log);
-    with `producer` (id, epoch), a transactional batch of that producer (Kafka writes
-    transactional offset commits without a sequence number)."""
+    with `producer` (id, epoch), a transactional batch of that producer starting at
+    `base_sequence` (the leader checks it as it checks a client's)."""
     if not entries:
         raise ValueError("a batch needs at least one entry")
     records = [Record(None, now_ms, encode_key(key), encode_value(value))
@@ -162,7 +162,7 @@ def build_batch(entries: Sequence[Entry], now_ms: int,
     if producer is None:
         return encode_batch(records)
     return encode_batch(records, producer_id=producer[0], producer_epoch=producer[1],
-                        is_transactional=True)
+                        base_sequence=base_sequence, is_transactional=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,9 +79,12 @@ class PartitionWriter:
 
     async def _append(self, write: GroupWrite) -> int:
         try:
+            sequence = 0
+            if write.producer is not None:
+                sequence = self._log.next_sequence(self.partition, *write.producer)
             await self._log.append(self.partition,
                                    build_batch(write.entries, int(time.time() * 1000),
-                                               write.producer))
+                                               write.producer, sequence))
             return ErrorCode.NONE
         except OffsetsLogError as exc:
             logger.warning("__consumer_offsets-%d: write of %d record(s) failed: %s",

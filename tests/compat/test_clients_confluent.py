@@ -81,23 +81,6 @@ def test_confluent_round_trip(cluster: Cluster, codec: str) -> None:
     assert tail[0].value() == expected(codec, 7_777)[1]
 
 
-def test_transactional_producer_fails_at_once_with_a_message(cluster: Cluster) -> None:
-    """No transactions yet: init_transactions fails fast and fatally, saying why, instead of
-    retrying FindCoordinator until its timeout (issue 21)."""
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": cluster.bootstrap, "transactional.id": "compat-txn",
-        "broker.address.family": "v4", "log_level": 0})
-    started = time.monotonic()
-    with pytest.raises(confluent_kafka.KafkaException) as failure:
-        producer.init_transactions(30)
-    elapsed = time.monotonic() - started
-    error = failure.value.args[0]
-    assert error.code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert error.fatal() and not error.retriable()
-    assert "does not support transactions" in error.str()
-    assert elapsed < 10, f"init_transactions took {elapsed:.1f} s"
-
-
 def test_no_sasl_advertised_plaintext_works_and_a_sasl_client_is_refused(
         cluster: Cluster) -> None:
     """ApiVersions advertises neither SaslHandshake nor SaslAuthenticate: librdkafka over

@@ -13,6 +13,8 @@ import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
 from broker.testing.waiting import wait_for
+from clients.net import BlockingKafkaConnection
+from clients.protocol import ApiKey, ErrorCode
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -173,3 +175,94 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted(cluster: RaftkaClus
     # The producer that sat idle is fenced by the abort.
     with pytest.raises(confluent_kafka.KafkaException):
         idle.commit_transaction(10)
+
+
+def coordinator_port(cluster: RaftkaCluster, transactional_id: str) -> tuple[int, int]:
+    """(node id, client port) of the id's coordinator, once FindCoordinator names one."""
+    def find() -> tuple[int, int] | None:
+        answer = request(cluster, cluster.info.nodes[0].client_port, ApiKey.FIND_COORDINATOR,
+                         {"key": transactional_id, "key_type": 1}, 3)
+        if answer["error_code"]:
+            return None
+        return int(answer["node_id"]), int(answer["port"])
+    return wait_for(find, f"a coordinator for {transactional_id}")
+
+
+def request(cluster: RaftkaCluster, port: int, api_key: int, body: dict[str, Any],
+            version: int | None = None) -> dict[str, Any]:
+    with BlockingKafkaConnection("127.0.0.1", port, client_id="txn-wire") as conn:
+        return conn.request(api_key, body, version)
+
+
+def test_the_transactional_apis_on_the_wire(cluster: RaftkaCluster):
+    cluster.create_topic("txn-wire", 2, 3)
+    node, port = coordinator_port(cluster, "wire")
+    other = next(n.client_port for n in cluster.info.nodes if n.node_id != node)
+
+    def init(timeout_ms: int = 60_000, at: int = port) -> dict[str, Any]:
+        return request(cluster, at, ApiKey.INIT_PRODUCER_ID,
+                       {"transactional_id": "wire", "transaction_timeout_ms": timeout_ms})
+
+    assert init(at=other)["error_code"] == ErrorCode.NOT_COORDINATOR
+    assert init(900_001)["error_code"] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    first = init()
+    assert first["error_code"] == 0 and first["producer_epoch"] == 0
+    pid = first["producer_id"]
+
+    def add(topics: list[tuple[str, list[int]]], epoch: int = 0, producer_id: int = pid,
+            version: int = 3) -> dict[tuple[str, int], int]:
+        answer = request(cluster, port, ApiKey.ADD_PARTITIONS_TO_TXN, {
+            "v3_and_below_transactional_id": "wire", "v3_and_below_producer_id": producer_id,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in topics]},
+            version)
+        return {(t["name"], p["partition_index"]): p["partition_error_code"]
+                for t in answer["results_by_topic_v3_and_below"]
+                for p in t["results_by_partition"]}
+
+    def end(commit: bool, epoch: int = 0) -> int:
+        return request(cluster, port, ApiKey.END_TXN, {
+            "transactional_id": "wire", "producer_id": pid, "producer_epoch": epoch,
+            "committed": commit})["error_code"]
+
+    def describe(ids: list[str]) -> list[dict[str, Any]]:
+        return request(cluster, port, ApiKey.DESCRIBE_TRANSACTIONS,
+                       {"transactional_ids": ids})["transaction_states"]
+
+    assert end(True) == ErrorCode.INVALID_TXN_STATE  # nothing is open
+    assert add([("txn-wire", [0]), ("no-such-topic", [0])]) == {
+        ("txn-wire", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert add([("txn-wire", [0])], epoch=1) == {("txn-wire", 0): ErrorCode.PRODUCER_FENCED}
+    assert add([("txn-wire", [0])], producer_id=pid + 1000) == {
+        ("txn-wire", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    assert add([("txn-wire", [0])], version=0) == {("txn-wire", 0): 0}
+
+    # The broker-side form (v4+): verify_only reports, adds nothing.
+    verified = request(cluster, port, ApiKey.ADD_PARTITIONS_TO_TXN, {"transactions": [{
+        "transactional_id": "wire", "producer_id": pid, "producer_epoch": 0,
+        "verify_only": True, "topics": [{"name": "txn-wire", "partitions": [0, 1]}]}]}, 4)
+    assert verified["error_code"] == 0
+    assert {p["partition_index"]: p["partition_error_code"]
+            for t in verified["results_by_transaction"][0]["topic_results"]
+            for p in t["results_by_partition"]} == {0: 0, 1: ErrorCode.INVALID_TXN_STATE}
+
+    [described, unknown] = describe(["wire", "never-used"])
+    assert (described["error_code"], described["transaction_state"], described["producer_id"],
+            described["transaction_timeout_ms"]) == (0, "Ongoing", pid, 60_000)
+    assert described["topics"] == [{"topic": "txn-wire", "partitions": [0]}]
+    assert unknown["error_code"] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    listed = request(cluster, port, ApiKey.LIST_TRANSACTIONS,
+                     {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": []})
+    assert listed["unknown_state_filters"] == ["Bogus"]
+    assert {"transactional_id": "wire", "producer_id": pid,
+            "transaction_state": "Ongoing"} in listed["transaction_states"]
+
+    assert end(True, epoch=1) == ErrorCode.PRODUCER_FENCED
+    assert end(False) == 0
+    assert end(True) in (ErrorCode.INVALID_TXN_STATE, ErrorCode.CONCURRENT_TRANSACTIONS)
+    wait_for(lambda: describe(["wire"])[0]["transaction_state"] == "CompleteAbort",
+             "the abort markers to be written")
+    assert end(False) == 0  # a retried abort is answered again
+    bumped = init()
+    assert (bumped["error_code"], bumped["producer_id"], bumped["producer_epoch"]) == (0, pid, 1)
