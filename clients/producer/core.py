@@ -144,7 +144,8 @@ class ProducerCore(SequencingMixin):
                                                 config.transaction_timeout_ms,
                                                 self.idempotence)
             self.held = txn.held
-            self.on_batch_failed = lambda batch, error: txn.batch_failed(error)
+            self.on_batch_failed = lambda batch, error: txn.batch_failed(
+                error, batch.stamped is not None)
 
     # ---- metadata ----
 

@@ -134,13 +134,14 @@ class SequencingMixin:
         return True
 
     def _sequences_broken(self, batch: ProducerBatch, error: BaseException) -> None:
-        """A stamped batch left the sequence for good: an idempotent producer bumps its epoch
-        (a gap would refuse every later batch); a transactional one must abort."""
+        """A batch failed for good. A transactional producer must abort (any failed record
+        does that, as in Kafka); an idempotent one bumps its epoch when the batch had a
+        sequence (the gap would refuse every later batch)."""
         state = self.idempotence
-        if state is None or batch.stamped is None:
+        if state is None:
             return
         if state.transactional:
             if self.on_batch_failed is not None:
                 self.on_batch_failed(batch, error)
-        elif state.is_current(batch.stamped):
+        elif batch.stamped is not None and state.is_current(batch.stamped):
             state.epoch_bump_needed = True

@@ -142,10 +142,11 @@ class TransactionManager:
     def in_error(self) -> bool:
         return self.state in (TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR)
 
-    def batch_failed(self, error: BaseException) -> None:
-        """A batch of the transaction failed for good: its sequence left a gap, so the
-        transaction must be aborted and the epoch bumped."""
-        self.epoch_bump_needed = True
+    def batch_failed(self, error: BaseException, had_sequence: bool = True) -> None:
+        """A batch of the transaction failed for good: the transaction must be aborted, and
+        when the batch had a sequence (a gap now) the epoch bumped after the abort."""
+        if had_sequence:
+            self.epoch_bump_needed = True
         if not isinstance(error, KafkaError):
             error = KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(error))
         if error.code in FATAL_ERRORS or self.state in (TxnState.IN_TRANSACTION,

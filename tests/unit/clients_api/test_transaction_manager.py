@@ -261,3 +261,10 @@ def test_commit_after_a_failed_record_raises_it() -> None:
     assert raised.value.code == ErrorCode.MESSAGE_TOO_LARGE
 
 
+
+
+def test_a_record_that_never_got_a_sequence_still_makes_the_transaction_abortable() -> None:
+    tm = ready(manager())
+    tm.begin()
+    tm.batch_failed(KafkaError(ErrorCode.REQUEST_TIMED_OUT), had_sequence=False)
+    assert tm.state == TxnState.ABORTABLE_ERROR and not tm.epoch_bump_needed
