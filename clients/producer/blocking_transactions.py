@@ -26,7 +26,7 @@ from clients.producer.transactions import (
     TransactionStateError,
 )
 from clients.producer.trio_transactions import group_of, offsets_of
-from clients.protocol import KafkaError, ProtocolError
+from clients.protocol import ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,9 @@ class BlockingTransactions:
             logger.warning("the transaction cannot go on: %s", exc)
 
     def run(self, operation: Operation) -> Any:
+        """Run an operation; KafkaError REQUEST_TIMED_OUT when it is still retrying after
+        ``max.block.ms`` (as Kafka's producer; the call may be repeated)."""
+        deadline = time.monotonic() + self._core.config.max_block_ms / 1000
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -89,6 +92,11 @@ class BlockingTransactions:
             except StopIteration as stop:
                 return stop.value
             value, error = None, None
+            if not isinstance(step, Flush) and time.monotonic() > deadline:
+                operation.close()
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the transactional request "
+                                 "did not complete within max.block.ms "
+                                 f"({self._core.config.max_block_ms} ms)")
             if isinstance(step, Send):
                 try:
                     value = self._send(step)

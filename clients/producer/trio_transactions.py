@@ -26,7 +26,7 @@ from clients.producer.transactions import (
     TransactionManager,
     TransactionStateError,
 )
-from clients.protocol import KafkaError, ProtocolError
+from clients.protocol import ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,9 @@ class TrioTransactions:
             self._wake()
 
     async def run(self, operation: Operation) -> Any:
+        """Run an operation; KafkaError REQUEST_TIMED_OUT when it is still retrying after
+        ``max.block.ms`` (as Kafka's producer; the call may be repeated)."""
+        deadline = trio.current_time() + self._core.config.max_block_ms / 1000
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -110,6 +113,11 @@ class TrioTransactions:
             except StopIteration as stop:
                 return stop.value
             value, error = None, None
+            if not isinstance(step, Flush) and trio.current_time() > deadline:
+                operation.close()
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the transactional request "
+                                 "did not complete within max.block.ms "
+                                 f"({self._core.config.max_block_ms} ms)")
             if isinstance(step, Send):
                 try:
                     value = await self._send(step)
