@@ -67,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     help="describe the active producers of a partition")
     producers.add_argument("--topic", required=True)
     producers.add_argument("--partition", type=int, required=True)
+    producers.add_argument("--broker-id", type=int,
+                           help="describe the producer state on this replica (default: the "
+                                "leader)")
     abort = commands.add_parser("abort", help="abort a hanging transaction (with a marker "
                                               "written by the partition's leader)")
     abort.add_argument("--topic", required=True)
@@ -138,13 +141,16 @@ def _describe(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
     return format_table(DESCRIBE_HEADER, [row])
 
 
-def _producers_of(admin: "BlockingAdmin", topic: str, partition: int) -> list["ProducerState"]:
+def _producers_of(admin: "BlockingAdmin", topic: str, partition: int,
+                  broker_id: int | None = None) -> list["ProducerState"]:
     from clients.protocol import KafkaError
 
-    found = admin.describe_producers([(topic, partition)])[(topic, partition)]
-    if isinstance(found, KafkaError):
+    found = admin.describe_producers([(topic, partition)], broker_id).get((topic, partition))
+    where = "leader" if broker_id is None else f"broker {broker_id}"
+    if found is None or isinstance(found, KafkaError):
+        reason = found.message if found is not None else "no answer for the partition"
         raise CommandError(f"failed to describe producers for partition {topic}-{partition} "
-                           f"on leader: {found.message}")
+                           f"on {where}: {reason}")
     return found
 
 
@@ -152,7 +158,7 @@ def _describe_producers(admin: "BlockingAdmin", args: argparse.Namespace) -> str
     rows = [(str(p.producer_id), str(p.producer_epoch), str(p.coordinator_epoch),
              str(p.last_sequence), str(p.last_timestamp),
              str(p.current_txn_start_offset) if p.current_txn_start_offset >= 0 else "None")
-            for p in _producers_of(admin, args.topic, args.partition)]
+            for p in _producers_of(admin, args.topic, args.partition, args.broker_id)]
     return format_table(PRODUCERS_HEADER, rows)
 
 

@@ -162,10 +162,11 @@ class Admin:
                                     ) -> dict[str, tops.TransactionDescription | KafkaError]:
         return await self._run(tops.describe_transactions(transactional_ids))
 
-    async def describe_producers(self, partitions: Iterable[ops.TopicPartition]
+    async def describe_producers(self, partitions: Iterable[ops.TopicPartition],
+                                 broker_id: int | None = None
                                  ) -> dict[ops.TopicPartition, Any]:
-        """{partition: [ProducerState] or KafkaError}."""
-        return await self._run(tops.describe_producers(partitions))
+        """{partition: [ProducerState] or KafkaError}, from the leaders (or ``broker_id``)."""
+        return await self._run(tops.describe_producers(partitions, broker_id))
 
     async def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
         await self._run(tops.abort_transaction(spec))
@@ -305,9 +306,9 @@ class BlockingAdmin:
                               ) -> dict[str, tops.TransactionDescription | KafkaError]:
         return self._run(tops.describe_transactions(transactional_ids))
 
-    def describe_producers(self, partitions: Iterable[ops.TopicPartition]
-                           ) -> dict[ops.TopicPartition, Any]:
-        return self._run(tops.describe_producers(partitions))
+    def describe_producers(self, partitions: Iterable[ops.TopicPartition],
+                           broker_id: int | None = None) -> dict[ops.TopicPartition, Any]:
+        return self._run(tops.describe_producers(partitions, broker_id))
 
     def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
         self._run(tops.abort_transaction(spec))

@@ -116,8 +116,10 @@ def describe_transactions(transactional_ids: Iterable[str]) -> Operation:
     return out
 
 
-def describe_producers(partitions: Iterable[TopicPartition]) -> Operation:
-    """{partition: [ProducerState] or KafkaError}, from each partition's leader."""
+def describe_producers(partitions: Iterable[TopicPartition],
+                       broker_id: int | None = None) -> Operation:
+    """{partition: [ProducerState] or KafkaError}, from each partition's leader, or from
+    the replica on ``broker_id`` when given."""
     def body(topics: dict[str, list[tuple[int, Any]]]) -> dict[str, Any]:
         return {"topics": [{"name": name, "partition_indexes": [p for p, _ in ps]}
                            for name, ps in topics.items()]}
@@ -127,8 +129,20 @@ def describe_producers(partitions: Iterable[TopicPartition]) -> Operation:
             for p in topic["partitions"]:
                 yield (topic["name"], p["partition_index"]), p["error_code"], p
 
-    found = yield from _at_leaders({tp: None for tp in partitions},
-                                   ApiKey.DESCRIBE_PRODUCERS, body, answers)
+    wanted = {tp: None for tp in partitions}
+    if broker_id is None:
+        found = yield from _at_leaders(wanted, ApiKey.DESCRIBE_PRODUCERS, body, answers)
+    else:
+        by_topic: dict[str, list[tuple[int, Any]]] = {}
+        for topic, partition in sorted(wanted):
+            by_topic.setdefault(topic, []).append((partition, None))
+        response = yield Call(ApiKey.DESCRIBE_PRODUCERS, _fixed(body(by_topic)),
+                              node_id=broker_id)
+        found = {}
+        for tp, code, entry in answers(response):
+            error = ErrorCode.from_code(code)
+            found[tp] = entry if code == ErrorCode.NONE else KafkaError(
+                error, f"{tp[0]}-{tp[1]} on broker {broker_id}: {error.message}")
     return {tp: entry if isinstance(entry, KafkaError) else [
         ProducerState(s["producer_id"], s["producer_epoch"], s["last_sequence"],
                       s["last_timestamp"], s["coordinator_epoch"],

@@ -74,6 +74,12 @@ def test_the_transactions_tool_lists_describes_and_aborts_an_open_transaction(
                                 "CurrentTransactionStartOffset"]
         mine = next(r for r in producers[1:] if r[0] == str(producer_id))
         assert mine[3] == "2" and mine[5] == "0"
+        with BlockingAdmin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            (described,) = admin.describe_topics(["cli-txn"])
+        leader = described.partitions[0].leader
+        on_leader = table(transactions(cluster, "describe-producers", "--topic", "cli-txn",
+                                       "--partition", "0", "--broker-id", str(leader)))
+        assert on_leader == producers
 
         # Open for longer than 0 minutes, but its coordinator still drives it: not hanging.
         hanging = table(transactions(cluster, "find-hanging", "--broker-id", "1",

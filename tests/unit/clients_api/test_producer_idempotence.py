@@ -10,7 +10,7 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
 from clients.producer.idempotence import IdempotenceState, stamp_producer_state
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode, KafkaError
 from clients.records.batch import decode_batch
 from clients.records.builder import BatchBuilder
 from clients.records.header import iter_batches
@@ -221,3 +221,24 @@ async def test_without_producer_ids_an_implicit_default_sends_plainly(
         with trio.fail_after(10):
             await p.send_and_wait("t", b"plain", partition=0)
     assert log_headers(cluster, "t", 0) == [(-1, -1, -1)]
+
+
+async def test_transactional_requests_give_up_after_max_block_ms(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.brokers[1].handlers[ApiKey.FIND_COORDINATOR] = lambda request: {
+        "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "",
+        "port": -1}
+    config = {"bootstrap.servers": cluster.bootstrap, "transactional.id": "t",
+              "max.block.ms": 300, "retry.backoff.ms": 20}
+    async with open_producer(config) as p:
+        with trio.fail_after(10), pytest.raises(KafkaError) as raised:
+            await p.init_transactions()
+    assert raised.value.code == ErrorCode.REQUEST_TIMED_OUT
+    assert "max.block.ms" in str(raised.value)
+
+    def blocking() -> KafkaError:
+        with BlockingProducer(config) as producer, pytest.raises(KafkaError) as failed:
+            producer.init_transactions()
+        return failed.value
+
+    assert (await in_thread(blocking)).code == ErrorCode.REQUEST_TIMED_OUT
