@@ -1,5 +1,5 @@
-"""InitProducerId (v0-4) for idempotent and transactional producers, from the broker's producer id blocks
-(`broker.producer_id_manager`); while no block can be had the answer is
+"""InitProducerId (v0-4) for idempotent and transactional producers, from the broker's
+producer id blocks (`broker.producer_id_manager`); while no block can be had the answer is
 COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ class TransactionalInit(Protocol):
 
 class InitProducerIdHandler:
     """InitProducerId. A transactional id goes to the transaction coordinator (without one,
-    it is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's TransactionCoordinator, a request with
-    no transactional id always gets a new id at epoch 0, also when it names the producer's
-    current id and epoch (an idempotent producer's KIP-360 epoch bump)."""
+    it is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). As Kafka's
+    TransactionCoordinator, a request with no transactional id always gets a new id at
+    epoch 0, also when it names the producer's current id and epoch (an idempotent
+    producer's KIP-360 epoch bump)."""
 
     def __init__(self, producer_ids: ProducerIdManager,
                  transactions: TransactionalInit | None = None) -> None:
@@ -46,6 +47,8 @@ class InitProducerIdHandler:
             expected = None if producer_id < 0 else (producer_id, epoch)
             code, new_id, new_epoch = await self._transactions.init_producer_id(
                 transactional_id, int(body.get("transaction_timeout_ms", 0)), expected)
+            if code == ErrorCode.PRODUCER_FENCED and request.api_version < 4:
+                code = ErrorCode.INVALID_PRODUCER_EPOCH  # v4 added PRODUCER_FENCED
             if code:
                 return init_producer_id_error(body, request.api_version, code)
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,

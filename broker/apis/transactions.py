@@ -20,6 +20,14 @@ logger = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
+def fenced_for_version(code: int, version: int, first_with_fenced: int = 2) -> int:
+    """PRODUCER_FENCED for clients that know it; INVALID_PRODUCER_EPOCH, which meant the
+    same, for older request versions (as Kafka's request layer answers)."""
+    if code == ErrorCode.PRODUCER_FENCED and version < first_with_fenced:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    return int(code)
+
+
 def _wanted(topics: list[dict[str, Any]] | None) -> list[TopicPartition]:
     return [(t["name"], p) for t in topics or () for p in t.get("partitions") or ()]
 
@@ -77,6 +85,7 @@ class TransactionHandlers:
                                     int(body["v3_and_below_producer_id"]),
                                     int(body["v3_and_below_producer_epoch"]),
                                     _wanted(body.get("v3_and_below_topics")), False)
+            codes = {tp: fenced_for_version(c, version) for tp, c in codes.items()}
             return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(codes)}
         results = []
         for txn in body.get("transactions") or ():
@@ -93,14 +102,16 @@ class TransactionHandlers:
         code = await self.transactions.add_partitions(
             body.get("transactional_id") or "", int(body["producer_id"]),
             int(body["producer_epoch"]), [(CONSUMER_OFFSETS_TOPIC, partition)])
-        return {"throttle_time_ms": 0, "error_code": int(code)}
+        return {"throttle_time_ms": 0,
+                "error_code": fenced_for_version(code, request.api_version)}
 
     async def end_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
         code = await self.transactions.end_transaction(
             body.get("transactional_id") or "", int(body["producer_id"]),
             int(body["producer_epoch"]), bool(body["committed"]))
-        return {"throttle_time_ms": 0, "error_code": int(code)}
+        return {"throttle_time_ms": 0,
+                "error_code": fenced_for_version(code, request.api_version)}
 
     async def txn_offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body

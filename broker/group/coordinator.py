@@ -87,6 +87,8 @@ class GroupCoordinator:
         self._loading: dict[int, int] = {}
         self._failed: dict[int, int] = {}
         self._writers: dict[int, PartitionWriter] = {}
+        # Transaction markers written while a partition loads: (producer id, committed).
+        self._early_markers: dict[int, list[tuple[int, bool]]] = {}
         self._slots: dict[tuple[str, str, str], list[_Slot]] = {}
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -201,6 +203,8 @@ class GroupCoordinator:
     def _finish_load(self, partition: int, epoch: int, replay: PartitionReplay,
                      started: int) -> None:
         count = self.engine.install(partition, replay, self._clock())
+        for producer_id, committed in self._early_markers.pop(partition, ()):
+            self.engine.complete_txn(partition, producer_id, committed)
         del self._loading[partition]
         self._loaded[partition] = epoch
         writer = PartitionWriter(partition, self._log, self._apply)
@@ -214,6 +218,7 @@ class GroupCoordinator:
 
     def _unload(self, partition: int) -> None:
         self._loading.pop(partition, None)
+        self._early_markers.pop(partition, None)
         self._failed.pop(partition, None)
         if self._loaded.pop(partition, None) is None:
             return
@@ -350,6 +355,10 @@ class GroupCoordinator:
         if partition in self._loaded:
             self.engine.complete_txn(partition, producer_id, committed)
             self._changed.set()
+        elif partition in self._loading:
+            # The load may have read the log before this marker: applied again once it is
+            # done (a marker the replay saw finds nothing pending).
+            self._early_markers.setdefault(partition, []).append((producer_id, committed))
 
     async def delete_group(self, group_id: str) -> int:
         code, write = self.engine.delete(group_id, self._clock())

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 from broker.group.membership import Membership
 from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
-from broker.group.offsets import commit_txn_offsets, complete_txn_offsets
+from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
 from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
 from broker.group.records import TxnMarker

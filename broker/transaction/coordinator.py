@@ -14,7 +14,7 @@ import trio
 
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
-from broker.transaction import decisions
+from broker.transaction import decisions, views
 from broker.transaction.marker_sender import MarkersFenced, MarkerSender
 from broker.transaction.metadata import PREPARED, TopicPartition, TxnEntry, TxnMetadata, TxnState
 from broker.transaction.state_manager import TransactionStateManager
@@ -275,38 +275,10 @@ class TransactionCoordinator:
         """One DescribeTransactions entry."""
         code = self.state.coordinator_error(transactional_id)
         entry = None if code else self.state.entries.get(transactional_id)
-        if entry is None:
-            return {"error_code": code or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                    "transactional_id": transactional_id, "transaction_state": "",
-                    "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                    "producer_id": -1, "producer_epoch": -1, "topics": []}
-        m = entry.metadata
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(m.partitions):
-            by_topic.setdefault(topic, []).append(partition)
-        return {"error_code": 0, "transactional_id": transactional_id,
-                "transaction_state": m.state.display_name,
-                "transaction_timeout_ms": m.timeout_ms, "transaction_start_time_ms": m.start_ms,
-                "producer_id": m.producer_id, "producer_epoch": m.producer_epoch,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        return views.describe(transactional_id, entry, code)
 
     def list_transactions(self, states: list[str], producer_ids: list[int],
                           duration_ms: int) -> tuple[list[str], list[dict[str, Any]]]:
         """(unknown state filters, ListTransactions entries)."""
-        unknown = [s for s in states if TxnState.from_name(s) is None]
-        wanted = {TxnState.from_name(s) for s in states} - {None}
-        pids = set(producer_ids)
-        now = self._clock()
-        found = []
-        for transactional_id, entry in self.state.loaded_entries():
-            m = entry.metadata
-            if wanted and m.state not in wanted:
-                continue
-            if pids and m.producer_id not in pids:
-                continue
-            if duration_ms >= 0 and not (m.state is TxnState.ONGOING
-                                         and now - m.start_ms >= duration_ms):
-                continue
-            found.append({"transactional_id": transactional_id, "producer_id": m.producer_id,
-                          "transaction_state": m.state.display_name})
-        return unknown, found
+        return views.list_transactions(self.state.loaded_entries(), states, producer_ids,
+                                       duration_ms, self._clock())

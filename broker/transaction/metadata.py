@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -103,5 +103,3 @@ class TxnEntry:
 
     metadata: TxnMetadata
     pending: TxnState | None = None
-    markers_in_flight: bool = False
-    waiters: list = field(default_factory=list)

@@ -6,7 +6,7 @@ transition (acks=all) before it becomes the current state.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import trio
 
@@ -196,6 +196,3 @@ class TransactionStateManager:
         else:
             entry.metadata = target
         return ErrorCode.NONE
-
-    def describe_partition_state(self) -> dict[str, Any]:
-        return {"loaded": dict(self._loaded), "loading": dict(self._loading)}

@@ -266,3 +266,90 @@ def test_the_transactional_apis_on_the_wire(cluster: RaftkaCluster):
     assert end(False) == 0  # a retried abort is answered again
     bumped = init()
     assert (bumped["error_code"], bumped["producer_id"], bumped["producer_epoch"]) == (0, pid, 1)
+
+
+def test_aiokafka_transactional_producer_commits_and_aborts(cluster: RaftkaCluster):
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+
+    cluster.create_topic("txn-aiokafka", 1, 3)
+
+    async def run() -> None:
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                             transactional_id="aiokafka-txn")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait("txn-aiokafka", b"kept", partition=0)
+            await producer.begin_transaction()
+            await producer.send_and_wait("txn-aiokafka", b"dropped", partition=0)
+            await producer.abort_transaction()
+            async with producer.transaction():
+                await producer.send_and_wait("txn-aiokafka", b"kept-too", partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    assert consume(cluster, "txn-aiokafka", "read_committed", 2) == [b"kept", b"kept-too"]
+    assert consume(cluster, "txn-aiokafka", "read_uncommitted", 3) == [
+        b"kept", b"dropped", b"kept-too"]
+
+
+def test_a_transactional_batch_to_a_partition_not_in_the_transaction_is_refused(
+        cluster: RaftkaCluster):
+    """KIP-890: the leader asks the coordinator (here or on another broker) first."""
+    from clients.records.batch import Record, encode_batch
+
+    cluster.create_topic("txn-verify", 3, 3)
+    _, port = coordinator_port(cluster, "verify")
+    init = request(cluster, port, ApiKey.INIT_PRODUCER_ID,
+                   {"transactional_id": "verify", "transaction_timeout_ms": 60_000})
+    pid = init["producer_id"]
+    added = request(cluster, port, ApiKey.ADD_PARTITIONS_TO_TXN, {
+        "v3_and_below_transactional_id": "verify", "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": "txn-verify", "partitions": [0]}]}, 3)
+    assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0][
+        "partition_error_code"] == 0
+    with cluster.admin() as admin:
+        leaders = {p.partition: p.leader for p in admin.describe_topics(["txn-verify"])[0].partitions}
+
+    def produce(partition: int) -> int:
+        batch = encode_batch([Record(None, 0, None, b"v")], producer_id=pid, producer_epoch=0,
+                             base_sequence=0, is_transactional=True)
+        answer = request(cluster, cluster.info.node(leaders[partition]).client_port,
+                         ApiKey.PRODUCE, {"transactional_id": "verify", "acks": -1,
+                                          "timeout_ms": 10_000, "topic_data": [{
+                                              "name": "txn-verify", "partition_data": [{
+                                                  "index": partition, "records": batch}]}]})
+        return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+    # Every partition but 0 was never added: refused, whichever broker leads it.
+    assert produce(1) == ErrorCode.INVALID_TXN_STATE
+    assert produce(2) == ErrorCode.INVALID_TXN_STATE
+    assert produce(0) == 0
+
+
+def test_older_request_versions_hear_invalid_producer_epoch_for_fenced(cluster: RaftkaCluster):
+    cluster.create_topic("txn-versions", 1, 3)
+    _, port = coordinator_port(cluster, "versions")
+    init = request(cluster, port, ApiKey.INIT_PRODUCER_ID,
+                   {"transactional_id": "versions", "transaction_timeout_ms": 60_000})
+    request(cluster, port, ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": "versions", "transaction_timeout_ms": 60_000})  # epoch 1
+    stale = {"transactional_id": "versions", "producer_id": init["producer_id"],
+             "producer_epoch": 0, "committed": True}
+    assert request(cluster, port, ApiKey.END_TXN, stale, 1)["error_code"] == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    assert request(cluster, port, ApiKey.END_TXN, stale, 2)["error_code"] == \
+        ErrorCode.PRODUCER_FENCED
+
+
+def test_too_few_brokers_for_the_transaction_log_is_said_to_the_client(tmp_path):
+    with start_cluster(tmp_path, 1, transaction_state_log_replication_factor=3) as single:
+        answer = request(single, single.info.nodes[0].client_port, ApiKey.FIND_COORDINATOR,
+                         {"key": "t", "key_type": 1}, 3)
+        assert answer["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert answer["error_message"] == (
+            "__transaction_state cannot be created: 1 live broker(s), "
+            "transaction.state.log.replication.factor is 3")

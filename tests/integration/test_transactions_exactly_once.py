@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -89,8 +89,9 @@ class Pipeline:
             offset = tp.offset if tp.offset >= 0 else confluent_kafka.OFFSET_BEGINNING
             self.consumer.seek(confluent_kafka.TopicPartition(tp.topic, tp.partition, offset))
 
-    def step(self) -> int:
-        """One transaction (or none when nothing arrived); how many records it committed."""
+    def step(self, before_commit: Callable[[], None] | None = None) -> int:
+        """One transaction (or none when nothing arrived); how many records it committed.
+        `before_commit` runs with the transaction's records sent, before it is committed."""
         messages = [m for m in self.consumer.consume(200, timeout=1.0) if m.error() is None]
         if not messages:
             return 0
@@ -99,6 +100,9 @@ class Pipeline:
             for m in messages:
                 self.producer.produce("eos-out", m.value(), m.key(), partition=m.partition())
             positions = self.consumer.position(self.consumer.assignment())
+            self.producer.flush(60)
+            if before_commit is not None:
+                before_commit()
             self.producer.send_offsets_to_transaction(
                 positions, self.consumer.consumer_group_metadata(), 60)
             self.commit()
@@ -163,25 +167,33 @@ def test_output_equals_input_exactly_once_across_kills(cluster: RaftkaCluster) -
     produce_input(cluster)
     pipeline = Pipeline(cluster)
     done = 0
-    kills: list[str] = []
     deadline = time.monotonic() + 300
+    killed: list[int] = []
+
+    def kill_coordinator() -> None:
+        # An open transaction with data in the output: its coordinator dies before EndTxn.
+        killed.append(transaction_coordinator(cluster))
+        cluster.kill(killed[-1])
+
+    def kill_output_leader() -> None:
+        killed.append(leader_of(cluster, "eos-out", 1))
+        cluster.kill(killed[-1])
+
     try:
         while done < RECORDS:
-            assert time.monotonic() < deadline, f"{done} of {RECORDS} after {kills}"
-            done += pipeline.step()
-            if not kills and done >= RECORDS // 4:
-                coordinator = transaction_coordinator(cluster)
-                cluster.kill(coordinator)
-                kills.append(f"coordinator {coordinator}")
-            elif len(kills) == 1 and done >= RECORDS // 2:
-                cluster.restart(int(kills[0].split()[-1]))
+            assert time.monotonic() < deadline, f"{done} of {RECORDS}, killed {killed}"
+            before_commit = None
+            if not killed and done >= RECORDS // 4:
+                before_commit = kill_coordinator
+            elif len(killed) == 1 and done >= RECORDS // 2:
+                cluster.restart(killed[0])
                 cluster.wait_for_isr("eos-out", 3)
-                leader = leader_of(cluster, "eos-out", 1)
-                cluster.kill(leader)
-                kills.append(f"eos-out-1 leader {leader}")
+                cluster.wait_for_isr("eos-in", 3)
+                before_commit = kill_output_leader
+            done += pipeline.step(before_commit)
     finally:
         pipeline.close()
-    assert len(kills) == 2
+    assert len(killed) == 2
 
     out = read_output(cluster)
     values = Counter(m.value() for m in out)

@@ -183,3 +183,28 @@ async def test_timed_out_transactions_are_aborted_and_idle_ids_expire():
         assert coord.describe("t")["error_code"] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
         assert log.states()[-1] == ("t", None)  # a tombstone
         nursery.cancel_scope.cancel()
+
+
+async def test_requests_while_loading_hear_coordinator_load_in_progress():
+    log = MemoryLog()
+    readable = [False]
+    read_from = log.read_from
+
+    def gated(partition: int, offset: int) -> Iterator[bytes]:
+        if not readable[0]:  # the replica cannot be read yet
+            raise OffsetsLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return read_from(partition, offset)
+
+    log.read_from = gated  # type: ignore[method-assign]
+    markers = RecordingMarkers()
+    coord = coordinator(log, markers, led_image())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(coord.run)
+        assert coord.state.coordinator_error("t") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert (await coord.init_producer_id("t", 60_000, None))[0] == \
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert coord.describe("t")["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        readable[0] = True
+        await wait_until(lambda: coord.state.coordinator_error("t") == 0)
+        assert (await coord.init_producer_id("t", 60_000, None))[0] == 0
+        nursery.cancel_scope.cancel()
