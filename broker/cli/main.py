@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
     "broker.cli.groups",
+    "broker.cli.transactions",
     "broker.cli.manager",
 )
 
@@ -55,9 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def normalized_argv(argv: Sequence[str]) -> list[str]:
+    """The arguments after each command module's optional ``normalize_argv`` (spellings a
+    command accepts besides argparse's own)."""
+    out = list(argv)
+    for name in COMMAND_MODULES:
+        normalize = getattr(importlib.import_module(name), "normalize_argv", None)
+        if normalize is not None:
+            out = normalize(out)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(normalized_argv(sys.argv[1:] if argv is None else argv))
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

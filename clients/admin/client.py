@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
+from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
@@ -151,6 +152,25 @@ class Admin:
     async def describe_quorum(self) -> gops.QuorumInfo:
         return await self._run(gops.describe_quorum())
 
+    async def list_transactions(self, state_filters: Iterable[str] = (),
+                                producer_id_filters: Iterable[int] = (),
+                                duration_filter_ms: int = -1) -> list[tops.TransactionListing]:
+        return await self._run(tops.list_transactions(state_filters, producer_id_filters,
+                                                      duration_filter_ms))
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]
+                                    ) -> dict[str, tops.TransactionDescription | KafkaError]:
+        return await self._run(tops.describe_transactions(transactional_ids))
+
+    async def describe_producers(self, partitions: Iterable[ops.TopicPartition],
+                                 broker_id: int | None = None
+                                 ) -> dict[ops.TopicPartition, Any]:
+        """{partition: [ProducerState] or KafkaError}, from the leaders (or ``broker_id``)."""
+        return await self._run(tops.describe_producers(partitions, broker_id))
+
+    async def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
+        await self._run(tops.abort_transaction(spec))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -275,6 +295,26 @@ class BlockingAdmin:
 
     def describe_quorum(self) -> gops.QuorumInfo:
         return self._run(gops.describe_quorum())
+
+    def list_transactions(self, state_filters: Iterable[str] = (),
+                          producer_id_filters: Iterable[int] = (),
+                          duration_filter_ms: int = -1) -> list[tops.TransactionListing]:
+        return self._run(tops.list_transactions(state_filters, producer_id_filters,
+                                                duration_filter_ms))
+
+    def describe_transactions(self, transactional_ids: Iterable[str]
+                              ) -> dict[str, tops.TransactionDescription | KafkaError]:
+        return self._run(tops.describe_transactions(transactional_ids))
+
+    def describe_producers(self, partitions: Iterable[ops.TopicPartition],
+                           broker_id: int | None = None) -> dict[ops.TopicPartition, Any]:
+        return self._run(tops.describe_producers(partitions, broker_id))
+
+    def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
+        self._run(tops.abort_transaction(spec))
+
+    def partitions_on_broker(self, broker_id: int) -> list[ops.TopicPartition]:
+        return self._run(tops.partitions_on_broker(broker_id))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

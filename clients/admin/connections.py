@@ -71,30 +71,38 @@ class TrioConnectionPool:
         try:
             return await conn.request(api_key, body, version, timeout=self.request_timeout_s)
         except KafkaConnectionError:
-            self._connections.pop(node.node_id, None)
+            self._forget(node.node_id, conn)
             raise
+
+    def _forget(self, key: int, conn: KafkaConnection) -> None:
+        # Another task may already have replaced the broken connection: keep that one.
+        if self._connections.get(key) is conn:
+            del self._connections[key]
 
     async def request_any(self, api_key: int, body: dict[str, Any],
                           brokers: Iterable[BrokerNode] = (),
                           version: int | None = None) -> dict[str, Any]:
         """Send to the first reachable broker; KafkaConnectionError if none answers."""
         failures: list[str] = []
-        open_first = [k for k, c in self._connections.items() if not c.closed]
-        for key in open_first:
+        # A snapshot: other tasks may drop or replace connections while this one waits.
+        open_first = [(k, c) for k, c in self._connections.items() if not c.closed]
+        for key, open_conn in open_first:
             try:
-                return await self._connections[key].request(
+                return await open_conn.request(
                     api_key, body, version, timeout=self.request_timeout_s)
             except KafkaConnectionError as exc:
-                self._connections.pop(key, None)
+                self._forget(key, open_conn)
                 failures.append(str(exc))
         for node_id, host, port in _candidates(self.bootstrap, brokers):
             key = node_id if node_id is not None else self._bootstrap_keys[(host, port)]
+            conn = None
             try:
                 conn = await self._connect(key, host, port)
                 return await conn.request(api_key, body, version,
                                           timeout=self.request_timeout_s)
             except KafkaConnectionError as exc:
-                self._connections.pop(key, None)
+                if conn is not None:
+                    self._forget(key, conn)
                 failures.append(str(exc))
         raise KafkaConnectionError("no broker is reachable: " + "; ".join(failures))
 

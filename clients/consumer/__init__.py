@@ -12,6 +12,7 @@ from clients.consumer.blocking import BlockingConsumer
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import NoOffsetForPartitionError
 from clients.consumer.group import CommitFailedError
+from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.consumer.records import ConsumerRecord, ParsedFetch, parse_fetched_records
 from clients.consumer.trio_consumer import Consumer, WakeupException
 
@@ -19,6 +20,7 @@ __all__ = [
     "BlockingConsumer",
     "CommitFailedError",
     "ConfigError",
+    "ConsumerGroupMetadata",
     "Consumer",
     "ConsumerConfig",
     "ConsumerRecord",

@@ -23,6 +23,7 @@ import trio
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import TopicPartition
 from clients.consumer.records import ConsumerRecord
+from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.consumer.trio_consumer import Consumer
 
 T = TypeVar("T")
@@ -203,6 +204,9 @@ class BlockingConsumer:
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         self._loop.run_sync(self._consumer.seek_to_end, partitions)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return self._loop.run_sync(self._consumer.group_metadata)
 
     def position(self, tp: TopicPartition) -> int:
         return self._loop.run(self._consumer.position, tp)

@@ -90,9 +90,6 @@ class ConsumerConfig:
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
                      **overrides: Any) -> ConsumerConfig:
         values = resolve_config(CONSUMER_KEYS, given, overrides, "consumer")
-        if values["isolation.level"] == "read_committed":
-            raise ConfigError("isolation.level=read_committed is not supported by this "
-                              "consumer yet")
         if values["request.timeout.ms"] <= values["fetch.max.wait.ms"]:
             raise ConfigError("request.timeout.ms should be greater than fetch.max.wait.ms")
         if values["heartbeat.interval.ms"] >= values["session.timeout.ms"]:
@@ -112,7 +109,7 @@ class ConsumerConfig:
             max_partition_fetch_bytes=values["max.partition.fetch.bytes"],
             max_poll_records=values["max.poll.records"],
             check_crcs=values["check.crcs"],
-            isolation_level=0,
+            isolation_level=1 if values["isolation.level"] == "read_committed" else 0,
             request_timeout_ms=values["request.timeout.ms"],
             retry_backoff_ms=values["retry.backoff.ms"],
             connect_timeout_ms=values["socket.connection.setup.timeout.ms"],

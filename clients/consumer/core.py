@@ -274,8 +274,11 @@ class ConsumerCore:
                          p: dict[str, Any]) -> None:
         code = ErrorCode.from_code(p["error_code"])
         if code == ErrorCode.NONE:
+            # read_committed drops aborted transactions' batches here, as Kafka's fetcher.
+            aborted = (p.get("aborted_transactions") or ()) if self.config.isolation_level \
+                else None
             parsed = parse_fetched_records(tp[0], tp[1], p.get("records"), fetch_offset,
-                                           verify_crc=self.config.check_crcs)
+                                           verify_crc=self.config.check_crcs, aborted=aborted)
             if parsed.next_offset > fetch_offset:
                 self._fetched[tp] = _Fetched(deque(parsed.records), parsed.next_offset)
             elif parsed.truncated:

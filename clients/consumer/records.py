@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
 from clients.records.batch import CREATE_TIME, LOG_APPEND_TIME, decode_batch
+from clients.records.control import ABORT, decode_control_record
 from clients.records.errors import CorruptRecordError
 from clients.records.header import BATCH_HEADER_SIZE, peek_batch_size
 from clients.records.record import Header
@@ -43,15 +45,42 @@ class ParsedFetch:
     truncated: bool
 
 
+class AbortedFilter:
+    """read_committed's client-side filter (Kafka's fetcher): a transactional batch is
+    dropped when its producer has an aborted transaction that began at or before the batch
+    and whose ABORT marker has not been passed yet. ``aborted`` is the fetch answer's
+    aborted_transactions list for the partition."""
+
+    def __init__(self, aborted: Iterable[Mapping[str, Any]]) -> None:
+        self._pending = sorted(((int(a["first_offset"]), int(a["producer_id"]))
+                                for a in aborted), reverse=True)
+        self._aborting: set[int] = set()
+
+    def skips(self, producer_id: int, is_transactional: bool, last_offset: int) -> bool:
+        """Whether a data batch ending at ``last_offset`` belongs to an aborted transaction."""
+        pending = self._pending
+        while pending and pending[-1][0] <= last_offset:
+            self._aborting.add(pending.pop()[1])
+        return is_transactional and producer_id in self._aborting
+
+    def passed_marker(self, producer_id: int, last_offset: int, is_abort: bool) -> None:
+        """A control batch: an ABORT marker ends its producer's aborted transaction."""
+        self.skips(producer_id, True, last_offset)
+        if is_abort:
+            self._aborting.discard(producer_id)
+
+
 def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview | None,
-                          fetch_offset: int, *, verify_crc: bool = True) -> ParsedFetch:
+                          fetch_offset: int, *, verify_crc: bool = True,
+                          aborted: Iterable[Mapping[str, Any]] | None = None) -> ParsedFetch:
     """Decode the complete batches of ``data``.
 
     A broker returns whole batches from the one holding the fetch offset, so records before
     ``fetch_offset`` inside the first batch are skipped (Kafka's rule), and a size limit may
     cut the last batch: that partial tail is ignored and fetched again next time. Control
     batches advance the position but yield no records. Raises CorruptRecordError for a
-    bad batch (CRC mismatch when ``verify_crc``).
+    bad batch (CRC mismatch when ``verify_crc``). With ``aborted`` (the aborted
+    transactions of a read_committed fetch), batches of aborted transactions are dropped.
     """
     if not data:
         return ParsedFetch([], fetch_offset, False)
@@ -61,6 +90,7 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
     next_offset = fetch_offset
     out: list[ConsumerRecord] = []
     truncated = False
+    filter_ = AbortedFilter(aborted) if aborted is not None else None
     while pos < end:
         size = peek_batch_size(view, pos)
         if size is None or size < BATCH_HEADER_SIZE or pos + size > end:
@@ -71,6 +101,15 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
         header = batch.header
         if header.next_offset <= next_offset:
             continue
+        if filter_ is not None:
+            if header.is_control:
+                is_abort = bool(batch.records) and \
+                    decode_control_record(batch.records[0]).type == ABORT
+                filter_.passed_marker(header.producer_id, header.last_offset, is_abort)
+            elif filter_.skips(header.producer_id, header.is_transactional,
+                               header.last_offset):
+                next_offset = header.next_offset
+                continue
         if not header.is_control:
             timestamp_type = LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME
             for record in batch.records:

@@ -32,6 +32,7 @@ from clients.consumer.group.assignors import make_assignors
 from clients.consumer.group.membership import GroupMembership, GroupSettings
 from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
+from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.consumer.records import ConsumerRecord
 from clients.consumer.subscription import Listener, SubscriptionDriver
 from clients.interceptors import chain, notify
@@ -488,6 +489,14 @@ class Consumer:
         await group.commit(dict(offsets), generation_id, member_id,
                            self.config.default_api_timeout_ms / 1000)
         self._on_committed(offsets)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id, for a transactional producer's
+        ``send_offsets_to_transaction``."""
+        group = self._require_group()
+        m = group.membership
+        return ConsumerGroupMetadata(self.config.group_id or "", m.generation_id, m.member_id,
+                                     self.config.group_instance_id)
 
     async def committed(self, partitions: Iterable[TopicPartition]
                         ) -> dict[TopicPartition, int | None]:

@@ -1,8 +1,9 @@
 """Raftka's producer: a trio API (``open_producer``) and a blocking facade
 (``BlockingProducer``), configured with Kafka's names.
 
-No idempotence or transactions yet (``enable.idempotence`` defaults to false and true is
-refused). ``send`` runs Kafka's pipeline: interceptors, serializers, the partitioner
+Idempotent by default (``enable.idempotence``, as Kafka's producer since 3.0); with
+``transactional.id`` it is transactional: ``init_transactions``, ``begin_transaction``,
+``send_offsets_to_transaction``, ``commit_transaction``, ``abort_transaction``. ``send`` runs Kafka's pipeline: interceptors, serializers, the partitioner
 (murmur2 for keys; the uniform sticky partitioner of KIP-480/794 for keyless records), an
 accumulator bounded by ``buffer.memory``.
 """
@@ -12,6 +13,11 @@ from clients.producer.blocking import BlockingDeliveryFuture, BlockingProducer
 from clients.producer.config import ProducerConfig
 from clients.producer.core import BufferExhaustedError, ProducerRecord
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.transactions import (
+    ConsumerGroupMetadata,
+    TransactionAbortedError,
+    TransactionStateError,
+)
 from clients.producer.trio_producer import (
     Producer,
     ProducerClosedError,
@@ -24,12 +30,15 @@ __all__ = [
     "BlockingProducer",
     "BufferExhaustedError",
     "ConfigError",
+    "ConsumerGroupMetadata",
     "DeliveryFuture",
     "Producer",
     "ProducerClosedError",
     "ProducerConfig",
     "ProducerRecord",
     "RecordMetadata",
+    "TransactionAbortedError",
+    "TransactionStateError",
     "TrioDeliveryFuture",
     "open_producer",
 ]

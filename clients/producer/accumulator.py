@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from clients.admin.cluster import ClusterMetadata
 from clients.producer.future import DeliveryFuture, RecordMetadata
@@ -19,6 +19,8 @@ from clients.records.header import LOG_OVERHEAD
 from clients.records.record import Header
 
 TopicPartition = tuple[str, int]
+# Stamps a drained batch with producer id, epoch and sequence (idempotence).
+Stamper = Callable[["ProducerBatch"], None]
 
 
 @dataclass(eq=False)
@@ -34,6 +36,17 @@ class ProducerBatch:
     retry_at_ms: float = 0.0
     in_flight: bool = False
     reserved: int = 0          # bytes counted against buffer.memory
+    # (producer id, epoch, base sequence) last stamped into ``payload``, the bytes sent.
+    stamped: tuple[int, int, int] | None = None
+    payload: bytes | None = None
+
+    @property
+    def records(self) -> int:
+        return len(self.futures)
+
+    def wire_bytes(self) -> bytes:
+        """The bytes to send: the built batch, with producer state when stamped."""
+        return self.payload if self.payload is not None else self.builder.build()
 
     @property
     def tp(self) -> TopicPartition:
@@ -54,8 +67,11 @@ class RecordAccumulator:
     """Batches per partition, oldest first."""
 
     def __init__(self, batch_size: int, linger_ms: int, compression: int,
-                 guarantee_order: bool) -> None:
+                 guarantee_order: bool, in_flight_per_partition: int = 1) -> None:
         self.batch_size = batch_size
+        # Batches of one partition that may be in flight at once. More than one keeps its
+        # order only with idempotence, where the broker refuses a sequence gap.
+        self.in_flight_per_partition = max(in_flight_per_partition, 1)
         self.linger_ms = linger_ms
         self.compression = compression
         # With max.in.flight=1, a partition with a batch in flight is muted so a retry
@@ -91,11 +107,25 @@ class RecordAccumulator:
         return batch, True
 
     def _head(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The partition's next batch to send: the oldest not in flight, while fewer than
+        ``in_flight_per_partition`` are."""
         queue = self._batches.get(tp)
         if not queue or tp in self._muted:
             return None
-        head = queue[0]
-        return None if head.in_flight else head
+        flying = 0
+        for batch in queue:
+            if not batch.in_flight:
+                return batch
+            flying += 1
+            if flying >= self.in_flight_per_partition:
+                return None
+        return None
+
+    def in_flight_count(self) -> int:
+        return sum(1 for batch in self if batch.in_flight)
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._batches)
 
     def _sendable_at(self, tp: TopicPartition, head: ProducerBatch, flushing: bool) -> float:
         """When the head batch may be sent (ms on the caller's clock)."""
@@ -103,21 +133,22 @@ class RecordAccumulator:
             return head.retry_at_ms
         queue = self._batches[tp]
         # A closed builder before any attempt is a split batch: its records have lingered.
-        if (flushing or self.exhausted or len(queue) > 1
+        if (flushing or self.exhausted or queue[-1] is not head
                 or head.builder.estimated_size >= self.batch_size or head.builder.is_closed):
             return 0.0
         return head.created_ms + self.linger_ms
 
-    def ready(self, cluster: ClusterMetadata, now_ms: float, flushing: bool
+    def ready(self, cluster: ClusterMetadata, now_ms: float, flushing: bool,
+              held: Callable[[TopicPartition], bool] | None = None
               ) -> tuple[set[int], float | None, set[str]]:
         """(leaders with a sendable batch, ms until the next batch may become sendable or
-        None, topics whose partition leader is unknown)."""
+        None, topics whose partition leader is unknown). ``held`` partitions are skipped."""
         nodes: set[int] = set()
         next_ms: float | None = None
         unknown: set[str] = set()
         for tp in self._batches:
             head = self._head(tp)
-            if head is None:
+            if head is None or (held is not None and held(tp)):
                 continue
             leader = cluster.leader_for(*tp)
             if leader is None:
@@ -132,14 +163,18 @@ class RecordAccumulator:
         return nodes, next_ms, unknown
 
     def drain(self, cluster: ClusterMetadata, node_id: int, max_request_size: int,
-              now_ms: float, flushing: bool) -> list[ProducerBatch]:
+              now_ms: float, flushing: bool, stamp: Stamper | None = None,
+              held: Callable[[TopicPartition], bool] | None = None) -> list[ProducerBatch]:
         """Take at most one sendable batch per partition led by ``node_id``, up to
-        ``max_request_size`` bytes (the first batch is always taken)."""
+        ``max_request_size`` bytes (the first batch is always taken); ``stamp`` gives each
+        its producer state, in the order batches leave."""
         taken: list[ProducerBatch] = []
         size = 0
         for tp in list(self._batches):
             head = self._head(tp)
             if head is None or self._sendable_at(tp, head, flushing) > now_ms:
+                continue
+            if held is not None and held(tp):
                 continue
             leader = cluster.leader_for(*tp)
             if leader is None or leader.node_id != node_id:
@@ -147,6 +182,8 @@ class RecordAccumulator:
             batch_bytes = len(head.builder.build()) + LOG_OVERHEAD
             if taken and size + batch_bytes > max_request_size:
                 break
+            if stamp is not None:
+                stamp(head)
             size += batch_bytes
             head.in_flight = True
             head.attempts += 1

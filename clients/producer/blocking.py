@@ -17,7 +17,9 @@ from clients.admin.connections import BlockingConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.config import ProducerConfig
 from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
+from clients.producer.blocking_transactions import BlockingTransactions
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.transactions import ConsumerGroupMetadata
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 
@@ -54,6 +56,25 @@ class BlockingProducer:
                                             config.request_timeout_ms / 1000)
         self._closed = False
         self._next_check_ms = 0.0  # when send() must next look for sendable batches
+        self._transactions = BlockingTransactions(self._core, self._pool, self.flush)
+
+    # ---- transactions (with transactional.id); see the trio Producer ----
+
+    def init_transactions(self) -> None:
+        self._transactions.init()
+
+    def begin_transaction(self) -> None:
+        self._transactions.manager.begin()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], Any],
+                                    group_metadata: ConsumerGroupMetadata | str) -> None:
+        self._transactions.send_offsets(offsets, group_metadata)
+
+    def commit_transaction(self) -> None:
+        self._transactions.end(commit=True)
+
+    def abort_transaction(self) -> None:
+        self._transactions.end(commit=False)
 
     def send(self, topic: str, value: Any, key: Any = None,
              headers: Iterable[tuple[str, Any]] | None = None, partition: int | None = None,
@@ -63,6 +84,7 @@ class BlockingProducer:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         core = self._core
+        core.check_transaction()
         if self.config.interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
@@ -167,11 +189,25 @@ class BlockingProducer:
             return
         self._core.apply_metadata(response, now_ms())
 
+    def _init_producer_id(self) -> bool:
+        """Get the idempotent producer its id; False (retry later) when that failed."""
+        try:
+            response = self._pool.request_any(
+                ApiKey.INIT_PRODUCER_ID, self._core.init_producer_id_request(),
+                self._core.cluster.brokers.values())
+        except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
+            self._core.producer_id_failed(exc)
+            return False
+        return self._core.apply_producer_id(response) is None
+
     def _send_ready(self, flushing: bool) -> float | None:
         """Send each ready leader its batches, one request at a time; returns the ms until
         more may become ready."""
         if self._core.metadata_due(now_ms()):
             self._refresh_metadata()
+        if self._core.needs_producer_id and not self._init_producer_id():
+            return self.config.retry_backoff_ms
+        self._transactions.add_pending_partitions()
         ready, wait_ms = self._core.sendable(now_ms(), flushing)
         for node_id, batches in ready.items():
             node = self._core.cluster.brokers.get(node_id)

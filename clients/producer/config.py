@@ -46,7 +46,10 @@ PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("max.in.flight.requests.per.connection", parse_int, 5, check=at_least(1)),
     ConfigKey("max.request.size", parse_int, 1048576, check=at_least(0)),
     ConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
-    ConfigKey("enable.idempotence", parse_bool, False),
+    # None: not given. Then idempotence is on unless another setting conflicts with it.
+    ConfigKey("enable.idempotence", parse_bool, None),
+    ConfigKey("transactional.id", parse_str, None),
+    ConfigKey("transaction.timeout.ms", parse_int, 60000, check=at_least(1)),
     ConfigKey("buffer.memory", parse_int, 33554432, check=at_least(0)),
     ConfigKey("retry.backoff.max.ms", parse_int, 1000, check=at_least(0)),
     ConfigKey("partitioner.adaptive.partitioning.enable", parse_bool, True),
@@ -85,16 +88,17 @@ class ProducerConfig:
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
     interceptors: Sequence[Any] = ()
+    enable_idempotence: bool = False
+    idempotence_explicit: bool = False
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
                      **overrides: Any) -> ProducerConfig:
         """Parse Kafka-named settings. ConfigError names the key of any bad value."""
         values = resolve_config(PRODUCER_KEYS, given, overrides, "producer")
-        if values["enable.idempotence"]:
-            # Needs InitProducerId and per-partition sequence numbers; not in this client yet.
-            raise ConfigError("enable.idempotence=true is not supported by this producer yet; "
-                              "set enable.idempotence=false")
+        idempotent = idempotence_setting(values)
         codec = CODEC_IDS[values["compression.type"]]
         if not is_available(codec):
             raise ConfigError(f"compression.type={values['compression.type']} needs a "
@@ -130,4 +134,41 @@ class ProducerConfig:
             key_serializer=values["key.serializer"],
             value_serializer=values["value.serializer"],
             interceptors=values["interceptor.classes"],
+            enable_idempotence=idempotent,
+            idempotence_explicit=values["enable.idempotence"] is not None
+            or values["transactional.id"] is not None,
+            transactional_id=values["transactional.id"],
+            transaction_timeout_ms=values["transaction.timeout.ms"],
         )
+
+
+# Kafka's limit: the broker keeps the last five batches per producer for duplicate checks.
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+
+
+def idempotence_setting(values: Mapping[str, Any]) -> bool:
+    """Whether the producer is idempotent, as Kafka's producer decides it (since 3.0):
+    on by default; a conflicting acks, retries or max.in.flight turns the default off but
+    is a ConfigError when enable.idempotence=true was asked for; transactional.id needs it."""
+    explicit = values["enable.idempotence"]
+    conflicts = []
+    if values["acks"] != -1:
+        conflicts.append(f"acks must be all (got {values['acks']})")
+    if values["retries"] == 0:
+        conflicts.append("retries must be greater than 0")
+    if values["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+        conflicts.append("max.in.flight.requests.per.connection must be at most "
+                         f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}")
+    transactional_id = values["transactional.id"]
+    if transactional_id == "":
+        raise ConfigError("invalid value '' for configuration 'transactional.id': "
+                          "must not be empty")
+    if transactional_id is not None and explicit is False:
+        raise ConfigError("cannot set a transactional.id without also enabling idempotence "
+                          "(enable.idempotence=false was given)")
+    if conflicts and (explicit or transactional_id is not None):
+        wanted = "transactional.id" if explicit is None else "enable.idempotence=true"
+        raise ConfigError(f"{wanted} needs an idempotent producer: {'; '.join(conflicts)}")
+    if explicit is None:
+        return not conflicts
+    return explicit

@@ -21,6 +21,9 @@ from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
 from clients.producer.config import ProducerConfig
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.idempotence import IdempotenceState
+from clients.producer.sequencing import SEQUENCE_ERRORS, SequencingMixin
+from clients.producer.transactions import TransactionManager
 from clients.protocol import ErrorCode, KafkaError
 from clients.records.record import Header
 
@@ -103,7 +106,7 @@ def estimate_record_size(key: bytes | None, value: bytes | None,
     return size
 
 
-class ProducerCore:
+class ProducerCore(SequencingMixin):
     """Partitioning, batching and Produce request/response handling."""
 
     def __init__(self, config: ProducerConfig) -> None:
@@ -122,9 +125,27 @@ class ProducerCore:
         # When each leader first had a batch ready that was not drained (for
         # partitioner.availability.timeout.ms); cleared when it is drained.
         self._ready_since: dict[int, float] = {}
-        self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
-                                             config.compression, config.max_in_flight == 1)
+        idempotent = config.enable_idempotence
+        self.accumulator = RecordAccumulator(
+            config.batch_size, config.linger_ms, config.compression,
+            config.max_in_flight == 1,
+            in_flight_per_partition=config.max_in_flight if idempotent else 1)
         self.in_flight: dict[int, int] = {}
+        self.idempotence: IdempotenceState | None = (
+            IdempotenceState(config.transactional_id is not None) if idempotent else None)
+        # Set by a transactional producer: partitions whose batches must wait (not yet
+        # added to the transaction), and who hears of batches that failed for good.
+        self.held: Callable[[tuple[str, int]], bool] | None = None
+        self.on_batch_failed: Callable[[ProducerBatch, BaseException], None] | None = None
+        self.txn: TransactionManager | None = None
+        if config.transactional_id is not None:
+            assert self.idempotence is not None
+            txn = self.txn = TransactionManager(config.transactional_id,
+                                                config.transaction_timeout_ms,
+                                                self.idempotence)
+            self.held = txn.held
+            self.on_batch_failed = lambda batch, error: txn.batch_failed(
+                error, batch.stamped is not None)
 
     # ---- metadata ----
 
@@ -271,6 +292,8 @@ class ProducerCore:
                              f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
         count = self._counts[topic]
         chosen = self.choose_partition(topic, key_b, partition, count)
+        if self.txn is not None:
+            self.txn.add_partition((topic, chosen))
         stamp = wall_clock_ms() if timestamp is None else int(timestamp)
         batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
                                                  future, now, size)
@@ -293,21 +316,32 @@ class ProducerCore:
         Returns (batches by leader id, ms until something may become ready or None).
         """
         for batch in self.accumulator.expired(now, self.config.delivery_timeout_ms):
+            self._sequences_broken(batch, KafkaError(ErrorCode.REQUEST_TIMED_OUT, "expired"))
             batch.fail(KafkaError(ErrorCode.REQUEST_TIMED_OUT,
                                   f"expiring {len(batch.futures)} record(s) for "
                                   f"{batch.topic}-{batch.partition}: delivery.timeout.ms "
                                   f"({self.config.delivery_timeout_ms}) has passed"))
-        nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing)
+        txn = self.txn
+        if txn is not None and txn.in_error and self.accumulator:
+            # Nothing more of a failed transaction may be written: fail what waits, so a
+            # flush (and commit_transaction, which then raises) ends.
+            assert txn.error is not None
+            self.abort_unsent(txn.error)
+        if not self._ready_to_sequence():
+            return {}, None
+        nodes, wait, unknown = self.accumulator.ready(self.cluster, now, flushing, self.held)
         if unknown:
             self.needs_metadata = True
         out: dict[int, list[ProducerBatch]] = {}
+        stamp = self._stamp if self.idempotence is not None else None
         for node_id in nodes:
             if self.in_flight.get(node_id, 0) >= self.config.max_in_flight:
                 self._ready_since.setdefault(node_id, now)
                 continue
             self._ready_since.pop(node_id, None)
             batches = self.accumulator.drain(self.cluster, node_id,
-                                             self.config.max_request_size, now, flushing)
+                                             self.config.max_request_size, now, flushing,
+                                             stamp, self.held)
             if batches:
                 self.in_flight[node_id] = self.in_flight.get(node_id, 0) + 1
                 out[node_id] = batches
@@ -317,9 +351,9 @@ class ProducerCore:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             by_topic.setdefault(batch.topic, []).append(
-                {"index": batch.partition, "records": batch.builder.build()})
+                {"index": batch.partition, "records": batch.wire_bytes()})
         return {
-            "transactional_id": None,
+            "transactional_id": self.config.transactional_id,
             "acks": self.config.acks,
             "timeout_ms": self.config.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": p} for t, p in by_topic.items()],
@@ -347,11 +381,20 @@ class ProducerCore:
                 continue
             code = ErrorCode.from_code(result["error_code"])
             if code == ErrorCode.NONE:
-                self.accumulator.complete(batch)
-                batch.succeed(result["base_offset"], result.get("log_append_time_ms", -1))
+                self._succeeded(batch, result["base_offset"], result.get("log_append_time_ms", -1))
+                continue
+            if code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                # Already written by an earlier attempt; the broker no longer knows where.
+                self._succeeded(batch, -1, -1)
                 continue
             message = result.get("error_message") or code.message
+            if code in SEQUENCE_ERRORS and self._sequence_error(batch, code, message, now):
+                continue
             if code == ErrorCode.MESSAGE_TOO_LARGE and len(batch.futures) > 1:
+                if self.idempotence is not None:
+                    # The parts need sequences of their own, and the batches after the
+                    # refused one fail with a gap: start every partition afresh.
+                    self._sequences_broken(batch, KafkaError(code, message))
                 # As Kafka's producer does: retry the records in smaller batches, so only a
                 # record that can never fit fails.
                 parts = self.accumulator.split(batch)
@@ -382,12 +425,19 @@ class ProducerCore:
         if retriable and batch.attempts <= self.config.retries and not expired:
             logger.debug("retrying %s-%d (attempt %d): %s", batch.topic, batch.partition,
                          batch.attempts + 1, error)
-            backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
-                                       self.config.retry_backoff_max_ms,
-                                       random.uniform(0.8, 1.2))
-            self.accumulator.retry_later(batch, now + backoff)
+            self._retry(batch, now)
             return
+        self.fail_batch(batch, error)
+
+    def _retry(self, batch: ProducerBatch, now: float) -> None:
+        backoff = retry_backoff_ms(batch.attempts, self.config.retry_backoff_ms,
+                                   self.config.retry_backoff_max_ms, random.uniform(0.8, 1.2))
+        self.accumulator.retry_later(batch, now + backoff)
+
+    def fail_batch(self, batch: ProducerBatch, error: BaseException) -> None:
+        """Settle a batch as failed for good."""
         self.accumulator.complete(batch)
+        self._sequences_broken(batch, error)
         batch.fail(error)
 
     # ---- state ----

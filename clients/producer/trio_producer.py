@@ -22,6 +22,8 @@ from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
 from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.transactions import ConsumerGroupMetadata
+from clients.producer.trio_transactions import TrioTransactions
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,33 @@ class Producer:
         self._flushing = 0
         self._closed = False
         self._metadata_lock = trio.Lock()
+        self._transactions = TrioTransactions(self._core, self._pool, self.flush, self._wake)
+
+    # ---- transactions (with transactional.id) ----
+
+    async def init_transactions(self) -> None:
+        """Register ``transactional.id`` with its coordinator: fences older producers of
+        the id and completes (aborts) their open transaction. Call once, first."""
+        await self._transactions.init()
+
+    async def begin_transaction(self) -> None:
+        self._transactions.manager.begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[tuple[str, int], Any],
+            group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit a consumer group's offsets ({(topic, partition): next offset}) as part of
+        the transaction (``consumer.group_metadata()`` names the group and generation)."""
+        await self._transactions.send_offsets(offsets, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        """Flush, then commit; raises the error if any record of the transaction failed
+        (then only ``abort_transaction`` may follow)."""
+        await self._transactions.end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Drop unsent records, wait for those in flight, then abort."""
+        await self._transactions.end(commit=False)
 
     # ---- public API ----
 
@@ -88,6 +117,7 @@ class Producer:
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
         core = self._core
+        core.check_transaction()
         if self.config.interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
@@ -203,9 +233,15 @@ class Producer:
             while True:
                 if self._core.metadata_due(now_ms()):
                     await self._refresh_metadata()
+                if self._core.needs_producer_id:
+                    await self._init_producer_id()
+                self._transactions.maybe_add_partitions(requests)
                 ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
                 for node_id, batches in ready.items():
                     requests.start_soon(self._send_batches, node_id, batches)
+                if ready:
+                    wait_ms = 0.0        # more may be drainable now (batches in flight per
+                                         # partition, requests per broker)
                 self._notify()
                 with trio.move_on_after(self._sleep_s(wait_ms)):
                     await self._wakeup_wait()
@@ -219,6 +255,19 @@ class Producer:
             age = now_ms() - self._core.metadata_fetched_ms
             waits.append(max(self.config.metadata_max_age_ms - age, 0))
         return min(waits) / 1000 if waits else 3600.0
+
+    async def _init_producer_id(self) -> None:
+        """Get the idempotent producer its id; a failure is retried after a backoff."""
+        try:
+            response = await self._pool.request_any(
+                ApiKey.INIT_PRODUCER_ID, self._core.init_producer_id_request(),
+                self._core.cluster.brokers.values())
+            error: BaseException | None = self._core.apply_producer_id(response)
+        except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
+            error = self._core.producer_id_failed(exc)
+        if error is not None:
+            logger.debug("InitProducerId failed: %s", error)
+            await trio.sleep(self.config.retry_backoff_ms / 1000)
 
     async def _wakeup_wait(self) -> None:
         await self._wakeup.wait()

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import trio
 
 from clients.protocol import ApiKey, ErrorCode, Request
-from clients.records.header import assign_offsets, iter_batches
+from clients.records.header import assign_offsets, iter_batches, parse_header
 from tests.unit.client.stub_broker import StubBroker
 
 TopicPartition = tuple[str, int]
@@ -35,6 +35,10 @@ class StubCluster:
     produce_errors: list[int] = field(default_factory=list)  # popped per partition result
     metadata_requests: int = 0
     on_produce: Callable[[int, Request], None] | None = None
+    # Idempotence: producer ids handed out, and (producer id, epoch, last sequence) per
+    # partition, checked as a broker does (a gap is OUT_OF_ORDER_SEQUENCE_NUMBER).
+    next_producer_id: int = 1000
+    sequences: dict[tuple[TopicPartition, int], tuple[int, int]] = field(default_factory=dict)
 
     async def start(self, nursery: trio.Nursery, broker_count: int) -> StubCluster:
         for node_id in range(1, broker_count + 1):
@@ -43,6 +47,7 @@ class StubCluster:
                 ApiKey.PRODUCE: lambda r, n=node_id: self._produce(n, r),
                 ApiKey.FETCH: lambda r, n=node_id: self._fetch(n, r),
                 ApiKey.LIST_OFFSETS: lambda r, n=node_id: self._list_offsets(n, r),
+                ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
             }
             self.brokers[node_id] = await StubBroker(handlers).start(nursery)
         return self
@@ -100,6 +105,8 @@ class StubCluster:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif state.leader != node_id:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if code == 0:
+                    code = self._check_sequence(tp, bytes(p["records"]))
                 base = -1
                 if code == 0:
                     base = state.next_offset
@@ -109,6 +116,25 @@ class StubCluster:
         if request.body["acks"] == 0:
             return None
         return {"responses": responses}
+
+    def _init_producer_id(self, request: Request) -> dict[str, Any]:
+        self.next_producer_id += 1
+        return {"error_code": 0, "producer_id": self.next_producer_id, "producer_epoch": 0}
+
+    def _check_sequence(self, tp: TopicPartition, batch: bytes) -> int:
+        header = parse_header(batch)
+        if header.producer_id < 0:
+            return 0
+        key = (tp, header.producer_id)
+        epoch, last = self.sequences.get(key, (header.producer_epoch, -1))
+        if header.producer_epoch < epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if header.producer_epoch > epoch:
+            last = -1
+        if header.base_sequence != last + 1:
+            return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        self.sequences[key] = (header.producer_epoch, header.last_sequence)
+        return 0
 
     def _fetch(self, node_id: int, request: Request) -> dict[str, Any]:
         responses = []

@@ -172,7 +172,5 @@ def test_config_follows_kafka_names_and_defaults() -> None:
     assert ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "1"}).acks == 1
     with pytest.raises(ConfigError, match="acks"):
         ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "2"})
-    with pytest.raises(ConfigError, match="enable.idempotence"):
-        ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "enable.idempotence": "true"})
     with pytest.raises(ConfigError, match="bootstrap.servers"):
         ProducerConfig.from_mapping({})
