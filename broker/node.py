@@ -54,6 +54,7 @@ def quorum_config(config: "ServerConfig") -> QuorumConfig:
         election_timeout_ms=config.controller_quorum_election_timeout_ms,
         fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
         request_timeout_ms=config.controller_quorum_request_timeout_ms,
+        source_host=config.client_bind_address,
     )
 
 
@@ -118,7 +119,8 @@ class _Node:
         controller_client = None
         if config.is_broker:
             controller_client = ControllerClient(config.voters,
-                                                 f"raftka-broker-{config.node_id}")
+                                                 f"raftka-broker-{config.node_id}",
+                                                 local_address=config.client_bind_address)
             broker = BrokerServer(
                 config, self.cluster_id, lambda: self.bridge.image, metadata=self.bridge,
                 controller=controller_client, listeners=self.broker_listeners,

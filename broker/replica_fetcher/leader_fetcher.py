@@ -252,7 +252,8 @@ class LeaderFetcher:
                 "current_leader_epoch": partition.leader_epoch, "timestamp": timestamp}]}]}
         try:
             response = await conn.request(ApiKey.LIST_OFFSETS, body,
-                                          timeout=self._settings.socket_timeout_ms / 1000)
+                                          timeout=self._settings.socket_timeout_ms / 1000,
+                local_address=self._settings.local_address)
             entry = response["topics"][0]["partitions"][0]
         except (KafkaConnectionError, ProtocolError, KafkaError, LookupError) as exc:
             logger.info("ListOffsets to broker %d failed: %s", self.leader_id, exc)
@@ -276,7 +277,8 @@ class LeaderFetcher:
         try:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
-                timeout=self._settings.socket_timeout_ms / 1000)
+                timeout=self._settings.socket_timeout_ms / 1000,
+                local_address=self._settings.local_address)
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,
                         endpoint.port, exc)

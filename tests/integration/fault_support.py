@@ -1,0 +1,79 @@
+"""Shared by the fault tests: node addresses, the skip-or-fail rule for root-only tools,
+and direct Produce / Fetch / Metadata requests to one chosen node."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from broker.launcher.ports import configured_port_range
+from broker.testing.network_partition import NetworkPartitioner, PartitionToolError
+from clients.net import KafkaConnectionError
+from clients.net.blocking_connection import BlockingKafkaConnection
+from clients.protocol import ApiKey, KafkaError
+from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+
+
+def node_hosts(count: int = 3) -> list[str]:
+    """One loopback address per node, in a /24 named after the test port range, so runs
+    with different ranges never share addresses (and so never share partition rules)."""
+    block = configured_port_range()[0] // 1000 % 256
+    return [f"127.0.{block}.{11 + i}" for i in range(count)]
+
+
+def unavailable(reason: str) -> None:
+    """Skip with `reason`; under CI=true a missing fault tool is a failure instead."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
+
+
+def partitioner() -> NetworkPartitioner:
+    try:
+        return NetworkPartitioner()
+    except PartitionToolError as exc:
+        unavailable(str(exc))
+        raise AssertionError("unreachable")
+
+
+def request(host: str, port: int, api_key: int, body: dict[str, Any],
+            timeout: float = 5.0) -> dict[str, Any] | None:
+    """One request on a fresh connection; None when the node does not answer in time."""
+    try:
+        with BlockingKafkaConnection(host, port, client_id="fault-test", timeout=timeout) as conn:
+            return conn.request(api_key, body)
+    except (KafkaConnectionError, OSError, KafkaError):
+        return None
+
+
+def produce(host: str, port: int, topic: str, value: bytes, acks: int = -1,
+            timeout_ms: int = 3000) -> dict[str, Any] | None:
+    """Produce one record; the partition's answer, or None without one."""
+    response = request(host, port, ApiKey.PRODUCE,
+                       produce_body(topic, batch([value]), acks=acks, timeout_ms=timeout_ms),
+                       timeout=timeout_ms / 1000 + 5)
+    return None if response is None else only_partition(response)
+
+
+def read_values(host: str, port: int, topic: str) -> list[bytes] | None:
+    """Every record value of partition 0 a client can read from `host` (up to the HW)."""
+    response = request(host, port, ApiKey.FETCH, fetch_body(topic, 0))
+    if response is None:
+        return None
+    part = only_partition(response, "responses", "partitions")
+    if part["error_code"] != 0:
+        return None
+    return [value for _, value in values_of(part["records"] or b"")]  # type: ignore[misc]
+
+
+def partition_state(host: str, port: int, topic: str) -> tuple[int, int, tuple[int, ...]] | None:
+    """(leader, leader epoch, ISR) of partition 0 as `host` reports it."""
+    response = request(host, port, ApiKey.METADATA, {
+        "topics": [{"name": topic}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    if response is None or not response["topics"] or response["topics"][0]["error_code"]:
+        return None
+    part = response["topics"][0]["partitions"][0]
+    return part["leader_id"], part.get("leader_epoch", -1), tuple(part["isr_nodes"])
