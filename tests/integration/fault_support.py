@@ -4,6 +4,7 @@ and direct Produce / Fetch / Metadata requests to one chosen node."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,3 +78,27 @@ def partition_state(host: str, port: int, topic: str) -> tuple[int, int, tuple[i
         return None
     part = response["topics"][0]["partitions"][0]
     return part["leader_id"], part.get("leader_epoch", -1), tuple(part["isr_nodes"])
+
+
+def cluster_view(host: str, port: int, topic: str) -> dict[str, Any] | None:
+    """Metadata from `host`: controller id, listed (unfenced) brokers, and partition 0's
+    (leader, leader epoch, ISR)."""
+    response = request(host, port, ApiKey.METADATA, {
+        "topics": [{"name": topic}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    if response is None or not response["topics"] or response["topics"][0]["error_code"]:
+        return None
+    part = response["topics"][0]["partitions"][0]
+    return {"controller": response.get("controller_id", -1),
+            "brokers": {b["node_id"] for b in response["brokers"]},
+            "leader": part["leader_id"], "epoch": part.get("leader_epoch", -1),
+            "isr": tuple(part["isr_nodes"])}
+
+
+def log_values(data_dir: Path, topic: str, partition: int = 0) -> list[bytes]:
+    """Every record value in a replica's segment files, in offset order (read from disk, so
+    a follower's log can be checked too)."""
+    values: list[bytes] = []
+    for segment in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+        values += [value for _, value in values_of(segment.read_bytes())]  # type: ignore[misc]
+    return values
