@@ -14,6 +14,7 @@ from broker.testing.network_partition import NetworkPartitioner, PartitionToolEr
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection
 from clients.protocol import ApiKey, KafkaError
+from metadata.topic_names import METADATA_TOPIC
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 
 
@@ -102,3 +103,32 @@ def log_values(data_dir: Path, topic: str, partition: int = 0) -> list[bytes]:
     for segment in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
         values += [value for _, value in values_of(segment.read_bytes())]  # type: ignore[misc]
     return values
+
+
+def quorum_view(host: str, port: int) -> tuple[int, int] | None:
+    """(leader id, leader epoch) of the metadata quorum as `host`'s DescribeQuorum says."""
+    response = request(host, port, ApiKey.DESCRIBE_QUORUM, {"topics": [{
+        "topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
+    if response is None or response.get("error_code", 0):
+        return None
+    part = response["topics"][0]["partitions"][0]
+    if part.get("error_code", 0):
+        return None
+    return part["leader_id"], part["leader_epoch"]
+
+
+def create_topic(host: str, port: int, topic: str, timeout_ms: int = 3000) -> int | None:
+    """One CreateTopics attempt (1 partition, RF 1) through `host`; its error code, or None
+    without an answer."""
+    response = request(host, port, ApiKey.CREATE_TOPICS, {
+        "topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1,
+                    "assignments": [], "configs": []}],
+        "timeout_ms": timeout_ms, "validate_only": False}, timeout=timeout_ms / 1000 + 5)
+    return None if response is None else response["topics"][0]["error_code"]
+
+
+def topic_names(host: str, port: int) -> set[str] | None:
+    response = request(host, port, ApiKey.METADATA, {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False})
+    return None if response is None else {t["name"] for t in response["topics"]}
