@@ -4,6 +4,8 @@ and direct Produce / Fetch / Metadata requests to one chosen node."""
 from __future__ import annotations
 
 import os
+import socket
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from broker.launcher.ports import configured_port_range
 from broker.testing.network_partition import NetworkPartitioner, PartitionToolError
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection
-from clients.protocol import ApiKey, KafkaError
+from clients.protocol import ApiKey, KafkaError, decode_response, encode_request
 from metadata.topic_names import METADATA_TOPIC
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 
@@ -132,3 +134,36 @@ def topic_names(host: str, port: int) -> set[str] | None:
         "topics": None, "allow_auto_topic_creation": False,
         "include_topic_authorized_operations": False})
     return None if response is None else {t["name"] for t in response["topics"]}
+
+
+class QueuedRequest:
+    """A request written to a node that may be paused: the bytes wait in the kernel until
+    the node reads them; `answer` reads the response once it comes."""
+
+    def __init__(self, host: str, port: int, api_key: int, version: int,
+                 body: dict[str, Any]) -> None:
+        self.api_key, self.version = api_key, version
+        self._sock = socket.create_connection((host, port), timeout=5)
+        frame = encode_request(api_key, version, 1, "fault-test", body)
+        self._sock.sendall(struct.pack(">i", len(frame)) + frame)
+
+    def answer(self, timeout: float = 20.0) -> dict[str, Any] | None:
+        """The decoded response, or None when the node closes or says nothing in time."""
+        self._sock.settimeout(timeout)
+        try:
+            size = struct.unpack(">i", self._read(4))[0]
+            _, response = decode_response(self.api_key, self.version, self._read(size))
+        except (OSError, EOFError):
+            return None
+        finally:
+            self._sock.close()
+        return response
+
+    def _read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self._sock.recv(size - len(data))
+            if not chunk:
+                raise EOFError("closed")
+            data += chunk
+        return data
