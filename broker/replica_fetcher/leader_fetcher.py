@@ -97,9 +97,11 @@ class LeaderFetcher:
 
     def _ready(self) -> list[Partition]:
         now = trio.current_time()
+        # A replica whose log dir is offline fetches nothing: its fetch offset would claim a
+        # log it no longer has, and the leader would count it back into the ISR.
         return [p for key, p in self._partitions.items()
                 if self._delayed_until.get(key, 0.0) <= now
-                and p.leader_id == self.leader_id and not p.is_leader]
+                and p.leader_id == self.leader_id and not p.is_leader and not p.log.offline]
 
     def _delay(self, key: TopicPartition, seconds: float) -> None:
         self._delayed_until[key] = trio.current_time() + seconds
