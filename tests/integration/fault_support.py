@@ -13,9 +13,11 @@ import pytest
 
 from broker.launcher.ports import configured_port_range
 from broker.testing.network_partition import NetworkPartitioner, PartitionToolError
+from broker.testing.waiting import wait_for
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection
 from clients.protocol import ApiKey, KafkaError, decode_response, encode_request
+from clients.protocol.errors import ErrorCode
 from metadata.topic_names import METADATA_TOPIC
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 
@@ -167,3 +169,27 @@ class QueuedRequest:
                 raise EOFError("closed")
             data += chunk
         return data
+
+
+# Refusals that mean nothing was appended, which a client retries (the leader's metadata
+# may lag the controller's decision by a moment).
+NOT_APPENDED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.LEADER_NOT_AVAILABLE}
+
+
+def produce_acknowledged(host: str, port: int, topic: str, value: bytes,
+                         timeout: float = 15.0) -> dict[str, Any]:
+    """Produce one record with acks=all, retrying refusals that appended nothing; the
+    answer, which the caller checks is an acknowledgement."""
+    last: list[dict[str, Any] | None] = [None]
+
+    def attempt() -> dict[str, Any] | None:
+        answer = produce(host, port, topic, value)
+        last[0] = answer
+        if answer is not None and answer["error_code"] in NOT_APPENDED:
+            return None
+        return answer or None
+    try:
+        return wait_for(attempt, f"an answer to a produce to {topic} at {host}:{port}", timeout)
+    except TimeoutError:
+        raise AssertionError(f"produce to {topic} at {host}:{port}: last answer {last[0]}")

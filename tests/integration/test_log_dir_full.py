@@ -21,6 +21,7 @@ from tests.integration.fault_support import (
     cluster_view,
     log_values,
     produce,
+    produce_acknowledged,
     read_values,
     request,
     unavailable,
@@ -122,7 +123,7 @@ def test_full_log_dirs_go_offline_then_the_broker_shuts_down_and_recovers(
     acknowledged: list[bytes] = []
     for i in range(FREE_AFTER_BALLAST // len(VALUE) + 5):
         value = VALUE + b"%d" % i
-        answer = produce(*addr[VICTIM], "full", value, timeout_ms=5000)
+        answer = produce_acknowledged(*addr[VICTIM], "full", value)
         if answer["error_code"] != ErrorCode.NONE:
             break
         acknowledged.append(value)
@@ -152,7 +153,8 @@ def test_full_log_dirs_go_offline_then_the_broker_shuts_down_and_recovers(
     pid = read_pid(cluster.info.node(VICTIM))
     written = 0
     while cluster.pid(VICTIM) is not None and written < 2 * FREE_AFTER_BALLAST:
-        assert produce(*addr[spill_leader], "spill", VALUE)["error_code"] == ErrorCode.NONE
+        assert produce_acknowledged(*addr[spill_leader], "spill", VALUE)["error_code"] == \
+            ErrorCode.NONE
         written += len(VALUE)
     wait_for(lambda: cluster.pid(VICTIM) is None, "the broker to shut down", 30)
     log = cluster.info.node(VICTIM).log_path.read_text()

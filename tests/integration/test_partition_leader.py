@@ -17,6 +17,7 @@ from tests.integration.fault_support import (
     node_hosts,
     partitioner,
     produce,
+    produce_acknowledged,
 )
 
 pytestmark = pytest.mark.slow
@@ -40,7 +41,7 @@ def test_isolated_leader_is_fenced_and_rejoins_without_losing_acknowledged_write
     acknowledged: list[bytes] = []
     for i in range(5):
         value = b"before-%d" % i
-        assert produce(*addr[old], TOPIC, value)["error_code"] == ErrorCode.NONE
+        assert produce_acknowledged(*addr[old], TOPIC, value)["error_code"] == ErrorCode.NONE
         acknowledged.append(value)
 
     with cut:
@@ -65,7 +66,7 @@ def test_isolated_leader_is_fenced_and_rejoins_without_losing_acknowledged_write
         new = after["leader"]
         for i in range(5):
             value = b"during-%d" % i
-            answer = wait_for(lambda: produce(*addr[new], TOPIC, value), "a write", 10)
+            answer = produce_acknowledged(*addr[new], TOPIC, value)
             assert answer["error_code"] == ErrorCode.NONE, answer
             acknowledged.append(value)
         # The old leader is still cut off: it cannot acknowledge anything either.

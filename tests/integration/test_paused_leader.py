@@ -17,6 +17,7 @@ from tests.integration.fault_support import (
     log_values,
     node_hosts,
     produce,
+    produce_acknowledged,
 )
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 
@@ -37,7 +38,7 @@ def test_paused_leader_is_fenced_and_its_stale_answers_are_refused(raftka_cluste
     witness = next(n for n in cluster.node_ids if n != old)
     acknowledged = [b"before-%d" % i for i in range(3)]
     for value in acknowledged:
-        assert produce(*addr[old], TOPIC, value)["error_code"] == ErrorCode.NONE
+        assert produce_acknowledged(*addr[old], TOPIC, value)["error_code"] == ErrorCode.NONE
 
     cluster.pause(old)
     try:
@@ -52,7 +53,8 @@ def test_paused_leader_is_fenced_and_its_stale_answers_are_refused(raftka_cluste
         new = after["leader"]
         for i in range(3):
             value = b"while-paused-%d" % i
-            assert produce(*addr[new], TOPIC, value)["error_code"] == ErrorCode.NONE
+            assert produce_acknowledged(*addr[new], TOPIC, value)["error_code"] == \
+                ErrorCode.NONE
             acknowledged.append(value)
         # A reader that knows the new epoch asks the old leader, also before it resumes.
         new_epoch_fetch = QueuedRequest(*addr[old], ApiKey.FETCH, 12, fetch_body(
