@@ -4,7 +4,6 @@ no data for an epoch it lost."""
 
 from __future__ import annotations
 
-import signal
 
 import pytest
 
@@ -16,7 +15,6 @@ from tests.integration.fault_support import (
     cluster_view,
     log_values,
     node_hosts,
-    produce,
     produce_acknowledged,
 )
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
