@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import trio
 
+from broker.config.bind_address import source_address_for
 from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
@@ -197,7 +198,8 @@ class ControllerClient:
                 host, port = self._voters[node_id]
                 conn = await KafkaConnection.connect(host, port, client_id=self._client_id,
                                                      timeout=timeout,
-                                                     local_address=self._local_address)
+                                                     local_address=source_address_for(
+                                                         self._local_address, host))
                 self._connections[node_id] = conn
             return conn
 

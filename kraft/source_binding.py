@@ -39,7 +39,9 @@ class _BindingSocketModule(ModuleType):
                *args: Any) -> _socket.socket:
         sock = _socket.socket(family, type, *args)
         host = getattr(_local, "host", None)
-        if host is not None:
+        # Only an address of the socket's own family can be its source (an IPv6 member's
+        # connection to an IPv4 peer stays unbound rather than failing).
+        if host is not None and family == (_socket.AF_INET6 if ":" in host else _socket.AF_INET):
             try:
                 if family == _socket.AF_INET:
                     sock.setsockopt(_socket.IPPROTO_IP, _IP_BIND_ADDRESS_NO_PORT, 1)

@@ -38,3 +38,17 @@ def client_bind_address(configured: str | None, listeners: Sequence[Listener]) -
         return str(ipaddress.ip_address(listeners[0].host))
     except ValueError:
         return None  # a host name: the kernel picks the source, as before
+
+
+def source_address_for(bind_address: str | None, destination_host: str) -> str | None:
+    """`bind_address` when it can be the source of a connection to `destination_host`:
+    not when the destination is an IP literal of the other family (an IPv6 listener's
+    node reaching an IPv4 peer), where binding would make every attempt fail."""
+    if bind_address is None:
+        return None
+    try:
+        destination = ipaddress.ip_address(destination_host.strip("[]"))
+    except ValueError:
+        return bind_address  # a name: resolved at connect time
+    return bind_address if ipaddress.ip_address(bind_address).version == \
+        destination.version else None

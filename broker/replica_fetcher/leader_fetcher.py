@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.config.bind_address import source_address_for
 from broker.log.errors import LogError
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
@@ -255,7 +256,7 @@ class LeaderFetcher:
         try:
             response = await conn.request(ApiKey.LIST_OFFSETS, body,
                                           timeout=self._settings.socket_timeout_ms / 1000,
-                local_address=self._settings.local_address)
+                local_address=source_address_for(self._settings.local_address, endpoint.host))
             entry = response["topics"][0]["partitions"][0]
         except (KafkaConnectionError, ProtocolError, KafkaError, LookupError) as exc:
             logger.info("ListOffsets to broker %d failed: %s", self.leader_id, exc)
@@ -280,7 +281,7 @@ class LeaderFetcher:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
                 timeout=self._settings.socket_timeout_ms / 1000,
-                local_address=self._settings.local_address)
+                local_address=source_address_for(self._settings.local_address, endpoint.host))
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,
                         endpoint.port, exc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.config import ConfigError, ServerConfig
-from broker.config.bind_address import client_bind_address
+from broker.config.bind_address import client_bind_address, source_address_for
 from broker.config.endpoints import Listener
 
 BASE = {
@@ -48,3 +48,15 @@ def test_bad_values_stop_start_up_naming_the_key(value: str) -> None:
     with pytest.raises(ConfigError) as failure:
         ServerConfig({**BASE, "raftka.client.bind.address": value})
     assert failure.value.key == "raftka.client.bind.address"
+
+
+@pytest.mark.parametrize("bind, destination, expected", [
+    ("127.0.0.11", "127.0.0.12", "127.0.0.11"),
+    ("127.0.0.11", "::1", None),
+    ("::1", "[::1]", "::1"),
+    ("::1", "127.0.0.12", None),
+    ("127.0.0.11", "broker-2.local", "127.0.0.11"),
+    (None, "127.0.0.12", None),
+])
+def test_source_only_of_the_destinations_family(bind, destination, expected) -> None:
+    assert source_address_for(bind, destination) == expected

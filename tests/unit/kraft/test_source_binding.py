@@ -45,3 +45,10 @@ def test_everything_else_is_the_socket_module() -> None:
     assert tcp_connection.socket.error is OSError
     assert tcp_connection.socket.SOL_SOCKET == socket.SOL_SOCKET
     assert source_binding.is_installable()
+
+
+def test_an_address_of_the_other_family_is_not_bound() -> None:
+    source_binding.install()
+    with source_binding.bound_source("::1"):
+        with tcp_connection.socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            assert sock.getsockname() == ("0.0.0.0", 0)
