@@ -120,7 +120,8 @@ class _Node:
         if config.is_broker:
             controller_client = ControllerClient(config.voters,
                                                  f"raftka-broker-{config.node_id}",
-                                                 local_address=config.client_bind_address)
+                                                 local_address=config.client_bind_address,
+                                                 quorum_leader=self._quorum_leader)
             broker = BrokerServer(
                 config, self.cluster_id, lambda: self.bridge.image, metadata=self.bridge,
                 controller=controller_client, listeners=self.broker_listeners,
@@ -158,6 +159,9 @@ class _Node:
                     await server.aclose()
                 if controller_client is not None:
                     await controller_client.aclose()
+
+    def _quorum_leader(self) -> int | None:
+        return self.quorum.status().leader_id
 
     async def _start_quorum(self) -> None:
         try:

@@ -4,6 +4,9 @@ nothing the old controller took is ever committed."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 import pytest
 
 from broker.testing.waiting import wait_for
@@ -17,6 +20,7 @@ from tests.integration.fault_support import (
 )
 
 pytestmark = pytest.mark.slow
+logger = logging.getLogger(__name__)
 
 FAST = {"broker_session_timeout_ms": 3000, "broker_heartbeat_interval_ms": 500}
 
@@ -33,6 +37,7 @@ def test_isolated_controller_is_replaced_and_commits_nothing(raftka_cluster) -> 
 
     with cut:
         cut.isolate(cluster.host(old), [cluster.host(n) for n in others])
+        isolated_at = time.monotonic()
         # A decision asked of the isolated side right away, while the old controller may
         # still believe it leads: it can never commit, so it is never acknowledged.
         assert create_topic(*client[old], "asked-of-the-old-controller") != ErrorCode.NONE
@@ -44,6 +49,8 @@ def test_isolated_controller_is_replaced_and_commits_nothing(raftka_cluster) -> 
                 return views[0]
             return None
         new, new_epoch = wait_for(replaced, "the majority to elect a new controller", 20)
+        logger.info("controller %d (epoch %d) replaced by %d (epoch %d) %.2f s after its "
+                    "isolation", old, old_epoch, new, new_epoch, time.monotonic() - isolated_at)
         # The new controller fences the silent broker, then decides as usual (retried as
         # an admin client retries; a retry finding the topic means an earlier try made it).
         attempts: list[int | None] = []
@@ -52,7 +59,8 @@ def test_isolated_controller_is_replaced_and_commits_nothing(raftka_cluster) -> 
             attempts.append(create_topic(*client[others[0]], "decided-by-the-new-controller"))
             return attempts[-1] == ErrorCode.NONE or (
                 attempts[-1] == ErrorCode.TOPIC_ALREADY_EXISTS and len(attempts) > 1)
-        wait_for(created, "the new controller to create a topic", 20)
+        wait_for(created, f"the new controller to create a topic (answers so far: "
+                          f"{attempts})", 20)
         # The old node sees nothing of the new side's decisions while cut off.
         assert "decided-by-the-new-controller" not in (topic_names(*client[old]) or set())
 

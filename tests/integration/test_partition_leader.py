@@ -5,6 +5,7 @@ divergent suffix and rejoins. Nothing acknowledged is lost."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from tests.integration.fault_support import (
 )
 
 pytestmark = pytest.mark.slow
+logger = logging.getLogger(__name__)
 
 SESSION_TIMEOUT_MS = 3000
 FAST = {"broker_session_timeout_ms": SESSION_TIMEOUT_MS, "broker_heartbeat_interval_ms": 500}
@@ -60,6 +62,8 @@ def test_isolated_leader_is_fenced_and_rejoins_without_losing_acknowledged_write
         after = wait_for(new_leader, "the controller to fence the old leader and elect "
                                      "another from the ISR", 30)
         fenced_after = time.monotonic() - isolated_at
+        logger.info("leader %d fenced and replaced by %d %.2f s after its isolation",
+                    old, after["leader"], fenced_after)
         assert fenced_after >= SESSION_TIMEOUT_MS / 1000 - 0.5, fenced_after
         assert after["epoch"] > before["epoch"]
         assert old not in after["isr"] and set(after["isr"]) == set(others)
@@ -68,6 +72,9 @@ def test_isolated_leader_is_fenced_and_rejoins_without_losing_acknowledged_write
             value = b"during-%d" % i
             answer = produce_acknowledged(*addr[new], TOPIC, value)
             assert answer["error_code"] == ErrorCode.NONE, answer
+            if i == 0:
+                logger.info("first write acknowledged by the new leader %.2f s after the "
+                            "isolation", time.monotonic() - isolated_at)
             acknowledged.append(value)
         # The old leader is still cut off: it cannot acknowledge anything either.
         answer = produce(*addr[old], TOPIC, b"stale-leader", timeout_ms=1000)
