@@ -12,6 +12,7 @@ import pytest
 from broker.testing.waiting import wait_for
 from clients.protocol.errors import ErrorCode
 from tests.integration.fault_support import (
+    cluster_view,
     create_topic,
     node_hosts,
     partitioner,
@@ -61,6 +62,11 @@ def test_isolated_controller_is_replaced_and_commits_nothing(raftka_cluster) -> 
                 attempts[-1] == ErrorCode.TOPIC_ALREADY_EXISTS and len(attempts) > 1)
         wait_for(created, f"the new controller to create a topic (answers so far: "
                           f"{attempts})", 20)
+        # The brokers on the majority side heartbeat to the new controller: never fenced.
+        view = cluster_view(*client[others[0]], "decided-by-the-new-controller")
+        assert view is not None and set(others) <= view["brokers"], view
+        assert "fencing broker %d" % others[0] not in "".join(
+            cluster.info.node(n).log_path.read_text() for n in others)
         # The old node sees nothing of the new side's decisions while cut off.
         assert "decided-by-the-new-controller" not in (topic_names(*client[old]) or set())
 
