@@ -155,6 +155,7 @@ class BrokerServer:
                 clean_shutdown_dir=config.metadata_log_dir)
         network = self.network
         logs.failures.subscribe(lambda path: self._on_log_dir_failure(path, shutdown))
+        logs.failures.subscribe(lambda path: _move_metrics_file(reporter, logs))
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
@@ -259,6 +260,12 @@ class BrokerServer:
             logger.error("%s", message)
             self.startup_error = NodeStartupError(message)
         return caught_up
+
+
+def _move_metrics_file(reporter: MetricsReporter, logs: LogManager) -> None:
+    """Keep writing the metrics file into a dir that is still online."""
+    if reporter.path.parent not in logs.online_dirs and logs.online_dirs:
+        reporter.path = logs.online_dirs[0] / METRICS_FILE
 
 
 def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager) -> None:

@@ -5,6 +5,7 @@ after space is freed, a restart recovers a valid log and the broker catches up."
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import uuid
 from pathlib import Path
@@ -91,7 +92,6 @@ def move_log_dirs(cluster, node: int, dirs: list[Path]) -> None:
 
 
 def _dir_id() -> str:
-    import base64
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
