@@ -10,10 +10,11 @@ retries with exponential backoff until the caller's timeout.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import trio
 
+from broker.config.bind_address import source_address_for
 from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
@@ -78,11 +79,18 @@ class ControllerClient:
     def __init__(self, voters: Mapping[int, tuple[str, int]], client_id: str, *,
                  request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
                  retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
-                 retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS) -> None:
+                 retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS,
+                 local_address: str | None = None,
+                 quorum_leader: Callable[[], int | None] | None = None) -> None:
         if not voters:
             raise ValueError("the controller channel needs at least one voter")
         self._voters = dict(sorted(voters.items()))
         self._client_id = client_id
+        self._local_address = local_address
+        # The metadata quorum's leader as this node's own Raft member sees it (Kafka's
+        # channel asks the raft layer too): tried first, so an unreachable old controller
+        # that swallows packets cannot eat every request's whole timeout.
+        self._quorum_leader = quorum_leader
         self._request_timeout_s = request_timeout_ms / 1000
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = retry_backoff_max_ms / 1000
@@ -138,8 +146,10 @@ class ControllerClient:
         await self.aclose()
 
     def _next_target(self, tried: set[int]) -> int | None:
-        """The known controller first, then the hinted leader, then voters in id order."""
-        for candidate in (self._active_id, self._leader_hint, *self._voters):
+        """The quorum's leader, the known controller, the hinted leader, then voters in id
+        order."""
+        raft_leader = self._quorum_leader() if self._quorum_leader is not None else None
+        for candidate in (raft_leader, self._active_id, self._leader_hint, *self._voters):
             if candidate is not None and candidate in self._voters and candidate not in tried:
                 return candidate
         return None
@@ -194,7 +204,9 @@ class ControllerClient:
             if conn is None or conn.closed:
                 host, port = self._voters[node_id]
                 conn = await KafkaConnection.connect(host, port, client_id=self._client_id,
-                                                     timeout=timeout)
+                                                     timeout=timeout,
+                                                     local_address=source_address_for(
+                                                         self._local_address, host))
                 self._connections[node_id] = conn
             return conn
 

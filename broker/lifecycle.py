@@ -154,6 +154,9 @@ class BrokerLifecycleManager:
         self._last_warning = -WARN_INTERVAL_S
         self._last_contact: float | None = None
         self._ever_registered = False
+        # Ids of this broker's failed log dirs, carried by every heartbeat (Kafka's
+        # BrokerHeartbeat offline_log_dirs) so the controller hears of a failure.
+        self.offline_log_dirs: tuple[uuid.UUID, ...] = ()
 
     @property
     def broker_epoch(self) -> int:
@@ -196,6 +199,10 @@ class BrokerLifecycleManager:
             with trio.move_on_after(delay):
                 await self._wake.wait()
             self._wake = trio.Event()
+
+    def wake(self) -> None:
+        """Send the next heartbeat now (news for the controller, e.g. a failed log dir)."""
+        self._wake.set()
 
     async def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask the controller to move this broker's duties away; True once it agreed.
@@ -267,6 +274,7 @@ class BrokerLifecycleManager:
             "current_metadata_offset": max(self._metadata_offset(), 0),
             "want_fence": False,
             "want_shut_down": self._want_shut_down,
+            "offline_log_dirs": list(self.offline_log_dirs),
         }
         response = await self._send(ApiKey.BROKER_HEARTBEAT, request)
         if response is None:

@@ -54,6 +54,7 @@ def quorum_config(config: "ServerConfig") -> QuorumConfig:
         election_timeout_ms=config.controller_quorum_election_timeout_ms,
         fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
         request_timeout_ms=config.controller_quorum_request_timeout_ms,
+        source_host=config.client_bind_address,
     )
 
 
@@ -118,7 +119,9 @@ class _Node:
         controller_client = None
         if config.is_broker:
             controller_client = ControllerClient(config.voters,
-                                                 f"raftka-broker-{config.node_id}")
+                                                 f"raftka-broker-{config.node_id}",
+                                                 local_address=config.client_bind_address,
+                                                 quorum_leader=self._quorum_leader)
             broker = BrokerServer(
                 config, self.cluster_id, lambda: self.bridge.image, metadata=self.bridge,
                 controller=controller_client, listeners=self.broker_listeners,
@@ -156,6 +159,9 @@ class _Node:
                     await server.aclose()
                 if controller_client is not None:
                     await controller_client.aclose()
+
+    def _quorum_leader(self) -> int | None:
+        return self.quorum.status().leader_id
 
     async def _start_quorum(self) -> None:
         try:

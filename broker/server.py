@@ -12,7 +12,9 @@ every part in reverse order.
 from __future__ import annotations
 
 import logging
+import uuid
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import trio
@@ -167,6 +169,8 @@ class BrokerServer:
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
         network = self.network
+        logs.failures.subscribe(lambda path: self._on_log_dir_failure(path, shutdown))
+        logs.failures.subscribe(lambda path: _move_metrics_file(reporter, logs))
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
@@ -213,6 +217,22 @@ class BrokerServer:
         await self.group_coordinator.on_metadata(delta, image)
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.on_metadata(delta, image)
+
+    def _on_log_dir_failure(self, path: Path, shutdown: trio.Event) -> None:
+        """Report the failed dir in heartbeats; with no dir left online, shut down (the
+        controlled shutdown moves this broker's leaderships away), as Kafka does."""
+        offline = set(self.log_manager.failures.offline)
+        if self.lifecycle is not None:
+            self.lifecycle.offline_log_dirs = tuple(
+                dir_id for directory, dir_id in log_dir_ids(self.config).items()
+                if Path(directory).resolve() in offline)
+            self.lifecycle.wake()
+        if not self.log_manager.online_dirs:
+            message = (f"broker {self.config.node_id}: every log directory is offline "
+                       f"({', '.join(str(p) for p in sorted(offline))}); shutting down")
+            logger.critical("%s", message)
+            self.startup_error = NodeStartupError(message)
+            shutdown.set()
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
@@ -296,6 +316,12 @@ class BrokerServer:
         return caught_up
 
 
+def _move_metrics_file(reporter: MetricsReporter, logs: LogManager) -> None:
+    """Keep writing the metrics file into a dir that is still online."""
+    if reporter.path.parent not in logs.online_dirs and logs.online_dirs:
+        reporter.path = logs.online_dirs[0] / METRICS_FILE
+
+
 def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager) -> None:
     """The ReplicaManager's gauges under Kafka's names (kafka.server:type=ReplicaManager,
     plus the controller's OfflinePartitionsCount as this broker's image shows it)."""
@@ -306,13 +332,19 @@ def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager)
     registry.gauge("OfflinePartitionsCount", lambda: replicas.offline_partitions)
 
 
-def broker_identity(config: "ServerConfig", cluster_id: str) -> BrokerIdentity:
-    """The registration facts of this broker, with a fresh incarnation id."""
-    dir_ids = []
+def log_dir_ids(config: "ServerConfig") -> dict[str, uuid.UUID]:
+    """Each log dir's `directory.id` from its meta.properties (written by storage format)."""
+    ids = {}
     for directory in config.log_dirs:
         meta = read_meta_properties(directory) or {}
         if meta.get("directory.id"):
-            dir_ids.append(parse_uuid(meta["directory.id"]))
+            ids[directory] = parse_uuid(meta["directory.id"])
+    return ids
+
+
+def broker_identity(config: "ServerConfig", cluster_id: str) -> BrokerIdentity:
+    """The registration facts of this broker, with a fresh incarnation id."""
+    dir_ids = list(log_dir_ids(config).values())
     listeners = tuple((l.name, l.host, l.port, l.security_protocol)
                       for l in config.advertised_listeners)
     return BrokerIdentity(config.node_id, cluster_id, listeners, rack=config.broker_rack,

@@ -59,6 +59,8 @@ class QuorumConfig:
     fsync: bool = True
     # Address the Raft port binds to; default: this voter's own host (never 0.0.0.0 implicitly).
     bind_host: str | None = None
+    # Local address of this member's outgoing peer connections (None: the kernel chooses).
+    source_host: str | None = None
     resolver: Resolver | None = field(default=None, compare=False, repr=False)
 
     @property

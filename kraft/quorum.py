@@ -123,6 +123,7 @@ class RaftQuorum:
             observer_id=None if config.is_voter else config.node_id,
             fsync=config.fsync,
             snapshot_bytes_limit=config.snapshot_interval_bytes,
+            source_host=config.source_host,
         )
         if config.is_voter:
             try:

@@ -13,6 +13,8 @@ name-mangled members of SyncObj (checked at start-up by `check_pysyncobj_compati
   that built it exits, which would kill the quorum if start() ran in a worker thread;
 - `pysyncobj.journal.MetaStorer` is replaced (kraft.journal_meta) so the term/vote file is
   msgpack, not pickle.
+- `pysyncobj.tcp_connection.socket` is replaced (kraft.source_binding) so peer connections
+  bind to this member's own address before connecting.
 
 Everything here runs on pysyncobj's tick thread unless a docstring says otherwise.
 """
@@ -32,7 +34,7 @@ from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.node import Node, TCPNode
 from pysyncobj.transport import TCPTransport
 
-from kraft import journal_meta
+from kraft import journal_meta, source_binding
 from kraft.command import is_command
 from kraft.errors import QuorumError, RaftPortBindError
 from kraft.snapshot import Snapshot, read_snapshot_file, write_snapshot_file
@@ -99,6 +101,8 @@ def check_raft_port_free(host: str, port: int) -> None:
 def check_pysyncobj_compatible() -> None:
     """Raise QuorumError if the installed pysyncobj lacks the internals RaftNode relies on."""
     missing = [name for name in _MANGLED_METHODS if not hasattr(SyncObj, name)]
+    if not source_binding.is_installable():
+        missing.append("tcp_connection.socket")
     if missing:
         raise QuorumError(f"unsupported pysyncobj version: missing {', '.join(missing)}")
 
@@ -115,6 +119,10 @@ class QuorumTransport(TCPTransport):
         # Every acknowledgement (vote, next_node_idx) leaves through here: make it durable first.
         self._syncObj.flush_journal_if_dirty()
         return super().send(node, message)
+
+    def _connectIfNecessarySingle(self, node: Node) -> bool:
+        with source_binding.bound_source(self._syncObj.source_host):
+            return super()._connectIfNecessarySingle(node)
 
     def _sendSelfAddress(self, conn: Any) -> None:
         super()._sendSelfAddress(conn)
@@ -145,8 +153,10 @@ class RaftNode(SyncObj):
 
     def __init__(self, *, self_address: str | None, peer_addresses: list[str], conf: SyncObjConf,
                  hooks: NodeHooks, observer_id: int | None, fsync: bool,
-                 snapshot_bytes_limit: int) -> None:
+                 snapshot_bytes_limit: int, source_host: str | None = None) -> None:
         check_pysyncobj_compatible()
+        # Read by QuorumTransport, which pysyncobj builds inside SyncObj.__init__.
+        self.source_host = source_host
         self.observer_id = observer_id
         self._hooks = hooks
         self._fsync = fsync
@@ -160,6 +170,7 @@ class RaftNode(SyncObj):
         conf.serializer = self._write_dump
         conf.deserializer = self._read_dump
         journal_meta.install()
+        source_binding.install()
         super().__init__(self_address, peer_addresses, conf=conf, transportClass=QuorumTransport)
         for name in _MANGLED_FIELDS:
             if not hasattr(self, name):

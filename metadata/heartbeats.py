@@ -6,6 +6,8 @@ with fresh sessions, as Kafka's does); this object is plain state, fed by the co
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -16,6 +18,8 @@ class BrokerHeartbeatTracker:
     def __init__(self) -> None:
         self._last_contact_ms: dict[int, int] = {}
         self._registration_offsets: dict[int, int] = {}
+        # (broker epoch, dir ids) each broker last reported offline in a heartbeat.
+        self._offline_dirs: dict[int, tuple[int, frozenset[Any]]] = {}
 
     def touch(self, broker_id: int, now_ms: int) -> None:
         """Record contact (a registration or heartbeat) from `broker_id`."""
@@ -41,6 +45,18 @@ class BrokerHeartbeatTracker:
     def remove(self, broker_id: int) -> None:
         self._last_contact_ms.pop(broker_id, None)
         self._registration_offsets.pop(broker_id, None)
+        self._offline_dirs.pop(broker_id, None)
+
+    def report_offline_dirs(self, broker_id: int, broker_epoch: int,
+                            dirs: Iterable[Any]) -> frozenset[Any]:
+        """Record the log dirs `broker_id` reports offline; returns those not reported
+        before in this broker epoch (a restarted broker starts with none)."""
+        reported = frozenset(dirs)
+        epoch, known = self._offline_dirs.get(broker_id, (broker_epoch, frozenset()))
+        if epoch != broker_epoch:
+            known = frozenset()
+        self._offline_dirs[broker_id] = (broker_epoch, reported)
+        return reported - known
 
     def registration_offset(self, broker_id: int) -> int | None:
         """Metadata offset of the broker's current registration record, if seen."""

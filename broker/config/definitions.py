@@ -128,6 +128,10 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     # Listeners.
     _k("listeners", "string", "PLAINTEXT://127.0.0.1:9092", "Listeners as NAME://host:port."),
     _k("advertised.listeners", "string", None, "Addresses given to clients; default listeners."),
+    _k("raftka.client.bind.address", "string", None,
+       "Raftka: local address of every connection this node opens (replica fetchers, the "
+       "controller channel, Raft peers); default: the host of the first listener, or none "
+       "when that host is a wildcard."),
     _k("listener.security.protocol.map", "string",
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
        "Listener name to security protocol."),

@@ -9,6 +9,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Mapping
 
+from broker.config.bind_address import client_bind_address
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.endpoints import (
     SECURITY_PROTOCOLS,
@@ -169,6 +170,11 @@ class ServerConfig:
     @property
     def raft_port_offset(self) -> int:
         return self._values["raftka.raft.port.offset"]  # type: ignore[return-value]
+
+    @property
+    def client_bind_address(self) -> str | None:
+        """Local address of the connections this node opens (None: the kernel chooses)."""
+        return self._client_bind_address
 
     def raft_port_for(self, voter_id: int) -> int:
         """pysyncobj port of a voter: its controller.quorum.voters port + the offset."""
@@ -475,6 +481,8 @@ class ServerConfig:
         self._check_security_protocols()
         self._check_raft_ports()
         self._advertised = self._resolve_advertised()
+        self._client_bind_address = client_bind_address(
+            self._values["raftka.client.bind.address"], self._listeners)  # type: ignore[arg-type]
 
     def _check_roles(self) -> None:
         names = [listener.name for listener in self._listeners]

@@ -21,6 +21,10 @@ def parse_set(items: list[str]) -> dict[str, str]:
     return overrides
 
 
+def parse_hosts(text: str) -> list[str]:
+    return [host.strip() for host in text.split(",") if host.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bootstrap-quorum",
                                      description="Configure, format and start a local cluster.")
@@ -30,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--controllers", type=int, default=0,
                         help="controller-only nodes (0: every node is combined)")
     parser.add_argument("--base-port", type=int, default=9092)
+    parser.add_argument("--hosts", type=parse_hosts, default=None, metavar="ADDR,ADDR,...",
+                        help="one loopback address per node (e.g. 127.0.0.11,127.0.0.12,"
+                             "127.0.0.13): each node's listeners and Raft port bind to its "
+                             "own, and so do its outgoing connections")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every node (repeatable)")
     parser.add_argument("--readiness", choices=sorted(READINESS_CHECKS), default="kraft",
@@ -40,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cluster = bootstrap_quorum(args.dir, args.nodes, args.controllers, args.base_port,
                                    parse_set(args.set), ready=READINESS_CHECKS[args.readiness],
-                                   timeout=args.timeout)
+                                   timeout=args.timeout, hosts=args.hosts)
     except LauncherError as exc:
         print(f"bootstrap-quorum: {exc}", file=sys.stderr)
         return 1

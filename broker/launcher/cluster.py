@@ -7,11 +7,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from broker.config.properties import format_properties, load_properties
 from broker.config.uuids import random_uuid_str
-from broker.launcher.layout import ClusterInfo, NodeInfo, plan_cluster
+from broker.launcher.layout import HOST, ClusterInfo, NodeInfo, plan_cluster
 from broker.launcher.processes import (
     LauncherError,
     check_ports_free,
@@ -41,8 +41,11 @@ STOP_TIMEOUT = 5.0
 def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
                      base_port: int = 9092, overrides: Mapping[str, str] | None = None, *,
                      ready: ReadinessCheck = kraft_ready,
-                     timeout: float = DEFAULT_TIMEOUT) -> ClusterInfo:
+                     timeout: float = DEFAULT_TIMEOUT,
+                     hosts: Sequence[str] | None = None) -> ClusterInfo:
     """Write configs, format storage, start every node, wait until `ready` holds for all.
+
+    `hosts` puts each node on its own loopback address (see `plan_cluster`).
 
     `timeout` bounds the whole bootstrap, formatting included. On failure the started nodes
     are stopped and LauncherError carries the failing node's log tail."""
@@ -56,7 +59,7 @@ def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
                                 f"(pid {pid}); stop it first")
     try:
         cluster = plan_cluster(cluster_dir, random_uuid_str(), nodes, controllers, base_port,
-                               overrides)
+                               overrides, hosts)
     except ValueError as exc:
         raise LauncherError(str(exc)) from None
     check_ports_free(cluster.nodes)
@@ -129,12 +132,13 @@ def _existing_nodes(cluster_dir: Path) -> list[NodeInfo]:
     for config_path in cluster_dir.glob("node-*/server.properties"):
         props = load_properties(config_path)
         ports = _listener_ports(props.get("listeners", ""))
+        host = _listener_host(props.get("listeners", ""))
         offset = int(props.get("raftka.raft.port.offset", "1000"))
         controller_port = ports.get("CONTROLLER")
         nodes.append(NodeInfo(
             int(props["node.id"]), tuple(r.strip() for r in props["process.roles"].split(",")),
             config_path.parent, ports.get("PLAINTEXT"), controller_port,
-            None if controller_port is None else controller_port + offset, props))
+            None if controller_port is None else controller_port + offset, props, host))
     return sorted(nodes, key=lambda node: node.node_id)
 
 
@@ -145,6 +149,12 @@ def _listener_ports(listeners: str) -> dict[str, int]:
         if sep:
             ports[name.upper()] = int(address.rpartition(":")[2])
     return ports
+
+
+def _listener_host(listeners: str) -> str:
+    """The host of the first listener (every listener of a launched node shares it)."""
+    first = listeners.split(",")[0].strip().partition("://")[2]
+    return first.rpartition(":")[0] or HOST
 
 
 def _node(cluster: ClusterInfo, node_id: int) -> NodeInfo:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+import ipaddress
+from typing import Mapping, Sequence
 
 HOST = "127.0.0.1"
 CONTROLLER_PORT_STEP = 100  # controller ports start at base-port + 100
@@ -22,6 +23,8 @@ class NodeInfo:
     controller_port: int | None
     raft_port: int | None
     properties: dict[str, str] = field(default_factory=dict)
+    # The address every listener and the Raft port of this node bind to.
+    host: str = HOST
 
     @property
     def is_broker(self) -> bool:
@@ -64,7 +67,7 @@ class ClusterInfo:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{HOST}:{node.client_port}" for node in self.brokers)
+        return ",".join(f"{node.host}:{node.client_port}" for node in self.brokers)
 
     def node(self, node_id: int) -> NodeInfo:
         for node in self.nodes:
@@ -78,10 +81,13 @@ def node_dir(cluster_dir: Path, node_id: int) -> Path:
 
 
 def plan_cluster(cluster_dir: Path, cluster_id: str, nodes: int = 3, controllers: int = 0,
-                 base_port: int = 9092, overrides: Mapping[str, str] | None = None
-                 ) -> ClusterInfo:
+                 base_port: int = 9092, overrides: Mapping[str, str] | None = None,
+                 hosts: Sequence[str] | None = None) -> ClusterInfo:
     """Node layout: `controllers == 0` makes `nodes` combined nodes; otherwise `controllers`
-    controller-only nodes (ids 1..K) and `nodes` broker-only nodes (ids K+1..)."""
+    controller-only nodes (ids 1..K) and `nodes` broker-only nodes (ids K+1..).
+
+    `hosts` gives each node (in id order) its own loopback address for its listeners and
+    Raft port; by default every node uses 127.0.0.1."""
     if nodes < 1 and controllers == 0:
         raise ValueError("a cluster needs at least one node")
     if controllers < 0 or nodes < 0:
@@ -104,10 +110,13 @@ def plan_cluster(cluster_dir: Path, cluster_id: str, nodes: int = 3, controllers
             node_id = controllers + index + 1
             planned.append(NodeInfo(node_id, ("broker",), node_dir(cluster_dir, node_id),
                                     base_port + index, None, None))
+    if hosts is not None:
+        for node, host in zip(planned, check_hosts(hosts, len(planned))):
+            node.host = host
     for port in (p for node in planned for p in node.ports().values()):
         if not 1 <= port <= 65535:
             raise ValueError(f"port {port} is out of range; choose another --base-port")
-    voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in planned
+    voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in planned
                       if n.is_controller)
     broker_count = sum(1 for n in planned if n.is_broker)
     for node in planned:
@@ -115,13 +124,32 @@ def plan_cluster(cluster_dir: Path, cluster_id: str, nodes: int = 3, controllers
     return ClusterInfo(cluster_dir, cluster_id, planned)
 
 
+def check_hosts(hosts: Sequence[str], count: int) -> list[str]:
+    """`hosts` as distinct IPv4 loopback addresses, one per node; ValueError otherwise
+    (nothing may listen beyond loopback unless configured to, and Linux routes all of
+    127.0.0.0/8 to the loopback interface)."""
+    cleaned = [host.strip() for host in hosts]
+    if len(cleaned) != count:
+        raise ValueError(f"--hosts lists {len(cleaned)} addresses for {count} nodes")
+    for host in cleaned:
+        try:
+            address = ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"--hosts: {host!r} is not an IPv4 address") from None
+        if not address.is_loopback:
+            raise ValueError(f"--hosts: {host} is not a loopback address (127.0.0.0/8)")
+    if len(set(cleaned)) != len(cleaned):
+        raise ValueError("--hosts: each node needs an address of its own")
+    return cleaned
+
+
 def _node_properties(node: NodeInfo, voters: str, broker_count: int,
                      overrides: Mapping[str, str]) -> dict[str, str]:
     listeners = []
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://{HOST}:{node.client_port}")
+        listeners.append(f"PLAINTEXT://{node.host}:{node.client_port}")
     if node.is_controller:
-        listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
+        listeners.append(f"CONTROLLER://{node.host}:{node.controller_port}")
     props = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.node_id),
@@ -132,7 +160,7 @@ def _node_properties(node: NodeInfo, voters: str, broker_count: int,
         "log.dirs": str(node.dir / "data"),
     }
     if node.is_broker:
-        props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.client_port}"
+        props["advertised.listeners"] = f"PLAINTEXT://{node.host}:{node.client_port}"
         props["inter.broker.listener.name"] = "PLAINTEXT"
     # Internal topics cannot be replicated more widely than there are brokers.
     replication = str(min(3, max(broker_count, 1)))

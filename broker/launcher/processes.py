@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from broker.launcher.layout import HOST, NodeInfo
+from broker.launcher.layout import NodeInfo
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def check_ports_free(nodes: list[NodeInfo]) -> None:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
-                    probe.bind((HOST, port))
+                    probe.bind((node.host, port))
                 except OSError as exc:
                     raise LauncherError(f"port {port} ({purpose} of node {node.node_id}) is "
                                         f"already in use: {exc.strerror}") from None

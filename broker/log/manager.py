@@ -20,6 +20,7 @@ import trio
 
 from broker.log.cleaner import DEFAULT_MAP_CAPACITY, clean_log_steps
 from broker.log.config import LogConfig
+from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
 from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
@@ -63,6 +64,7 @@ class LogManager:
         if not log_dirs:
             raise ValueError("at least one log directory is required")
         self.broker_defaults = dict(broker_defaults)
+        self.failures = LogDirFailures()
         self._dirs: list[LogDir] = []
         try:
             for path in log_dirs:
@@ -114,11 +116,29 @@ class LogManager:
                 self._logs[key].log_start_offset, log_dir.cleaner_offsets.get(key, 0)
             )
             self._dir_of[key] = log_dir
+            self._watch(self._logs[key], log_dir)
         logger.info("loaded %d logs from %s", sum(1 for d in self._dir_of.values() if d is log_dir), log_dir.path)
 
     @property
     def log_dirs(self) -> list[Path]:
         return [d.path for d in self._dirs]
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d.path for d in self._dirs if not self.failures.is_offline(d.path)]
+
+    def _watch(self, log: PartitionLog, log_dir: LogDir) -> None:
+        """One log's I/O failure takes its whole directory offline, as in Kafka: the
+        device or file system under it is what failed."""
+        log.on_storage_error = lambda exc: self.mark_dir_offline(log_dir.path, str(exc))
+
+    def mark_dir_offline(self, path: Path, reason: str) -> None:
+        """Take every log in `path` offline (reads and writes answer KAFKA_STORAGE_ERROR)
+        and tell the failure listeners."""
+        for key, log_dir in self._dir_of.items():
+            if log_dir.path == path:
+                self._logs[key].offline = True
+        self.failures.mark_offline(path, reason)
 
     # -- partition logs ------------------------------------------------------------------
 
@@ -155,9 +175,20 @@ class LogManager:
                 log.topic_id = log._check_topic_id(topic_id)
             return log
         overrides = dict(config or {})
-        log_dir = min(self._dirs, key=lambda d: sum(1 for x in self._dir_of.values() if x is d))
-        log = PartitionLog(log_dir.path / partition_dir_name(topic, partition), topic, partition,
-                           self._config(overrides), topic_id=topic_id, now_ms=now_ms)
+        online = [d for d in self._dirs if not self.failures.is_offline(d.path)]
+        if not online:
+            raise KafkaStorageError(f"cannot create {topic}-{partition}: every log directory "
+                                    f"is offline")
+        log_dir = min(online, key=lambda d: sum(1 for x in self._dir_of.values() if x is d))
+        try:
+            log = PartitionLog(log_dir.path / partition_dir_name(topic, partition), topic,
+                               partition, self._config(overrides), topic_id=topic_id,
+                               now_ms=now_ms)
+        except OSError as exc:
+            self.mark_dir_offline(log_dir.path, str(exc))
+            raise KafkaStorageError(f"cannot create {topic}-{partition} in {log_dir.path}: "
+                                    f"{exc}") from exc
+        self._watch(log, log_dir)
         self._logs[key] = log
         self._dir_of[key] = log_dir
         self._overrides[key] = overrides
@@ -189,10 +220,12 @@ class LogManager:
         return True
 
     def logs(self) -> list[PartitionLog]:
-        return list(self._logs.values())
+        """The logs in online directories (the periodic jobs and shutdown work on these)."""
+        return [log for log in self._logs.values() if not log.offline]
 
     def _configured_logs(self) -> list[PartitionLog]:
-        return [log for key, log in self._logs.items() if key in self._overrides]
+        return [log for key, log in self._logs.items()
+                if key in self._overrides and not log.offline]
 
     # -- periodic jobs -------------------------------------------------------------------
 
@@ -244,22 +277,32 @@ class LogManager:
     def checkpoint(self) -> None:
         """Write recovery-point, HW, log-start-offset and cleaner checkpoints of every dir."""
         for log_dir in self._dirs:
+            if self.failures.is_offline(log_dir.path):
+                continue
             keys = [k for k, d in self._dir_of.items() if d is log_dir]
             logs = {k: self._logs[k] for k in keys}
-            log_dir.write_checkpoints(
-                {k: v.recovery_point for k, v in logs.items()},
-                {k: v.high_watermark for k, v in logs.items()},
-                {k: v.log_start_offset for k, v in logs.items()},
-                {k: v.first_dirty_offset for k, v in logs.items()},
-            )
+            try:
+                log_dir.write_checkpoints(
+                    {k: v.recovery_point for k, v in logs.items()},
+                    {k: v.high_watermark for k, v in logs.items()},
+                    {k: v.log_start_offset for k, v in logs.items()},
+                    {k: v.first_dirty_offset for k, v in logs.items()},
+                )
+            except OSError as exc:
+                self.mark_dir_offline(log_dir.path, f"checkpoint failed: {exc}")
 
     def close(self) -> None:
         """Flush and close every log, checkpoint, mark a clean shutdown, release the locks."""
         for log in self.logs():
-            log.close()
+            try:
+                log.close()
+            except OSError as exc:
+                self.mark_dir_offline(self._dir_of[(log.topic, log.partition)].path, str(exc))
         self.checkpoint()
         for log_dir in self._dirs:
-            log_dir.mark_clean_shutdown()
+            # An offline dir is not marked clean: the next start recovers its logs.
+            if not self.failures.is_offline(log_dir.path):
+                log_dir.mark_clean_shutdown()
         self._release_dirs()
         self._logs.clear()
         self._dir_of.clear()

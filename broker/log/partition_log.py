@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 from broker.log import errors
 from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_partition_metadata
@@ -39,6 +39,28 @@ from clients.records.header import (
 )
 
 logger = logging.getLogger(__name__)
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _storage_guarded(method: _Method) -> _Method:
+    """Kafka's log-dir failure handling for one I/O method: refused with
+    KAFKA_STORAGE_ERROR once the log is offline; an I/O error (a full disk, a failed device)
+    takes the log offline and is reported through ``on_storage_error``."""
+    def guarded(self: "PartitionLog", *args: Any, **kwargs: Any) -> Any:
+        if self.offline:
+            raise errors.KafkaStorageError(f"{self.name}: its log directory is offline")
+        try:
+            return method(self, *args, **kwargs)
+        except errors.KafkaStorageError as exc:
+            self._storage_failed(exc)
+            raise
+        except OSError as exc:
+            failure = errors.KafkaStorageError(f"{self.name}: {exc}")
+            self._storage_failed(failure)
+            raise failure from exc
+    guarded.__name__, guarded.__doc__ = method.__name__, method.__doc__
+    return guarded  # type: ignore[return-value]
 
 _INT32_MAX = 2**31 - 1
 
@@ -69,6 +91,10 @@ class PartitionLog:
         now_ms: int | None = None,
     ) -> None:
         now_ms = now_millis() if now_ms is None else now_ms
+        # Set once an I/O error took this log's directory offline; every read and write is
+        # then refused. ``on_storage_error`` (the log manager's) hears of the first failure.
+        self.offline = False
+        self.on_storage_error: Callable[[errors.KafkaStorageError], None] | None = None
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -110,6 +136,14 @@ class PartitionLog:
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state()
         self.closed = False
+
+    def _storage_failed(self, exc: errors.KafkaStorageError) -> None:
+        if self.offline:
+            return
+        self.offline = True
+        logger.error("%s: storage failure, taking the log offline: %s", self.name, exc)
+        if self.on_storage_error is not None:
+            self.on_storage_error(exc)
 
     def _check_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         stored = read_partition_metadata(self.directory)
@@ -254,6 +288,7 @@ class PartitionLog:
         except CorruptRecordError as exc:
             raise errors.CorruptMessage(f"{self.name}: {exc}") from None
 
+    @_storage_guarded
     def append_as_leader(self, batches: bytearray, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
         """Validate, assign offsets from the LEO, stamp and write ``batches`` (modified in place).
 
@@ -330,6 +365,7 @@ class PartitionLog:
                             append_time if append_time is not None else -1,
                             self.log_start_offset, count)
 
+    @_storage_guarded
     def append_as_follower(self, batches: bytes | bytearray | memoryview, now_ms: int | None = None) -> AppendResult:
         """Append batches fetched from the leader, keeping the leader's offsets.
 
@@ -419,6 +455,7 @@ class PartitionLog:
         if reason is not None:
             self.roll(now_ms, base_offset, reason=reason)
 
+    @_storage_guarded
     def roll(self, now_ms: int | None = None, base_offset: int | None = None, *, reason: str = "requested") -> LogSegment:
         """Start a new active segment at ``base_offset`` (default: the LEO)."""
         now_ms = now_millis() if now_ms is None else now_ms
@@ -441,6 +478,7 @@ class PartitionLog:
         logger.debug("%s: rolled new segment at %d (%s)", self.name, base, reason)
         return segment
 
+    @_storage_guarded
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything up to the LEO and move the recovery point there."""
         for segment in self._segments:
@@ -469,6 +507,7 @@ class PartitionLog:
         bases = [s.base_offset for s in self._segments]
         return max(bisect.bisect_right(bases, offset) - 1, 0)
 
+    @_storage_guarded
     def read(self, offset: int, max_bytes: int, upper_bound: UpperBound = UpperBound.HW,
              min_one_batch: bool = True) -> ReadResult:
         """Batches from the one holding ``offset``, at most ``max_bytes`` (but one whole batch
@@ -529,6 +568,7 @@ class PartitionLog:
             item[1].close_and_delete()
         return len(due)
 
+    @_storage_guarded
     def truncate_to(self, offset: int, now_ms: int | None = None) -> bool:
         """Remove every batch with offsets >= ``offset``; returns whether anything changed."""
         now_ms = now_millis() if now_ms is None else now_ms
@@ -548,6 +588,7 @@ class PartitionLog:
         self._after_truncation()
         return True
 
+    @_storage_guarded
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at ``offset``."""
         now_ms = now_millis() if now_ms is None else now_ms

@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.config.bind_address import source_address_for
 from broker.log.errors import LogError
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
@@ -97,9 +98,11 @@ class LeaderFetcher:
 
     def _ready(self) -> list[Partition]:
         now = trio.current_time()
+        # A replica whose log dir is offline fetches nothing: its fetch offset would claim a
+        # log it no longer has, and the leader would count it back into the ISR.
         return [p for key, p in self._partitions.items()
                 if self._delayed_until.get(key, 0.0) <= now
-                and p.leader_id == self.leader_id and not p.is_leader]
+                and p.leader_id == self.leader_id and not p.is_leader and not p.log.offline]
 
     def _delay(self, key: TopicPartition, seconds: float) -> None:
         self._delayed_until[key] = trio.current_time() + seconds
@@ -252,7 +255,8 @@ class LeaderFetcher:
                 "current_leader_epoch": partition.leader_epoch, "timestamp": timestamp}]}]}
         try:
             response = await conn.request(ApiKey.LIST_OFFSETS, body,
-                                          timeout=self._settings.socket_timeout_ms / 1000)
+                                          timeout=self._settings.socket_timeout_ms / 1000,
+                local_address=source_address_for(self._settings.local_address, endpoint.host))
             entry = response["topics"][0]["partitions"][0]
         except (KafkaConnectionError, ProtocolError, KafkaError, LookupError) as exc:
             logger.info("ListOffsets to broker %d failed: %s", self.leader_id, exc)
@@ -276,7 +280,8 @@ class LeaderFetcher:
         try:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
-                timeout=self._settings.socket_timeout_ms / 1000)
+                timeout=self._settings.socket_timeout_ms / 1000,
+                local_address=source_address_for(self._settings.local_address, endpoint.host))
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,
                         endpoint.port, exc)

@@ -20,6 +20,7 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+    local_address: str | None = None      # raftka.client.bind.address
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
@@ -28,4 +29,5 @@ class FetcherSettings:
                    response_max_bytes=config.replica_fetch_response_max_bytes,
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
-                   backoff_ms=config.replica_fetch_backoff_ms)
+                   backoff_ms=config.replica_fetch_backoff_ms,
+                   local_address=config.client_bind_address)

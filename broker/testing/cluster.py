@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from broker.launcher import ClusterInfo, LauncherError, start_node, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
@@ -26,11 +26,13 @@ def _config_key(name: str) -> str:
     return name.replace("_", ".")
 
 
-def start_cluster(directory: Path, nodes: int = 3, **server_config: Any) -> RaftkaCluster:
+def start_cluster(directory: Path, nodes: int = 3, hosts: Sequence[str] | None = None,
+                  **server_config: Any) -> RaftkaCluster:
     """Bootstrap ``nodes`` combined nodes under ``directory`` on free ports, with
-    ``server_config`` (Kafka's broker keys; underscores stand for dots) on every node."""
+    ``server_config`` (Kafka's broker keys; underscores stand for dots) on every node;
+    ``hosts`` puts each node on its own loopback address."""
     overrides = {_config_key(k): str(v) for k, v in server_config.items()}
-    info = bootstrap_on_free_ports(directory, nodes, 0, overrides or None)
+    info = bootstrap_on_free_ports(directory, nodes, 0, overrides or None, hosts=hosts)
     return RaftkaCluster(info)
 
 
@@ -49,6 +51,10 @@ class RaftkaCluster:
     @property
     def node_ids(self) -> list[int]:
         return [node.node_id for node in self.info.nodes]
+
+    def host(self, node: int) -> str:
+        """The address ``node``'s listeners and Raft port bind to."""
+        return self.info.node(node).host
 
     def pid(self, node: int) -> int | None:
         """The node's process id while it runs, else None."""

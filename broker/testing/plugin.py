@@ -1,7 +1,7 @@
 """The pytest plugin (entry point ``pytest11``: ``raftka``): real Raftka clusters as
 fixtures.
 
-``raftka_cluster(nodes=3, **server_config)`` starts a cluster for the test and kills it
+``raftka_cluster(nodes=3, hosts=None, **server_config)`` starts a cluster for the test and kills it
 when the test ends, passed or failed; ``raftka_session_cluster(...)`` keeps one cluster
 per distinct set of arguments for the whole session. Both start clusters through
 ``broker.launcher`` on free ports of ``RAFTKA_TEST_PORT_RANGE``, in pytest's temporary
@@ -10,7 +10,7 @@ directories.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
@@ -24,8 +24,10 @@ def raftka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
     """A factory starting clusters that live until the end of the test."""
     started: list[RaftkaCluster] = []
 
-    def start(nodes: int = 3, **server_config: Any) -> RaftkaCluster:
-        cluster = start_cluster(tmp_path_factory.mktemp("raftka"), nodes, **server_config)
+    def start(nodes: int = 3, hosts: Sequence[str] | None = None,
+              **server_config: Any) -> RaftkaCluster:
+        cluster = start_cluster(tmp_path_factory.mktemp("raftka"), nodes, hosts,
+                                **server_config)
         started.append(cluster)
         return cluster
 

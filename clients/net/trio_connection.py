@@ -56,8 +56,11 @@ class KafkaConnection(ConnectionBase):
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
-                      timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> KafkaConnection:
+                      timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                      local_address: str | None = None) -> KafkaConnection:
         """Open a TCP connection and negotiate API versions, all within ``timeout`` seconds.
+
+        ``local_address`` (an IP address) binds the connection's source address.
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
         usable in time, ProtocolError for an undecodable answer, KafkaError for an
@@ -65,7 +68,7 @@ class KafkaConnection(ConnectionBase):
         """
         try:
             with trio.fail_after(timeout):
-                stream = await trio.open_tcp_stream(host, port)
+                stream = await trio.open_tcp_stream(host, port, local_address=local_address)
         except trio.TooSlowError:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:g} s") from None

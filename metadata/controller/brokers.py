@@ -128,6 +128,16 @@ def broker_heartbeat(
     records: list[MetadataRecord] = []
     should_shut_down = False
     fenced = reg.fenced
+    newly_offline = tracker.report_offline_dirs(broker_id, reg.epoch,
+                                                request.get("offline_log_dirs") or ())
+    if newly_offline:
+        logger.warning("broker %d reports offline log dirs %s", broker_id,
+                       ", ".join(sorted(str(d) for d in newly_offline)))
+    if newly_offline and not request.get("want_shut_down") and not reg.fenced:
+        # The replicas in a failed dir are gone, and which partitions lived there is only
+        # on the broker: move every leadership away and take the broker out of every ISR.
+        # Replicas in its healthy dirs catch up and rejoin the ISR as usual.
+        records.extend(remove_broker_changes(image, broker_id, settings))
     if request.get("want_shut_down"):
         if (reg.in_controlled_shutdown or reg.fenced) and leaderships(image, broker_id) == 0:
             should_shut_down = True

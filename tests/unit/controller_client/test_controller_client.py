@@ -224,3 +224,24 @@ def test_leader_from_describe_quorum() -> None:
     assert leader_from_describe_quorum(answer(-1)) is None
     assert leader_from_describe_quorum(answer(3, error=6)) is None
     assert leader_from_describe_quorum({"error_code": 41, "topics": []}) is None
+
+
+async def test_the_quorum_leader_is_tried_before_a_silent_voter(nursery: trio.Nursery) -> None:
+    cluster = await Cluster(leader=2).start(nursery, 1, 2)
+    release = trio.Event()
+
+    async def swallow(request: Request) -> None:
+        await release.wait()
+
+    # Voter 1 (first in id order) takes requests and never answers, as a node cut off by a
+    # firewall would; the local Raft member already knows node 2 leads.
+    cluster.stubs[1].handlers[ApiKey.BROKER_HEARTBEAT] = swallow
+    cluster.stubs[1].handlers[ApiKey.DESCRIBE_QUORUM] = swallow
+    channel = ControllerClient(cluster.voters(), "broker-7", request_timeout_ms=2000,
+                               retry_backoff_ms=10, quorum_leader=lambda: 2)
+    async with channel:
+        with trio.fail_after(1):
+            response = await channel.send(ApiKey.BROKER_HEARTBEAT, HEARTBEAT, timeout_ms=2000)
+        assert response["error_code"] == 0 and channel.active_controller_id == 2
+    assert cluster.heartbeats(1) == 0
+    release.set()

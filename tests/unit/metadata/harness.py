@@ -48,7 +48,8 @@ class Cluster:
         }
         return self.decide(register_broker(self.image, request, self.now_ms, self.tracker, self.settings))
 
-    def heartbeat(self, broker_id: int, *, offset: int | None = None, **flags: bool) -> dict[str, Any]:
+    def heartbeat(self, broker_id: int, *, offset: int | None = None,
+                  offline_log_dirs: tuple[uuid.UUID, ...] = (), **flags: bool) -> dict[str, Any]:
         reg = self.image.broker(broker_id)
         request = {
             "broker_id": broker_id,
@@ -56,6 +57,7 @@ class Cluster:
             "current_metadata_offset": self.image.offset if offset is None else offset,
             "want_fence": flags.get("want_fence", False),
             "want_shut_down": flags.get("want_shut_down", False),
+            "offline_log_dirs": list(offline_log_dirs),
         }
         return self.decide(broker_heartbeat(self.image, request, self.now_ms, self.tracker, self.settings))
 

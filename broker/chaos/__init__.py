@@ -1,0 +1,1 @@
+"""Fault runs (`raftka chaos`): the checker of a run's history."""
