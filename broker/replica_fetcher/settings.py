@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clients.net import PLAINTEXT, ClientSecurity
+
 if TYPE_CHECKING:
     from broker.config import ServerConfig
 
@@ -20,6 +22,8 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+    # How the inter-broker listener is reached (its security protocol, TLS context).
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
@@ -28,4 +32,5 @@ class FetcherSettings:
                    response_max_bytes=config.replica_fetch_response_max_bytes,
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
-                   backoff_ms=config.replica_fetch_backoff_ms)
+                   backoff_ms=config.replica_fetch_backoff_ms,
+                   security=config.inter_broker_security)

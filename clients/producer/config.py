@@ -10,6 +10,7 @@ from clients.admin.settings import (
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     one_of,
     parse_bool,
     parse_int,
@@ -17,7 +18,7 @@ from clients.admin.settings import (
     resolve_config,
 )
 from clients.interceptors import parse_interceptors
-from clients.net import parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
 from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
 
@@ -85,6 +86,7 @@ class ProducerConfig:
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
     interceptors: Sequence[Any] = ()
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -130,4 +132,5 @@ class ProducerConfig:
             key_serializer=values["key.serializer"],
             value_serializer=values["value.serializer"],
             interceptors=values["interceptor.classes"],
+            security=client_security(values),
         )
