@@ -22,7 +22,7 @@ from broker.network.tls import HANDSHAKE_TIMEOUT_S
 from broker.testing.cluster import RaftkaCluster, start_cluster
 from broker.testing.waiting import wait_for
 from clients.admin import BlockingAdmin, NewTopic
-from clients.consumer import BlockingConsumer, TopicPartition
+from clients.consumer import BlockingConsumer
 from clients.net import BlockingKafkaConnection, ClientSecurity, KafkaConnectionError
 from clients.producer import BlockingProducer
 from clients.protocol import ApiKey, encode_request
@@ -336,7 +336,7 @@ def test_replication_over_ssl_survives_killing_the_leader(
         producer.close()
     # Without a group: __consumer_offsets needs three live brokers.
     with BlockingConsumer({**config, "auto.offset.reset": "earliest"}) as consumer:
-        consumer.assign([TopicPartition(topic, 0)])
+        consumer.assign([(topic, 0)])
         seen: list[bytes] = []
         deadline = time.monotonic() + 60
         while len(seen) < len(acknowledged) and time.monotonic() < deadline:
