@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import ssl
 import time
 import uuid
@@ -342,3 +344,41 @@ def test_replication_over_ssl_survives_killing_the_leader(
         while len(seen) < len(acknowledged) and time.monotonic() < deadline:
             seen += [record.value for record in consumer.poll(500)]
     assert set(acknowledged) <= set(seen)
+
+
+RAFTKA = str(Path(sys.executable).parent / "raftka")
+
+
+def _raftka(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RAFTKA, *args], input=stdin, capture_output=True, text=True,
+                          timeout=90)
+
+
+def test_the_cli_connects_over_ssl_with_command_config(
+        ssl_cluster: RaftkaCluster, certificates: Certificates, tmp_path: Path) -> None:
+    settings = tmp_path / "client.properties"
+    settings.write_text("".join(f"{k}={v}\n" for k, v in certificates.client_config().items()))
+    b = ssl_cluster.bootstrap_servers
+    topic = _topic("cli")
+    created = _raftka("topics", "--bootstrap-server", b, "--command-config", str(settings),
+                      "--create", "--topic", topic)
+    assert created.returncode == 0, created.stderr
+    produced = _raftka("console-producer", "--bootstrap-server", b, "--topic", topic,
+                       "--command-config", str(settings), stdin="one\ntwo\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = _raftka("console-consumer", "--bootstrap-server", b, "--topic", topic,
+                       "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000",
+                       "--command-config", str(settings))
+    assert consumed.stdout.splitlines() == ["one", "two"], consumed.stderr
+    for command in (["groups", "--list"], ["quorum", "describe", "--status"],
+                    ["broker-api-versions"], ["get-offsets", "--topic", topic]):
+        answered = _raftka(*command, "--bootstrap-server", b, "--command-config",
+                           str(settings))
+        assert answered.returncode == 0, (command, answered.stderr)
+    # Without the settings the same command cannot talk to the TLS listener: one line, exit 1.
+    refused = _raftka("topics", "--bootstrap-server", b, "--list")
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1
+    missing = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
+                      str(tmp_path / "absent.properties"))
+    assert missing.returncode == 1 and "absent.properties" in missing.stderr
