@@ -54,14 +54,14 @@ PLAINTEXT = ClientSecurity()
 
 
 async def open_transport(host: str, port: int, security: ClientSecurity,
-                         ) -> tuple[trio.abc.Stream, socket.socket]:
+                         ) -> tuple[trio.abc.Stream, trio.socket.SocketType]:
     """A connected stream to `host:port` (TLS-wrapped and handshaken when `security` asks)
     and its socket (for closing without a checkpoint). The caller bounds the time."""
     try:
         tcp = await trio.open_tcp_stream(host, port)
     except OSError as exc:
         raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
-    raw_socket: socket.socket = tcp.socket  # type: ignore[assignment]
+    raw_socket = tcp.socket
     if not security.uses_tls:
         return tcp, raw_socket
     assert security.ssl_context is not None

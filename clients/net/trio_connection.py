@@ -11,7 +11,6 @@ loses nothing. As in Kafka's client, a timed-out request closes the connection.
 from __future__ import annotations
 
 import logging
-import socket
 from collections import deque
 from typing import Any
 
@@ -49,10 +48,13 @@ class KafkaConnection(ConnectionBase):
     """A negotiated connection; create it with ``await KafkaConnection.connect(...)``."""
 
     def __init__(self, stream: trio.abc.Stream, host: str, port: int,
-                 client_id: str | None, sock: socket.socket | None = None) -> None:
+                 client_id: str | None, sock: trio.socket.SocketType | None = None) -> None:
         super().__init__(host, port, client_id)
         self._stream = stream
-        self._socket: socket.socket = sock if sock is not None else stream.socket  # type: ignore[attr-defined]
+        # Closed directly (no checkpoint) when the connection fails; under TLS it is the
+        # transport's socket.
+        self._socket: trio.socket.SocketType = (
+            sock if sock is not None else stream.socket)  # type: ignore[attr-defined]
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()

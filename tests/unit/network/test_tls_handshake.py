@@ -4,6 +4,7 @@ verified client certificate, and refusals."""
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import pytest
 import trio
@@ -97,3 +98,38 @@ def test_subject_dn_is_rfc_2253_most_specific_first(ca: trustme.CA) -> None:
     der = x509.load_pem_x509_certificate(issued.cert_chain_pems[0].bytes()).public_bytes(
         Encoding.DER)
     assert subject_dn(der).startswith("CN=bob,OU=ops")
+
+
+async def test_file_ranges_go_out_read_whole_on_a_stream_without_sendfile(
+        tmp_path: Path) -> None:
+    import os
+
+    from broker.log.results import FileRange
+    from broker.network.transport import write_response
+
+    payload = os.urandom(300_000)
+    path = tmp_path / "segment.log"
+    path.write_bytes(b"head" + payload)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        sender, receiver = trio.testing.memory_stream_pair()
+        chunks = [b"header", FileRange(fd, 4, len(payload)), b"trailer"]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_response, sender, chunks)
+            received = bytearray()
+            expected = 4 + 6 + len(payload) + 7
+            while len(received) < expected:
+                received += await receiver.receive_some()
+    finally:
+        os.close(fd)
+    assert bytes(received) == (expected - 4).to_bytes(4, "big") + b"header" + payload + \
+        b"trailer"
+
+
+def test_a_tls_listener_without_a_context_is_refused() -> None:
+    from broker.apis.request import RequestRouter
+    from broker.config.endpoints import Listener
+    from broker.network import NetworkServer
+
+    with pytest.raises(ValueError, match="no TLS context"):
+        NetworkServer([Listener("SSL", "127.0.0.1", 0, "SSL")], RequestRouter())
