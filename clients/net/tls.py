@@ -37,6 +37,9 @@ SSL_DEFAULTS: dict[str, str | None] = {
     "ssl.truststore.location": None,
     "ssl.truststore.type": None,
     "ssl.truststore.password": None,
+    "ssl.truststore.certificates": None,
+    "ssl.keystore.key": None,
+    "ssl.keystore.certificate.chain": None,
     "ssl.client.auth": "none",
     "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
     "ssl.protocol": "TLSv1.3",
@@ -44,7 +47,9 @@ SSL_DEFAULTS: dict[str, str | None] = {
     "ssl.endpoint.identification.algorithm": "https",
 }
 SENSITIVE_KEYS = frozenset({"ssl.keystore.password", "ssl.key.password",
-                            "ssl.truststore.password"})
+                            "ssl.truststore.password", "ssl.keystore.key"})
+# Kafka's inline PEM keystore: Python's ssl loads a certificate and key from files only.
+_INLINE_KEYSTORE_KEYS = ("ssl.keystore.key", "ssl.keystore.certificate.chain")
 
 
 class TlsConfigError(ValueError):
@@ -73,6 +78,7 @@ class TlsSettings:
     truststore_location: str | None = None
     truststore_type: str | None = None
     truststore_password: str | None = None
+    truststore_certificates: str | None = None
     client_auth: str = "none"
     enabled_protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")
     protocol: str = "TLSv1.3"
@@ -95,6 +101,11 @@ class TlsSettings:
                      "ssl.truststore.type"):
             if raw[base] == "":
                 raw[base] = None
+        for base in _INLINE_KEYSTORE_KEYS:
+            if raw[base]:
+                raise TlsConfigError(names[base], "is not supported: put the certificate "
+                                     "chain and the private key in the PEM file named by "
+                                     "ssl.keystore.location")
         client_auth = (raw["ssl.client.auth"] or "none").lower()
         if client_auth not in CLIENT_AUTH_MODES:
             raise TlsConfigError(names["ssl.client.auth"], f"{client_auth!r} is not one of "
@@ -129,6 +140,7 @@ class TlsSettings:
             truststore_type=None if raw["ssl.truststore.type"] is None
             else raw["ssl.truststore.type"].upper(),  # type: ignore[union-attr]
             truststore_password=raw["ssl.truststore.password"] or None,
+            truststore_certificates=raw["ssl.truststore.certificates"] or None,
             client_auth=client_auth,
             enabled_protocols=protocols,
             protocol=protocol,
@@ -297,7 +309,16 @@ def _is_encrypted_key(path: str) -> bool:
 
 def _load_truststore(context: ssl.SSLContext, settings: TlsSettings) -> None:
     path = settings.truststore_location
+    if settings.truststore_certificates is not None:
+        # Kafka's inline PEM truststore (ssl.truststore.certificates).
+        try:
+            context.load_verify_locations(cadata=settings.truststore_certificates)
+        except (ssl.SSLError, ValueError) as exc:
+            raise TlsConfigError(settings.key("ssl.truststore.certificates"),
+                                 f"cannot load the CA certificates: {exc}") from None
     if path is None:
+        if settings.truststore_certificates is not None:
+            return
         # As Kafka falls back to the JVM's trust store: the system's CAs.
         context.load_default_certs(ssl.Purpose.SERVER_AUTH if context.protocol
                                    == ssl.PROTOCOL_TLS_CLIENT else ssl.Purpose.CLIENT_AUTH)

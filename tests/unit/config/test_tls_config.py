@@ -176,3 +176,18 @@ def test_client_settings_take_security_protocol_and_ssl_keys(pem: dict[str, Path
     with pytest.raises(ClientConfigError, match="security.protocol"):
         AdminConfig.from_mapping({"bootstrap.servers": "127.0.0.1:9092",
                                   "security.protocol": "TLS"})
+
+
+def test_inline_pem_truststore_is_read_and_inline_keystores_are_refused(
+        pem: dict[str, Path]) -> None:
+    ca_text = pem["ca"].read_text()
+    settings = TlsSettings.from_mapping({"ssl.truststore.certificates": ca_text})
+    context = build_context(settings, server_side=False)
+    assert len(context.get_ca_certs()) == 1
+    keystore = {"ssl.keystore.location": str(pem["server"])}
+    assert refused_key(**keystore, **{"listener.name.ssl.ssl.keystore.key": "x"}) == \
+        "listener.name.ssl.ssl.keystore.key"
+    assert refused_key(**keystore, **{"ssl.truststore.certificates": "not pem"}) == \
+        "ssl.truststore.certificates"
+    assert refused_key(**keystore, **{"ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/"}) \
+        == "ssl.principal.mapping.rules"
