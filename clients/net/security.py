@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import trio
 
 from clients.net.errors import KafkaConnectionError
-from clients.net.tls import SSL_DEFAULTS, TlsSettings, build_context
+from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings, build_context
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # The protocols the client connection layer can speak.
@@ -45,6 +45,9 @@ class ClientSecurity:
     def from_config(cls, config: Mapping[str, Any]) -> ClientSecurity:
         """From a client's Kafka-named configuration (`security.protocol`, `ssl.*`)."""
         protocol = str(config.get("security.protocol") or "PLAINTEXT").strip().upper()
+        if protocol not in CLIENT_SECURITY_PROTOCOLS:
+            raise TlsConfigError("security.protocol", f"{protocol!r} is not one of "
+                                 f"{', '.join(CLIENT_SECURITY_PROTOCOLS)}")
         if protocol not in TLS_PROTOCOLS:
             return cls(protocol)
         return cls.from_tls_settings(protocol, TlsSettings.from_mapping(config))
