@@ -133,3 +133,39 @@ def test_a_tls_listener_without_a_context_is_refused() -> None:
 
     with pytest.raises(ValueError, match="no TLS context"):
         NetworkServer([Listener("SSL", "127.0.0.1", 0, "SSL")], RequestRouter())
+
+
+@pytest.mark.parametrize("algorithm, verified", [("https", False), ("", True)])
+async def test_endpoint_identification_checks_the_host_name(
+        ca: trustme.CA, tmp_path: Path, algorithm: str, verified: bool) -> None:
+    from clients.net.tls import TlsSettings, build_context
+
+    trust = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(trust))
+    client = build_context(TlsSettings.from_mapping({
+        "ssl.truststore.location": str(trust),
+        "ssl.endpoint.identification.algorithm": algorithm}), server_side=False)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("elsewhere.example").configure_cert(server)
+    server_end, client_end = trio.testing.memory_stream_pair()
+    client_tls = trio.SSLStream(client_end, client, server_hostname="127.0.0.1")
+    outcome: list[bool] = []
+
+    async def connect() -> None:
+        try:
+            await client_tls.do_handshake()
+            outcome.append(True)
+        except trio.BrokenResourceError:
+            outcome.append(False)
+            await trio.aclose_forcefully(client_end)
+
+    async def serve() -> None:
+        try:
+            await accept_tls(server_end, server, timeout_s=5)  # type: ignore[arg-type]
+        except HandshakeFailed:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        nursery.start_soon(connect)
+    assert outcome == [verified]
