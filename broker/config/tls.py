@@ -9,7 +9,8 @@ from typing import Mapping
 
 from broker.config.errors import ConfigError
 from clients.net.security import ClientSecurity
-from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings, build_context
+from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings
+from clients.net.tls_context import build_context
 
 _LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
 

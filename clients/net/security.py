@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import trio
 
 from clients.net.errors import KafkaConnectionError
-from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings, build_context
+from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings
+from clients.net.tls_context import build_context
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # The protocols the client connection layer can speak.

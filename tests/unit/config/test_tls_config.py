@@ -12,7 +12,8 @@ import trustme
 from broker.config import ConfigError, ServerConfig
 from clients.admin import AdminConfig
 from clients.admin.settings import ConfigError as ClientConfigError
-from clients.net.tls import TlsSettings, build_context, openssl_cipher_name
+from clients.net.tls import TlsSettings
+from clients.net.tls_context import build_context, openssl_cipher_name
 
 BASE = {
     "process.roles": "broker,controller",

@@ -138,7 +138,8 @@ def test_a_tls_listener_without_a_context_is_refused() -> None:
 @pytest.mark.parametrize("algorithm, verified", [("https", False), ("", True)])
 async def test_endpoint_identification_checks_the_host_name(
         ca: trustme.CA, tmp_path: Path, algorithm: str, verified: bool) -> None:
-    from clients.net.tls import TlsSettings, build_context
+    from clients.net.tls import TlsSettings
+    from clients.net.tls_context import build_context
 
     trust = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(trust))
