@@ -160,9 +160,18 @@ class NetworkServer:
             self._handshaking += 1
             try:
                 tls = await accept_tls(stream, context)
+                principal = peer_principal(tls)
             except HandshakeFailed as exc:
                 logger.info("closing connection %d from %s:%d on %s: %s", ctx.connection_id,
                             ctx.peer[0], ctx.peer[1], listener.name, exc)
+                await trio.aclose_forcefully(stream)
+                return
+            except Exception:
+                # Whatever a peer's handshake or certificate provokes ends that connection
+                # only, as a failure inside a running connection does.
+                logger.exception("TLS set-up of connection %d from %s:%d on %s failed; "
+                                 "closing it", ctx.connection_id, ctx.peer[0], ctx.peer[1],
+                                 listener.name)
                 await trio.aclose_forcefully(stream)
                 return
             except BaseException:
@@ -170,7 +179,6 @@ class NetworkServer:
                 raise
             finally:
                 self._handshaking -= 1
-            principal = peer_principal(tls)
             if principal is not None:
                 ctx.principal = principal
             transport = tls
