@@ -148,45 +148,52 @@ class NetworkServer:
                 continue
             ctx = ConnectionContext(next(self._ids), listener.name, listener.security_protocol,
                                     (peer[0], peer[1]))
-            connections.start_soon(self._serve_connection, listener, stream, ctx)
+            context = self.ssl_contexts.get(listener.name)
+            if context is None:
+                self._start_connection(stream, ctx, connections)
+            else:
+                # Counted from now on, so max.connections holds while handshakes run.
+                self._handshaking += 1
+                connections.start_soon(self._serve_tls_connection, context, stream, ctx,
+                                       connections)
 
-    async def _serve_connection(self, listener: Listener, stream: trio.SocketStream,
-                                ctx: ConnectionContext) -> None:
-        """Handshake first on a TLS listener (in the connection's own task, so a slow or
-        hostile peer holds up nobody else), then run the connection."""
-        transport: trio.abc.Stream = stream
-        context = self.ssl_contexts.get(listener.name)
-        if context is not None:
-            self._handshaking += 1
-            try:
-                tls = await accept_tls(stream, context)
-                principal = peer_principal(tls)
-            except HandshakeFailed as exc:
-                logger.info("closing connection %d from %s:%d on %s: %s", ctx.connection_id,
-                            ctx.peer[0], ctx.peer[1], listener.name, exc)
-                await trio.aclose_forcefully(stream)
-                return
-            except Exception:
-                # Whatever a peer's handshake or certificate provokes ends that connection
-                # only, as a failure inside a running connection does.
-                logger.exception("TLS set-up of connection %d from %s:%d on %s failed; "
-                                 "closing it", ctx.connection_id, ctx.peer[0], ctx.peer[1],
-                                 listener.name)
-                await trio.aclose_forcefully(stream)
-                return
-            except BaseException:
-                await trio.aclose_forcefully(stream)
-                raise
-            finally:
-                self._handshaking -= 1
-            if principal is not None:
-                ctx.principal = principal
-            transport = tls
-        connection = Connection(transport, ctx, router=self.router, codec=self.codec,
+    def _start_connection(self, stream: trio.abc.Stream, ctx: ConnectionContext,
+                          connections: trio.Nursery) -> None:
+        connection = Connection(stream, ctx, router=self.router, codec=self.codec,
                                 settings=self.settings,
                                 supported_versions=self.supported_versions)
         self._connections.add(connection)
-        await self._run_connection(connection)
+        connections.start_soon(self._run_connection, connection)
+
+    async def _serve_tls_connection(self, context: ssl.SSLContext, stream: trio.SocketStream,
+                                    ctx: ConnectionContext, connections: trio.Nursery) -> None:
+        """The TLS handshake, in the connection's own task so a slow or hostile peer holds
+        up nobody else; then the connection runs over the TLS stream."""
+        listener_name = ctx.listener_name
+        try:
+            tls = await accept_tls(stream, context)
+            principal = peer_principal(tls)
+        except HandshakeFailed as exc:
+            logger.info("closing connection %d from %s:%d on %s: %s", ctx.connection_id,
+                        ctx.peer[0], ctx.peer[1], listener_name, exc)
+            await trio.aclose_forcefully(stream)
+            return
+        except Exception:
+            # Whatever a peer's handshake or certificate provokes ends that connection
+            # only, as a failure inside a running connection does.
+            logger.exception("TLS set-up of connection %d from %s:%d on %s failed; "
+                             "closing it", ctx.connection_id, ctx.peer[0], ctx.peer[1],
+                             listener_name)
+            await trio.aclose_forcefully(stream)
+            return
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        finally:
+            self._handshaking -= 1
+        if principal is not None:
+            ctx.principal = principal
+        self._start_connection(tls, ctx, connections)
 
     async def _run_connection(self, connection: Connection) -> None:
         try:
