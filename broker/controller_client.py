@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 import trio
 
 from broker.config.bind_address import source_address_for
-from clients.net import KafkaConnection, KafkaConnectionError
+from clients.net import PLAINTEXT, ClientSecurity, KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
 
@@ -81,7 +81,8 @@ class ControllerClient:
                  retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
                  retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS,
                  local_address: str | None = None,
-                 quorum_leader: Callable[[], int | None] | None = None) -> None:
+                 quorum_leader: Callable[[], int | None] | None = None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         if not voters:
             raise ValueError("the controller channel needs at least one voter")
         self._voters = dict(sorted(voters.items()))
@@ -91,6 +92,7 @@ class ControllerClient:
         # channel asks the raft layer too): tried first, so an unreachable old controller
         # that swallows packets cannot eat every request's whole timeout.
         self._quorum_leader = quorum_leader
+        self._security = security
         self._request_timeout_s = request_timeout_ms / 1000
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = retry_backoff_max_ms / 1000
@@ -204,7 +206,7 @@ class ControllerClient:
             if conn is None or conn.closed:
                 host, port = self._voters[node_id]
                 conn = await KafkaConnection.connect(host, port, client_id=self._client_id,
-                                                     timeout=timeout,
+                                                     timeout=timeout, security=self._security,
                                                      local_address=source_address_for(
                                                          self._local_address, host))
                 self._connections[node_id] = conn

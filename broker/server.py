@@ -116,7 +116,8 @@ class BrokerServer:
         # (`network.bind()`); the request layer is installed on the router by `run`.
         self.router = RequestRouter(authorizer)
         self.network = NetworkServer(self.listeners, self.router,
-                                     ServerSettings.from_config(config))
+                                     ServerSettings.from_config(config),
+                                     ssl_contexts=config.ssl_server_contexts())
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -14,6 +15,7 @@ from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.endpoints import (
     SECURITY_PROTOCOLS,
     SUPPORTED_SECURITY_PROTOCOLS,
+    TLS_SECURITY_PROTOCOLS,
     Listener,
     parse_listeners,
     parse_security_protocol_map,
@@ -22,7 +24,9 @@ from broker.config.endpoints import (
 from broker.config.errors import ConfigError
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
+from broker.config.tls import NodeTls, listener_override
 from broker.config.uuids import parse_uuid
+from clients.net.security import ClientSecurity
 from clients.net.addresses import is_loopback
 
 logger = logging.getLogger(__name__)
@@ -51,9 +55,9 @@ class ConfigValue:
     is_sensitive: bool
 
 
-# Until TLS and SASL exist, a listener that asks for them stops start-up: never plaintext.
-_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT) and will not serve "
-                  "plaintext in its place")
+# Until SASL exists, a listener that asks for it stops start-up: never plaintext.
+_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT and SSL) and will not "
+                  "serve plaintext in its place")
 
 
 def _definitions() -> dict[str, ConfigKey]:
@@ -69,7 +73,8 @@ class ServerConfig:
         self._originals = dict(props)
         self._definitions = _definitions()
         self._values: dict[str, object] = {}
-        self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions)
+        self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions
+                                   and listener_override(k) is None)
         for key in self.unknown_keys:
             logger.warning("unknown configuration %s ignored", key)
         for name, definition in self._definitions.items():
@@ -162,6 +167,22 @@ class ServerConfig:
     @property
     def inter_broker_listener_name(self) -> str:
         return self._inter_broker
+
+    @property
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches other brokers' inter-broker listener (replica fetchers)."""
+        return self._tls.client_security(self._inter_broker)
+
+    @property
+    def controller_security(self) -> ClientSecurity:
+        """How this broker reaches the controllers' listener (the first controller name)."""
+        if not self._controller_names:
+            return ClientSecurity()
+        return self._tls.client_security(self._controller_names[0])
+
+    def ssl_server_contexts(self) -> dict[str, ssl.SSLContext]:
+        """Listener name -> TLS server context, for each SSL (and SASL_SSL) listener."""
+        return self._tls.server_contexts()
 
     @property
     def voters(self) -> dict[int, tuple[str, int]]:
@@ -479,6 +500,7 @@ class ServerConfig:
             raise ConfigError("controller.quorum.voters", "is required (id@host:port,...)")
         self._check_roles()
         self._check_security_protocols()
+        self._check_tls()
         self._check_raft_ports()
         self._advertised = self._resolve_advertised()
         self._client_bind_address = client_bind_address(
@@ -516,10 +538,17 @@ class ServerConfig:
         if not broker_names:
             raise ConfigError("listeners", "a broker needs a listener besides the controller's")
         inter = self._values["inter.broker.listener.name"]
-        self._inter_broker = str(inter).upper() if inter else "PLAINTEXT"
+        if inter and "security.inter.broker.protocol" in self._originals:
+            raise ConfigError("inter.broker.listener.name", "set either it or "
+                              "security.inter.broker.protocol, not both")
+        # As in Kafka, without a name the inter-broker listener is the one named after
+        # security.inter.broker.protocol.
+        protocol = str(self._values["security.inter.broker.protocol"]).upper()
+        self._inter_broker = str(inter).upper() if inter else protocol
         if self._inter_broker not in broker_names:
-            raise ConfigError("inter.broker.listener.name",
-                              f"{self._inter_broker} is not a broker listener in listeners")
+            key = "inter.broker.listener.name" if inter else "security.inter.broker.protocol"
+            raise ConfigError(key, f"{self._inter_broker} is not a broker listener in "
+                              f"listeners")
 
     def _check_security_protocols(self) -> None:
         """Refuse every listener Raftka would otherwise serve (or reach controllers on) in
@@ -549,6 +578,19 @@ class ServerConfig:
             refuse("inter.broker.listener.name", "inter-broker listener", self._inter_broker)
         for name in listed:
             refuse("listeners", "listener", name)
+
+    def _check_tls(self) -> None:
+        """Build every TLS context this node needs now: a missing or bad file stops start-up
+        naming its key."""
+        tls_listeners = [listener.name for listener in self._listeners
+                         if listener.security_protocol in TLS_SECURITY_PROTOCOLS]
+        client_listeners: list[str] = []
+        if self.is_broker:
+            client_listeners.append(self._inter_broker)
+            if self._controller_names:
+                client_listeners.append(self._controller_names[0])
+        self._tls = NodeTls(self._originals, self._protocol_map, tls_listeners,
+                            client_listeners)
 
     def _check_raft_ports(self) -> None:
         offset = self.raft_port_offset

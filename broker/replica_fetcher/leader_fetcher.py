@@ -255,8 +255,7 @@ class LeaderFetcher:
                 "current_leader_epoch": partition.leader_epoch, "timestamp": timestamp}]}]}
         try:
             response = await conn.request(ApiKey.LIST_OFFSETS, body,
-                                          timeout=self._settings.socket_timeout_ms / 1000,
-                local_address=source_address_for(self._settings.local_address, endpoint.host))
+                                          timeout=self._settings.socket_timeout_ms / 1000)
             entry = response["topics"][0]["partitions"][0]
         except (KafkaConnectionError, ProtocolError, KafkaError, LookupError) as exc:
             logger.info("ListOffsets to broker %d failed: %s", self.leader_id, exc)
@@ -281,6 +280,7 @@ class LeaderFetcher:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
                 timeout=self._settings.socket_timeout_ms / 1000,
+                security=self._settings.security,
                 local_address=source_address_for(self._settings.local_address, endpoint.host))
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clients.net import PLAINTEXT, ClientSecurity
+
 if TYPE_CHECKING:
     from broker.config import ServerConfig
 
@@ -21,6 +23,8 @@ class FetcherSettings:
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
     local_address: str | None = None      # raftka.client.bind.address
+    # How the inter-broker listener is reached (its security protocol, TLS context).
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
@@ -30,4 +34,5 @@ class FetcherSettings:
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
                    backoff_ms=config.replica_fetch_backoff_ms,
-                   local_address=config.client_bind_address)
+                   local_address=config.client_bind_address,
+                   security=config.inter_broker_security)

@@ -17,8 +17,8 @@ from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
-from clients.admin.settings import resolve_config
-from clients.net import KafkaConnectionError, parse_bootstrap_servers
+from clients.admin.settings import client_security, resolve_config
+from clients.net import PLAINTEXT, ClientSecurity, KafkaConnectionError, parse_bootstrap_servers
 from clients.protocol import ApiKey, KafkaError
 
 ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
@@ -33,6 +33,7 @@ class AdminConfig:
     request_timeout_ms: int
     connect_timeout_ms: int
     default_api_timeout_ms: int
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -44,7 +45,7 @@ class AdminConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(servers, values["client.id"], values["request.timeout.ms"],
                    values["socket.connection.setup.timeout.ms"],
-                   values["default.api.timeout.ms"])
+                   values["default.api.timeout.ms"], client_security(values))
 
 
 def _pick_target(cluster: ClusterMetadata, call: ops.Call,
@@ -76,7 +77,8 @@ class Admin:
         self.config = config
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
-                                        config.request_timeout_ms / 1000)
+                                        config.request_timeout_ms / 1000,
+                                        security=config.security)
         self._cluster: ClusterMetadata | None = None
 
     async def __aenter__(self) -> Admin:
@@ -213,7 +215,8 @@ class BlockingAdmin:
             config = AdminConfig.from_mapping(config, **overrides)
         self.config = config
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
-                                            config.request_timeout_ms / 1000)
+                                            config.request_timeout_ms / 1000,
+                                            security=config.security)
         self._cluster: ClusterMetadata | None = None
 
     def __enter__(self) -> BlockingAdmin:

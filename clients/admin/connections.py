@@ -13,7 +13,13 @@ from typing import Any, Iterable
 import trio
 
 from clients.admin.cluster import BrokerNode
-from clients.net import BlockingKafkaConnection, KafkaConnection, KafkaConnectionError
+from clients.net import (
+    PLAINTEXT,
+    BlockingKafkaConnection,
+    ClientSecurity,
+    KafkaConnection,
+    KafkaConnectionError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +43,11 @@ class TrioConnectionPool:
     """Trio connections by broker id; bootstrap-only connections have negative keys."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 connect_timeout_s: float, request_timeout_s: float) -> None:
+                 connect_timeout_s: float, request_timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.client_id = client_id
+        self.security = security
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, KafkaConnection] = {}
@@ -53,7 +61,8 @@ class TrioConnectionPool:
             if conn is not None and not conn.closed:
                 return conn
             conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
-                                                 timeout=self.connect_timeout_s)
+                                                 timeout=self.connect_timeout_s,
+                                                 security=self.security)
             self._connections[key] = conn
             return conn
 
@@ -116,9 +125,10 @@ class BlockingConnectionPool:
     """The blocking counterpart of TrioConnectionPool, one request at a time."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 request_timeout_s: float) -> None:
+                 request_timeout_s: float, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.client_id = client_id
+        self.security = security
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, BlockingKafkaConnection] = {}
         self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
@@ -127,7 +137,8 @@ class BlockingConnectionPool:
         conn = self._connections.get(key)
         if conn is None or conn.closed:
             conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
-                                           timeout=self.request_timeout_s)
+                                           timeout=self.request_timeout_s,
+                                           security=self.security)
             self._connections[key] = conn
         return conn
 

@@ -10,6 +10,7 @@ from clients.admin.settings import (
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     one_of,
     parse_bool,
     parse_int,
@@ -17,7 +18,7 @@ from clients.admin.settings import (
     resolve_config,
 )
 from clients.consumer.group.assignors import assignor_names
-from clients.net import parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
 from clients.interceptors import parse_interceptors
 from clients.serde import Deserializer, deserializer, is_identity
 
@@ -85,6 +86,7 @@ class ConsumerConfig:
     key_deserializer: Deserializer | None = None
     value_deserializer: Deserializer | None = None
     interceptors: Sequence[Any] = ()
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -125,4 +127,5 @@ class ConsumerConfig:
             key_deserializer=values["key.deserializer"],
             value_deserializer=values["value.deserializer"],
             interceptors=values["interceptor.classes"],
+            security=client_security(values),
         )

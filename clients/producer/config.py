@@ -10,6 +10,7 @@ from clients.admin.settings import (
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     one_of,
     parse_bool,
     parse_int,
@@ -17,7 +18,7 @@ from clients.admin.settings import (
     resolve_config,
 )
 from clients.interceptors import parse_interceptors
-from clients.net import parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
 from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
 
@@ -92,6 +93,7 @@ class ProducerConfig:
     idempotence_explicit: bool = False
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60000
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -139,6 +141,7 @@ class ProducerConfig:
             or values["transactional.id"] is not None,
             transactional_id=values["transactional.id"],
             transaction_timeout_ms=values["transaction.timeout.ms"],
+            security=client_security(values),
         )
 
 

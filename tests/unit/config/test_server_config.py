@@ -220,9 +220,9 @@ def test_keys_the_node_reads_are_typed_attributes_parsed_once() -> None:
         getattr(c, "no_such_key_ms")
 
 
-# --- security protocols: nothing but PLAINTEXT is served, and nothing else as plaintext ----
+# --- security protocols: nothing but PLAINTEXT and SSL is served, nothing else as plaintext -
 
-TLS_AND_SASL = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+TLS_AND_SASL = ["SASL_PLAINTEXT", "SASL_SSL"]
 
 
 @pytest.mark.parametrize("protocol", TLS_AND_SASL)
@@ -250,11 +250,11 @@ def test_a_listener_mapped_to_an_unsupported_protocol_is_refused(protocol: str) 
 
 def test_the_inter_broker_listener_is_named_in_its_own_key() -> None:
     with pytest.raises(ConfigError) as failure:
-        config(listeners="SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-               inter_broker_listener_name="SSL")
+        config(listeners="SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+               inter_broker_listener_name="SASL_PLAINTEXT")
     assert failure.value.key == "inter.broker.listener.name"
-    assert "inter-broker listener SSL://127.0.0.1:9092 uses security protocol SSL" in str(
-        failure.value)
+    assert ("inter-broker listener SASL_PLAINTEXT://127.0.0.1:9092 uses security protocol "
+            "SASL_PLAINTEXT") in str(failure.value)
     with pytest.raises(ConfigError) as failure:
         config(security_inter_broker_protocol="SASL_SSL")
     assert failure.value.key == "security.inter.broker.protocol"
