@@ -44,6 +44,7 @@ from broker.producer_id_manager import BlockSource, ProducerIdManager, controlle
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.sasl.sessions import SaslSessions
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -106,7 +107,8 @@ class BrokerServer:
         # (`network.bind()`); the request layer is installed on the router by `run`.
         self.router = RequestRouter(authorizer)
         self.network = NetworkServer(self.listeners, self.router,
-                                     ServerSettings.from_config(config))
+                                     ServerSettings.from_config(config),
+                                     sasl=SaslSessions(config.sasl_listeners, image))
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager

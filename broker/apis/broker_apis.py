@@ -14,6 +14,7 @@ from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
 from broker.apis.request import RequestRouter
+from broker.apis.sasl import SaslHandlers
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -33,6 +34,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
     the admin APIs it forwards to the active controller (with `controller`)."""
     install_api_versions(router)
+    SaslHandlers().register(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
     ProduceHandler(replicas).register(router)
     FetchHandler(replicas).register(router)

@@ -80,6 +80,10 @@ class SaslSession:
         self._reauthenticating = False
 
     @property
+    def enabled_mechanisms(self) -> tuple[str, ...]:
+        return self._settings.mechanisms
+
+    @property
     def authenticated(self) -> bool:
         return self.state is State.AUTHENTICATED and not self._reauthenticating
 
