@@ -15,6 +15,7 @@ from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
 from broker.apis.request import RequestRouter
 from broker.apis.sasl import SaslHandlers
+from broker.apis.scram import DescribeScramHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -40,6 +41,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     FetchHandler(replicas).register(router)
     OffsetHandlers(replicas).register(router)
     DescribeConfigsHandler(config, image).register(router)
+    DescribeScramHandler(image).register(router)
     GroupHandlers(groups, image).register(router)
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids).register(router)
