@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 from broker.config.endpoints import Listener
 from broker.config.errors import ConfigError
-from broker.sasl.jaas import JaasConfigError, JaasEntry, parse_jaas
+from clients.net.jaas import JaasConfigError, JaasEntry, parse_jaas
 from broker.sasl.mechanisms import PLAIN, SUPPORTED_MECHANISMS
 from broker.sasl.session import ListenerSasl
 
