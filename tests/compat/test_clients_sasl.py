@@ -1,10 +1,13 @@
 """confluent-kafka, kafka-python and aiokafka over a SASL_PLAINTEXT listener: PLAIN users from
-the listener's JAAS config, SCRAM users added at runtime (AlterUserScramCredentials), a
-wrong password refused with no data, and Raftka's own clients authenticating the same way."""
+the listener's JAAS config, a SCRAM user from `raftka storage format --add-scram` and one
+added at runtime with `raftka configs`, a wrong password refused with no data, and Raftka's
+own clients and CLI authenticating the same way."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -59,8 +62,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslCluster]:
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         }
         try:
-            info = bootstrap_quorum(directory / f"c{attempt}", 1, 0, base, overrides,
-                                    timeout=45.0)
+            info = bootstrap_quorum(
+                directory / f"c{attempt}", 1, 0, base, overrides, timeout=45.0,
+                format_args=["--add-scram", "SCRAM-SHA-512=[name=carol,password=carol-secret]"])
         except LauncherError as exc:
             if "already in use" in str(exc).lower():
                 continue
@@ -80,13 +84,31 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslCluster]:
             pass
 
 
-def add_scram_users(cluster: Cluster) -> None:
-    """SCRAM users through Raftka's admin client, as `raftka configs --alter` does."""
-    with BlockingAdmin({"bootstrap.servers": cluster.bootstrap}) as admin:
-        for (user, mechanism), password in SCRAM_USERS.items():
-            admin.upsert_scram_credential(user, mechanism, password)
-        described = admin.describe_scram_credentials()
-    assert {(u, m) for u, infos in described.items() for m, _ in infos} == set(SCRAM_USERS)
+def raftka(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "broker.cli.main", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def add_scram_users(cluster: SaslCluster) -> None:
+    """carol comes from `storage format --add-scram`; dave is added now with `raftka configs`
+    through the SASL listener, authenticated as carol (a --command-config with JAAS)."""
+    command_config = cluster.info.dir / "carol.properties"
+    command_config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="carol" password="carol-secret";\n')
+    added = raftka("configs", "--bootstrap-server", cluster.sasl_bootstrap,
+                   "--command-config", str(command_config), "--alter",
+                   "--entity-type", "users", "--entity-name", "dave",
+                   "--add-config", "SCRAM-SHA-256=[iterations=8192,password=dave-pw]")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == "Completed updating config for user dave."
+    described = raftka("configs", "--bootstrap-server", cluster.bootstrap, "--describe",
+                       "--entity-type", "users")
+    assert described.returncode == 0, described.stderr
+    assert described.stdout.splitlines() == [
+        "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096",
+        "SCRAM credential configs for user-principal 'dave' are SCRAM-SHA-256=iterations=8192"]
 
 
 def confluent_config(cluster: SaslCluster, mechanism: str, user: str, password: str) -> dict:
@@ -249,6 +271,30 @@ def test_raftka_clients_authenticate(cluster: SaslCluster, mechanism: str, user:
         while len(values) < RECORDS and time.monotonic() < deadline:
             values.extend(r.value for r in consumer.poll(500))
     assert values == [f"v{i}".encode() for i in range(RECORDS)]
+
+
+def test_configs_delete_config_removes_a_credential(cluster: SaslCluster) -> None:
+    with BlockingAdmin({"bootstrap.servers": cluster.bootstrap}) as admin:
+        admin.upsert_scram_credential("erin", "SCRAM-SHA-512", "erin-pw")
+    auth = {"bootstrap.servers": cluster.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "erin",
+            "sasl.password": "erin-pw"}
+    with BlockingAdmin(auth) as admin:
+        assert "erin" in admin.describe_scram_credentials()
+    deleted = raftka("configs", "--bootstrap-server", cluster.bootstrap, "--alter",
+                     "--entity-type", "users", "--entity-name", "erin",
+                     "--delete-config", "SCRAM-SHA-512")
+    assert deleted.returncode == 0, deleted.stderr
+    with pytest.raises(KafkaError) as failure:
+        with BlockingAdmin(auth) as admin:
+            admin.list_topics()
+    assert failure.value.code == 58
+    again = raftka("configs", "--bootstrap-server", cluster.bootstrap, "--alter",
+                   "--entity-type", "users", "--entity-name", "erin",
+                   "--delete-config", "SCRAM-SHA-512")
+    assert again.returncode == 1
+    assert again.stderr.startswith("Error: Attempt to delete a user credential that does "
+                                   "not exist"), again.stderr
 
 
 def test_raftka_client_wrong_password(cluster: SaslCluster) -> None:
