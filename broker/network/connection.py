@@ -132,6 +132,9 @@ class Connection:
                 return
             if sasl is not None:
                 refusal = sasl.admit(request.api_key)
+                if refusal is not None and sasl.expired:
+                    slot.fail(refusal)
+                    return
                 if refusal is not None:
                     body = self._router.error_body(request.api_key, request, ILLEGAL_SASL_STATE)
                     self._encode_into(slot, request.api_key, request.api_version,

@@ -78,6 +78,8 @@ class SaslSession:
         self._exchange: SaslExchange | None = None
         self._expires_at_ms: int | None = None
         self._reauthenticating = False
+        # Set when a request arrived after the session expired.
+        self.expired = False
 
     @property
     def enabled_mechanisms(self) -> tuple[str, ...]:
@@ -108,6 +110,8 @@ class SaslSession:
             if api_key == SASL_HANDSHAKE:
                 return None
             if self._expired():
+                # Kafka closes such a connection without answering the request.
+                self.expired = True
                 return "the SASL session expired (connections.max.reauth.ms) without " \
                        "re-authentication"
             return None

@@ -9,19 +9,16 @@ import asyncio
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from broker.launcher import LauncherError, bootstrap_quorum, stop_quorum
-from broker.launcher.layout import CONTROLLER_PORT_STEP
-from broker.launcher.ports import cluster_ports, free_ports, pick_base_port
 from clients.admin import BlockingAdmin
 from clients.consumer import BlockingConsumer
 from clients.producer import BlockingProducer
 from clients.protocol import ApiKey, KafkaError
-from tests.compat.cluster import HOST, Cluster
+from tests.compat.cluster import HOST
+from tests.compat.sasl_cluster import SaslCluster, sasl_cluster
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -32,56 +29,17 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="admin-secret" '
         + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
-SCRAM_USERS = {("carol", "SCRAM-SHA-512"): "carol-secret", ("dave", "SCRAM-SHA-256"): "dave-pw"}
-
-
-class SaslCluster(Cluster):
-    sasl_port: int
-
-    @property
-    def sasl_bootstrap(self) -> str:
-        return f"{HOST}:{self.sasl_port}"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslCluster]:
-    """One combined node with a PLAINTEXT and a SASL_PLAINTEXT listener."""
-    directory = tmp_path_factory.mktemp("sasl")
-    for attempt in range(5):
-        base = pick_base_port(1, 0)
-        taken = set(cluster_ports(1, 0, base))
-        sasl_port = next(p for p in free_ports(4) if p not in taken)
-        overrides = {
-            "listeners": f"PLAINTEXT://{HOST}:{base},SASL_PLAINTEXT://{HOST}:{sasl_port},"
-                         f"CONTROLLER://{HOST}:{base + CONTROLLER_PORT_STEP}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{base},"
-                                    f"SASL_PLAINTEXT://{HOST}:{sasl_port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-                                              "SASL_PLAINTEXT:SASL_PLAINTEXT",
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        }
-        try:
-            info = bootstrap_quorum(
-                directory / f"c{attempt}", 1, 0, base, overrides, timeout=45.0,
-                format_args=["--add-scram", "SCRAM-SHA-512=[name=carol,password=carol-secret]"])
-        except LauncherError as exc:
-            if "already in use" in str(exc).lower():
-                continue
-            raise
-        break
-    else:
-        pytest.fail("no free ports for the SASL cluster")
-    started = SaslCluster(info)
-    started.sasl_port = sasl_port
-    try:
+    """One combined node with a PLAINTEXT and a SASL_PLAINTEXT listener; carol's SCRAM
+    credential comes from `storage format --add-scram`."""
+    with sasl_cluster(tmp_path_factory.mktemp("sasl"), JAAS,
+                      ["--add-scram", "SCRAM-SHA-512=[name=carol,password=carol-secret]"]
+                      ) as started:
         add_scram_users(started)
         yield started
-    finally:
-        try:
-            stop_quorum(info.dir, kill=True, timeout=10.0)
-        except LauncherError:
-            pass
 
 
 def raftka(*args: str) -> subprocess.CompletedProcess[str]:
