@@ -4,9 +4,8 @@ server's, raising `SaslAuthenticationError` with Kafka's client-facing message o
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Protocol
-
 import hmac
+from typing import Callable, Mapping, Protocol
 
 import scramp
 

@@ -21,7 +21,6 @@ from metadata.scram import (
     MIN_ITERATIONS,
     RemoveUserScramCredentialRecord,
     ScramCredential,
-    UserScramCredentialRecord,
 )
 
 logger = logging.getLogger(__name__)
@@ -137,8 +136,3 @@ def describe_user_scram_credentials(image: MetadataImage,
             results.append({"user": name, "error_code": 0, "error_message": None,
                             "credential_infos": by_user[name]})
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
-
-
-# For UserScramCredentialRecord users (type check aid).
-__all__ = ["alter_user_scram_credentials", "describe_user_scram_credentials",
-           "credential_from_salted_password", "UserScramCredentialRecord"]
