@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import trio
 
-from clients.net import KafkaConnection, KafkaConnectionError
+from clients.net import PLAINTEXT, ClientSecurity, KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
 
@@ -78,11 +78,13 @@ class ControllerClient:
     def __init__(self, voters: Mapping[int, tuple[str, int]], client_id: str, *,
                  request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
                  retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
-                 retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS) -> None:
+                 retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         if not voters:
             raise ValueError("the controller channel needs at least one voter")
         self._voters = dict(sorted(voters.items()))
         self._client_id = client_id
+        self._security = security
         self._request_timeout_s = request_timeout_ms / 1000
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = retry_backoff_max_ms / 1000
@@ -194,7 +196,7 @@ class ControllerClient:
             if conn is None or conn.closed:
                 host, port = self._voters[node_id]
                 conn = await KafkaConnection.connect(host, port, client_id=self._client_id,
-                                                     timeout=timeout)
+                                                     timeout=timeout, security=self._security)
                 self._connections[node_id] = conn
             return conn
 

@@ -113,12 +113,14 @@ class _Node:
                 controller_settings_from_config(config, cluster_id=self.cluster_id),
                 cluster_id=self.cluster_id, config=config)
             controller_server = NetworkServer(self.controller_listeners, controller_router,
-                                              self.settings)
+                                              self.settings,
+                                              ssl_contexts=config.ssl_server_contexts())
         broker = None
         controller_client = None
         if config.is_broker:
             controller_client = ControllerClient(config.voters,
-                                                 f"raftka-broker-{config.node_id}")
+                                                 f"raftka-broker-{config.node_id}",
+                                                 security=config.controller_security)
             broker = BrokerServer(
                 config, self.cluster_id, lambda: self.bridge.image, metadata=self.bridge,
                 controller=controller_client, listeners=self.broker_listeners,

@@ -108,6 +108,7 @@ class BrokerServer:
         self.router = RequestRouter(authorizer)
         self.network = NetworkServer(self.listeners, self.router,
                                      ServerSettings.from_config(config),
+                                     ssl_contexts=config.ssl_server_contexts(),
                                      sasl=SaslSessions(config.sasl_listeners, image))
         # Built by `run`.
         self.log_manager: LogManager

@@ -14,16 +14,39 @@ Outcome = list[str] | tuple[list[str], int]
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     """`--bootstrap-server` (required) and `--command-config`, as Kafka's admin tools."""
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
+    add_command_config(parser)
+
+
+def add_command_config(parser: argparse.ArgumentParser, *aliases: str) -> None:
+    """`--command-config FILE`: client settings (security.protocol, ssl.*, ...) as Kafka's
+    tools take them; `aliases` are a tool's older names for the same option."""
+    parser.add_argument("--command-config", *aliases, dest="command_config", metavar="FILE",
+                        help="a properties file of client settings (security.protocol, "
+                             "ssl.*, ...)")
+
+
+def command_config(args: argparse.Namespace) -> dict[str, str]:
+    """The `--command-config` file's properties (none without the option); a file that
+    cannot be read is a CommandError naming it."""
+    path = getattr(args, "command_config", None)
+    if not path:
+        return {}
+    from broker.cli.main import CommandError
+    from broker.config import load_properties
+    from broker.config.properties import PropertiesSyntaxError
+
+    try:
+        return load_properties(path)
+    except OSError as exc:
+        raise CommandError(f"--command-config: cannot read {path}: "
+                           f"{exc.strerror or exc}") from None
+    except PropertiesSyntaxError as exc:
+        raise CommandError(f"--command-config: {path}: {exc}") from None
 
 
 def admin_config(args: argparse.Namespace, client_id: str) -> dict[str, str]:
     """`--command-config` properties, then `--bootstrap-server`; `client_id` unless set."""
-    config: dict[str, str] = {}
-    if args.command_config:
-        from broker.config import load_properties
-        config.update(load_properties(args.command_config))
+    config: dict[str, str] = command_config(args)
     config["bootstrap.servers"] = args.bootstrap_server
     config.setdefault("client.id", client_id)
     return config

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Mapping
 
+from broker.cli.admin_tool import add_command_config, command_config
+
 CLIENT_ID = "raftka-broker-api-versions"
 
 
@@ -20,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "broker-api-versions",
         help="print each broker's supported API versions (like kafka-broker-api-versions.sh)")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a properties file of admin client settings")
+    add_command_config(parser)
     parser.set_defaults(func=run)
 
 
@@ -53,10 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from clients.net import KafkaConnectionError
     from clients.protocol import APIS, SUPPORTED_VERSIONS, KafkaError, ProtocolError
 
-    config: dict[str, str] = {}
-    if args.command_config:
-        from broker.config import load_properties
-        config.update(load_properties(args.command_config))
+    config = command_config(args)
     config.update({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID})
     names = {int(key): api.name for key, api in APIS.items()}
     ours = {int(key): v for key, v in SUPPORTED_VERSIONS.items()}

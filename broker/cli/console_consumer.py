@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Any, BinaryIO
 
+from broker.cli.admin_tool import add_command_config, command_config
 from broker.cli.main import CommandError
 from broker.cli.properties import parse_pairs, unescape
 
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "line.separator, headers.separator, headers.key.separator")
     parser.add_argument("--consumer-property", action="append", default=[],
                         metavar="KEY=VALUE", help="a consumer setting (repeatable)")
-    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE")
+    add_command_config(parser, "--consumer.config")
     parser.set_defaults(func=run)
 
 
@@ -181,9 +182,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--offset {args.offset!r}: the offset must be a non-negative "
                            "number, earliest or latest")
     config: dict[str, Any] = {"client.id": CLIENT_ID}
-    if args.consumer_config:
-        from broker.config import load_properties
-        config.update(load_properties(args.consumer_config))
+    config.update(command_config(args))
     config.update(parse_pairs(args.consumer_property, "--consumer-property"))
     config["bootstrap.servers"] = args.bootstrap_server
     if args.group is not None:

@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any, Callable
 
+from broker.cli.admin_tool import add_command_config, command_config
 from broker.cli.main import CommandError
 from broker.cli.properties import parse_pairs
 
@@ -30,8 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="reader properties: parse.key, key.separator, ignore.error")
     parser.add_argument("--producer-property", action="append", default=[],
                         metavar="KEY=VALUE", help="a producer setting (repeatable)")
-    parser.add_argument("--producer.config", dest="producer_config", metavar="FILE",
-                        help="a properties file of producer settings")
+    add_command_config(parser, "--producer.config")
     parser.set_defaults(func=run)
 
 
@@ -136,9 +136,7 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     config: dict[str, Any] = {"linger.ms": DEFAULT_LINGER_MS, "client.id": CLIENT_ID}
-    if args.producer_config:
-        from broker.config import load_properties
-        config.update(load_properties(args.producer_config))
+    config.update(command_config(args))
     config.update(parse_pairs(args.producer_property, "--producer-property"))
     config["bootstrap.servers"] = args.bootstrap_server
     reader = LineReader(parse_pairs(args.property, "--property"))

@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from broker.cli.admin_tool import add_command_config, command_config
 from broker.cli.main import CommandError
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def _partitions_of(admin: "BlockingAdmin", topic: str) -> list[int]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("groups", help="list, describe, reset or delete consumer groups")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list every group")
     action.add_argument("--describe", action="store_true", help="describe --group")
@@ -79,7 +81,8 @@ def run_groups(args: argparse.Namespace) -> int:
     if not args.list and not args.group:
         raise CommandError("--group is required with --describe, --reset-offsets and --delete")
     try:
-        with BlockingAdmin({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
+        with BlockingAdmin({"client.id": CLIENT_ID, **command_config(args),
+                            "bootstrap.servers": args.bootstrap_server,
                             "request.timeout.ms": int(args.timeout * 1000)}) as admin:
             if args.list:
                 out = "\n".join(listing.group_id for listing in admin.list_groups())

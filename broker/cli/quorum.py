@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 from typing import Any, Mapping, Sequence
+
+from broker.cli.admin_tool import add_command_config, command_config
 from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 
 CLIENT_ID = "raftka-metadata-quorum"
@@ -34,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--replication", action="store_true",
                       help="print each voter's and observer's replication state")
     describe.add_argument("--json", action="store_true", help="print one JSON object")
+    add_command_config(describe)
     describe.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS,
                           help=f"connect and request timeout (default {DEFAULT_TIMEOUT_MS})")
     describe.set_defaults(func=run_describe)
@@ -152,16 +155,24 @@ def metadata_partition(response: Mapping[str, Any], server: str) -> Mapping[str,
 
 # ---- I/O ----
 
-def _ask(server: str, timeout_s: float, want_cluster_id: bool
-         ) -> tuple[Mapping[str, Any], str | None]:
-    """DescribeQuorum (and DescribeCluster when asked) from the first reachable server."""
+def _ask(server: str, timeout_s: float, want_cluster_id: bool,
+         settings: Mapping[str, str] | None = None) -> tuple[Mapping[str, Any], str | None]:
+    """DescribeQuorum (and DescribeCluster when asked) from the first reachable server;
+    `settings` are client settings (security.protocol, ssl.*)."""
     from broker.cli.main import CommandError
     from clients.net import (
         BlockingKafkaConnection,
+        ClientSecurity,
         KafkaConnectionError,
         parse_bootstrap_servers,
     )
+    from clients.net.tls import TlsConfigError
     from clients.protocol import ApiKey, KafkaError, ProtocolError
+
+    try:
+        security = ClientSecurity.from_config(settings or {})
+    except TlsConfigError as exc:
+        raise CommandError(f"--command-config: {exc}") from None
 
     try:
         addresses = parse_bootstrap_servers(server)
@@ -172,7 +183,7 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool
         name = f"{host}:{port}"
         try:
             with BlockingKafkaConnection(host, port, client_id=CLIENT_ID,
-                                         timeout=timeout_s) as conn:
+                                         timeout=timeout_s, security=security) as conn:
                 response = conn.request(ApiKey.DESCRIBE_QUORUM, {"topics": [{
                     "topic_name": METADATA_TOPIC,
                     "partitions": [{"partition_index": METADATA_PARTITION}]}]})
@@ -207,7 +218,7 @@ def _cluster_id(conn: Any, server: str) -> str | None:
 
 def run_describe(args: argparse.Namespace) -> int:
     partition, cluster_id = _ask(args.bootstrap_server, args.timeout_ms / 1000,
-                                 want_cluster_id=args.status)
+                                 want_cluster_id=args.status, settings=command_config(args))
     if args.status:
         status = quorum_status(partition, cluster_id)
         lines = [json.dumps(status)] if args.json else format_status(status)

@@ -132,9 +132,11 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
        "Listener name to security protocol."),
     _k("inter.broker.listener.name", "string", None,
-       "Listener brokers use among themselves (default PLAINTEXT)."),
+       "Listener brokers use among themselves (default: the listener named as "
+       "security.inter.broker.protocol)."),
     _k("security.inter.broker.protocol", "string", "PLAINTEXT",
-       "Security protocol among brokers; only PLAINTEXT is supported yet."),
+       "Security protocol among brokers (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL); set "
+       "this or inter.broker.listener.name, not both."),
     # SASL (Kafka's default mechanism is GSSAPI, which Raftka does not offer; SCRAM needs
     # no password in the config, so it is the default here).
     _k("sasl.enabled.mechanisms", "list", "SCRAM-SHA-256,SCRAM-SHA-512",
@@ -147,6 +149,36 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("connections.max.reauth.ms", "long", "0",
        "Longest SASL session before the client must re-authenticate (KIP-368); 0: never.",
        at_least(0)),
+    # TLS (each may also be given per listener as listener.name.<name>.<key>).
+    _k("ssl.keystore.location", "string", None,
+       "PEM file with this node's certificate chain and private key."),
+    _k("ssl.keystore.type", "string", None,
+       "PEM (JKS and PKCS12 are refused); unset: the file must be PEM."),
+    _k("ssl.keystore.password", "password", None,
+       "Not used with PEM stores (refused when set); see ssl.key.password."),
+    _k("ssl.key.password", "password", None, "Password of an encrypted private key."),
+    _k("ssl.truststore.location", "string", None,
+       "PEM file of CA certificates trusted for peers (default: the system's CAs)."),
+    _k("ssl.truststore.type", "string", None, "PEM (JKS and PKCS12 are refused)."),
+    _k("ssl.truststore.password", "password", None, "Not used with PEM stores (refused)."),
+    _k("ssl.truststore.certificates", "password", None,
+       "CA certificates in PEM, inline (besides or instead of ssl.truststore.location)."),
+    _k("ssl.keystore.key", "password", None,
+       "Inline PEM key: not supported (refused); use ssl.keystore.location."),
+    _k("ssl.keystore.certificate.chain", "password", None,
+       "Inline PEM chain: not supported (refused); use ssl.keystore.location."),
+    _k("ssl.principal.mapping.rules", "string", "DEFAULT",
+       "Only DEFAULT: the principal is User:<the certificate's subject>.", one_of("DEFAULT")),
+    _k("ssl.client.auth", "string", "none",
+       "Client certificates on SSL listeners: none, requested or required.",
+       one_of("none", "requested", "required")),
+    _k("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions allowed."),
+    _k("ssl.protocol", "string", "TLSv1.3", "Accepted for compatibility."),
+    _k("ssl.cipher.suites", "list", "", "Cipher suites (IANA or OpenSSL names); empty: the "
+       "defaults."),
+    _k("ssl.endpoint.identification.algorithm", "string", "https",
+       "https: verify the peer's host name when this node connects over SSL; empty: do "
+       "not."),
     # Storage.
     _k("log.dirs", "list", None, "Data directories (falls back to log.dir)."),
     _k("log.dir", "string", "/tmp/kraft-combined-logs", "Data directory when log.dirs is unset."),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -13,6 +14,7 @@ from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.endpoints import (
     SECURITY_PROTOCOLS,
     SUPPORTED_SECURITY_PROTOCOLS,
+    TLS_SECURITY_PROTOCOLS,
     Listener,
     parse_listeners,
     parse_security_protocol_map,
@@ -28,7 +30,9 @@ from broker.config.sasl import (
     listener_sasl,
 )
 from broker.sasl.session import ListenerSasl
+from broker.config.tls import NodeTls, listener_override
 from broker.config.uuids import parse_uuid
+from clients.net.security import ClientSecurity
 from clients.net.addresses import is_loopback
 
 logger = logging.getLogger(__name__)
@@ -57,9 +61,10 @@ class ConfigValue:
     is_sensitive: bool
 
 
-# Until TLS exists, a listener that asks for it stops start-up: never plaintext.
-_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT, and SASL_PLAINTEXT on "
-                  "broker listeners) and will not serve plaintext in its place")
+# SASL on a controller listener is not served yet: such a listener stops start-up, never
+# served plaintext.
+_NOT_SUPPORTED = ("; Raftka does not support SASL on the controller listener yet and will "
+                  "not serve plaintext in its place")
 
 
 def _definitions() -> dict[str, ConfigKey]:
@@ -76,6 +81,7 @@ class ServerConfig:
         self._definitions = _definitions()
         self._values: dict[str, object] = {}
         self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions
+                                   and listener_override(k) is None
                                    and not is_listener_sasl_key(k))
         for key in self.unknown_keys:
             logger.warning("unknown configuration %s ignored", key)
@@ -169,6 +175,22 @@ class ServerConfig:
     @property
     def inter_broker_listener_name(self) -> str:
         return self._inter_broker
+
+    @property
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches other brokers' inter-broker listener (replica fetchers)."""
+        return self._tls.client_security(self._inter_broker)
+
+    @property
+    def controller_security(self) -> ClientSecurity:
+        """How this broker reaches the controllers' listener (the first controller name)."""
+        if not self._controller_names:
+            return ClientSecurity()
+        return self._tls.client_security(self._controller_names[0])
+
+    def ssl_server_contexts(self) -> dict[str, ssl.SSLContext]:
+        """Listener name -> TLS server context, for each SSL (and SASL_SSL) listener."""
+        return self._tls.server_contexts()
 
     @property
     def voters(self) -> dict[int, tuple[str, int]]:
@@ -449,6 +471,7 @@ class ServerConfig:
             raise ConfigError("controller.quorum.voters", "is required (id@host:port,...)")
         self._check_roles()
         self._check_security_protocols()
+        self._check_tls()
         self._check_raft_ports()
         self._advertised = self._resolve_advertised()
         self._check_sasl()
@@ -485,10 +508,17 @@ class ServerConfig:
         if not broker_names:
             raise ConfigError("listeners", "a broker needs a listener besides the controller's")
         inter = self._values["inter.broker.listener.name"]
-        self._inter_broker = str(inter).upper() if inter else "PLAINTEXT"
+        if inter and "security.inter.broker.protocol" in self._originals:
+            raise ConfigError("inter.broker.listener.name", "set either it or "
+                              "security.inter.broker.protocol, not both")
+        # As in Kafka, without a name the inter-broker listener is the one named after
+        # security.inter.broker.protocol.
+        protocol = str(self._values["security.inter.broker.protocol"]).upper()
+        self._inter_broker = str(inter).upper() if inter else protocol
         if self._inter_broker not in broker_names:
-            raise ConfigError("inter.broker.listener.name",
-                              f"{self._inter_broker} is not a broker listener in listeners")
+            key = "inter.broker.listener.name" if inter else "security.inter.broker.protocol"
+            raise ConfigError(key, f"{self._inter_broker} is not a broker listener in "
+                              f"listeners")
 
     def _check_security_protocols(self) -> None:
         """Refuse every listener Raftka would otherwise serve (or reach controllers on) in
@@ -507,7 +537,7 @@ class ServerConfig:
             # SASL on the controller listener is not served yet.
             controller = name in self._controller_names
             if protocol in SUPPORTED_SECURITY_PROTOCOLS and not (
-                    controller and protocol != "PLAINTEXT"):
+                    controller and protocol.startswith("SASL_")):
                 return
             where = listed[name].uri() if name in listed else name
             source = "" if name == protocol else " (listener.security.protocol.map)"
@@ -529,6 +559,18 @@ class ServerConfig:
         if self._inter_broker and self._inter_broker in {l.name for l in self._listeners}:
             self.inter_broker_sasl = inter_broker_credentials(
                 self._originals, self.listener(self._inter_broker), self.sasl_listeners)
+    def _check_tls(self) -> None:
+        """Build every TLS context this node needs now: a missing or bad file stops start-up
+        naming its key."""
+        tls_listeners = [listener.name for listener in self._listeners
+                         if listener.security_protocol in TLS_SECURITY_PROTOCOLS]
+        client_listeners: list[str] = []
+        if self.is_broker:
+            client_listeners.append(self._inter_broker)
+            if self._controller_names:
+                client_listeners.append(self._controller_names[0])
+        self._tls = NodeTls(self._originals, self._protocol_map, tls_listeners,
+                            client_listeners)
 
     def _check_raft_ports(self) -> None:
         offset = self.raft_port_offset

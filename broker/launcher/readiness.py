@@ -22,8 +22,17 @@ API_VERSIONS, METADATA, DESCRIBE_QUORUM = 18, 3, 55
 PROBE_TIMEOUT = 2.0
 
 
-def _round_trip(port: int, api_key: int, api_version: int, body: dict,
-                timeout: float = PROBE_TIMEOUT) -> dict | None:
+def _open(node: NodeInfo, listener: str, port: int, timeout: float) -> socket.socket:
+    """A connection to the node's `listener`, over TLS when the node's config says so."""
+    from broker.config.tls import listener_client_security
+    from clients.net.security import open_blocking_socket
+
+    security = listener_client_security(node.properties, listener)
+    return open_blocking_socket(HOST, port, security, timeout)
+
+
+def _round_trip(node: NodeInfo, listener: str, port: int, api_key: int, api_version: int,
+                body: dict, timeout: float = PROBE_TIMEOUT) -> dict | None:
     """One request on a fresh connection; None when the node does not answer properly
     within `timeout` seconds overall."""
     from clients.protocol import ProtocolError, decode_response, encode_request
@@ -31,7 +40,7 @@ def _round_trip(port: int, api_key: int, api_version: int, body: dict,
     frame = encode_request(api_key, api_version, 1, "raftka-launcher", body)
     deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        with _open(node, listener, port, timeout) as sock:
             sock.sendall(len(frame).to_bytes(4, "big") + frame)
             size = int.from_bytes(_receive(sock, 4, deadline), "big")
             correlation_id, response = decode_response(api_key, api_version,
@@ -55,9 +64,10 @@ def _receive(sock: socket.socket, size: int, deadline: float) -> bytes:
 
 def listening_ready(cluster: ClusterInfo, node: NodeInfo) -> bool:
     """The node answers ApiVersions on its first listener."""
+    listener = "PLAINTEXT" if node.client_port is not None else "CONTROLLER"
     port = node.client_port if node.client_port is not None else node.controller_port
     assert port is not None
-    response = _round_trip(port, API_VERSIONS, 0, {})
+    response = _round_trip(node, listener, port, API_VERSIONS, 0, {})
     return response is not None and response.get("error_code") == 0
 
 
@@ -65,7 +75,7 @@ def metadata_lists_brokers(cluster: ClusterInfo, node: NodeInfo) -> bool:
     """Metadata v12 on the broker lists every expected broker (registered, unfenced) and an
     active controller."""
     assert node.client_port is not None
-    response = _round_trip(node.client_port, METADATA, 12, {
+    response = _round_trip(node, "PLAINTEXT", node.client_port, METADATA, 12, {
         "topics": [], "allow_auto_topic_creation": False,
         "include_topic_authorized_operations": False})
     if response is None or response.get("controller_id", -1) == -1:
@@ -77,7 +87,7 @@ def metadata_lists_brokers(cluster: ClusterInfo, node: NodeInfo) -> bool:
 def quorum_has_leader(cluster: ClusterInfo, node: NodeInfo) -> bool:
     """DescribeQuorum on the controller listener reports a leader and this node as a voter."""
     assert node.controller_port is not None
-    response = _round_trip(node.controller_port, DESCRIBE_QUORUM, 0, {
+    response = _round_trip(node, "CONTROLLER", node.controller_port, DESCRIBE_QUORUM, 0, {
         "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
     if response is None or response.get("error_code", 0) != 0:
         return False

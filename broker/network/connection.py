@@ -52,7 +52,7 @@ class _Slot:
 class Connection:
     """Pipelines up to `max_in_flight` requests; responses leave strictly in arrival order."""
 
-    def __init__(self, stream: trio.SocketStream, ctx: ConnectionContext, *,
+    def __init__(self, stream: trio.abc.Stream, ctx: ConnectionContext, *,
                  router: RequestRouter, codec: WireCodec, settings: ServerSettings,
                  supported_versions: Mapping[int, tuple[int, int]],
                  sasl: SaslSession | None = None) -> None:

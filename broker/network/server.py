@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import itertools
 import logging
+import ssl
 from typing import Mapping, Sequence
 
 import trio
 
-from broker.config.endpoints import Listener
+from broker.config.endpoints import TLS_SECURITY_PROTOCOLS, Listener
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
 from broker.apis.request import ConnectionContext, RequestRouter
 from broker.sasl.sessions import SaslSessions
 from broker.network.settings import ServerSettings
+from broker.network.tls import HandshakeFailed, accept_tls, peer_principal
 
 logger = logging.getLogger(__name__)
 
@@ -24,14 +26,22 @@ class NetworkServer:
     Run `serve` under `nursery.start` (it reports the bound addresses), call `stop()` for a
     graceful stop: accepting ends, in-flight requests get `shutdown_grace_s` to finish.
     `bind()` first binds the sockets without accepting; then `serve` uses them, else
-    `aclose()` releases them."""
+    `aclose()` releases them. Listeners whose protocol is SSL or SASL_SSL take their TLS
+    context from `ssl_contexts` (by listener name) and never serve plaintext."""
 
     def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
                  settings: ServerSettings = ServerSettings(),
-                 codec: WireCodec | None = None, *,
+                 codec: WireCodec | None = None,
+                 ssl_contexts: Mapping[str, ssl.SSLContext] | None = None, *,
                  sasl: "SaslSessions | None" = None) -> None:
         self.listeners = list(listeners)
         self.sasl = sasl
+        self.ssl_contexts = dict(ssl_contexts or {})
+        for listener in self.listeners:
+            if (listener.security_protocol in TLS_SECURITY_PROTOCOLS
+                    and listener.name not in self.ssl_contexts):
+                raise ValueError(f"listener {listener.name} uses "
+                                 f"{listener.security_protocol} but has no TLS context")
         self.router = router
         self.settings = settings
         self.codec: WireCodec = codec if codec is not None else default_codec()
@@ -42,6 +52,8 @@ class NetworkServer:
         # Sockets bound by `bind` ahead of `serve`; None until then.
         self._bound: list[tuple[Listener, list[trio.SocketListener]]] | None = None
         self._connections: set[Connection] = set()
+        # Accepted TLS connections still in their handshake (they count as connections).
+        self._handshaking = 0
         self._ids = itertools.count(1)
         self._stop_requested = trio.Event()
 
@@ -131,7 +143,7 @@ class NetworkServer:
             except OSError:
                 await trio.aclose_forcefully(stream)
                 continue
-            if len(self._connections) >= self.settings.max_connections:
+            if len(self._connections) + self._handshaking >= self.settings.max_connections:
                 logger.warning("refusing connection from %s:%d on %s: max.connections (%d) "
                                "reached", peer[0], peer[1], listener.name,
                                self.settings.max_connections)
@@ -139,13 +151,54 @@ class NetworkServer:
                 continue
             ctx = ConnectionContext(next(self._ids), listener.name, listener.security_protocol,
                                     (peer[0], peer[1]))
-            connection = Connection(stream, ctx, router=self.router, codec=self.codec,
-                                    settings=self.settings,
-                                    supported_versions=self.supported_versions,
-                                    sasl=(None if self.sasl is None
-                                          else self.sasl.new_session(listener.name)))
-            self._connections.add(connection)
-            connections.start_soon(self._run_connection, connection)
+            context = self.ssl_contexts.get(listener.name)
+            if context is None:
+                self._start_connection(stream, ctx, connections)
+            else:
+                # Counted from now on, so max.connections holds while handshakes run.
+                self._handshaking += 1
+                connections.start_soon(self._serve_tls_connection, context, stream, ctx,
+                                       connections)
+
+    def _start_connection(self, stream: trio.abc.Stream, ctx: ConnectionContext,
+                          connections: trio.Nursery) -> None:
+        connection = Connection(stream, ctx, router=self.router, codec=self.codec,
+                                settings=self.settings,
+                                supported_versions=self.supported_versions,
+                                sasl=(None if self.sasl is None
+                                      else self.sasl.new_session(ctx.listener_name)))
+        self._connections.add(connection)
+        connections.start_soon(self._run_connection, connection)
+
+    async def _serve_tls_connection(self, context: ssl.SSLContext, stream: trio.SocketStream,
+                                    ctx: ConnectionContext, connections: trio.Nursery) -> None:
+        """The TLS handshake, in the connection's own task so a slow or hostile peer holds
+        up nobody else; then the connection runs over the TLS stream."""
+        listener_name = ctx.listener_name
+        try:
+            tls = await accept_tls(stream, context)
+            principal = peer_principal(tls)
+        except HandshakeFailed as exc:
+            logger.info("closing connection %d from %s:%d on %s: %s", ctx.connection_id,
+                        ctx.peer[0], ctx.peer[1], listener_name, exc)
+            await trio.aclose_forcefully(stream)
+            return
+        except Exception:
+            # Whatever a peer's handshake or certificate provokes ends that connection
+            # only, as a failure inside a running connection does.
+            logger.exception("TLS set-up of connection %d from %s:%d on %s failed; "
+                             "closing it", ctx.connection_id, ctx.peer[0], ctx.peer[1],
+                             listener_name)
+            await trio.aclose_forcefully(stream)
+            return
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        finally:
+            self._handshaking -= 1
+        if principal is not None:
+            ctx.principal = principal
+        self._start_connection(tls, ctx, connections)
 
     async def _run_connection(self, connection: Connection) -> None:
         try:

@@ -19,9 +19,32 @@ def chunk_size(chunk: bytes | bytearray | memoryview | FileRange) -> int:
     return chunk.size
 
 
+def can_sendfile(stream: trio.abc.SendStream) -> bool:
+    """Whether file ranges may go straight from the page cache to the socket: a plain
+    socket stream only (TLS must encrypt the bytes in user space)."""
+    return getattr(stream, "socket", None) is not None and hasattr(os, "sendfile")
+
+
+def read_range(fd: int, position: int, size: int) -> bytes:
+    """One file range read whole (a fetch's range of record batches, taken as opaque
+    bytes); BrokenResourceError if the file is shorter than the range promised."""
+    data = os.pread(fd, size, position)
+    while len(data) < size:
+        more = os.pread(fd, size - len(data), position + len(data))
+        if not more:
+            raise trio.BrokenResourceError(
+                f"file ended {size - len(data)} bytes short of the range")
+        data += more
+    return data
+
+
 async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) -> int:
-    """Send `chunks` behind a 4-byte size prefix; returns the bytes sent (prefix included)."""
+    """Send `chunks` behind a 4-byte size prefix; returns the bytes sent (prefix included).
+
+    File ranges go out by sendfile on a plain socket; on TLS each range is read into
+    memory whole and sent with its neighbours, so the stream encrypts few large writes."""
     total = sum(chunk_size(chunk) for chunk in chunks)
+    sendfile = can_sendfile(stream)
     pending: list[bytes | bytearray | memoryview] = [total.to_bytes(4, "big")]
     pending_bytes = 4
 
@@ -32,6 +55,8 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
             pending, pending_bytes = [], 0
 
     for chunk in chunks:
+        if not sendfile and not isinstance(chunk, (bytes, bytearray, memoryview)):
+            chunk = read_range(chunk.fd, chunk.position, chunk.size)  # type: ignore[attr-defined]
         if isinstance(chunk, (bytes, bytearray, memoryview)):
             size = memoryview(chunk).nbytes
             if size >= _COALESCE_LIMIT:

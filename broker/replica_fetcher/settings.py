@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clients.net import PLAINTEXT, ClientSecurity
 from clients.net.sasl import SaslCredentials
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+    # How the inter-broker listener is reached (its security protocol, TLS context).
+    security: ClientSecurity = PLAINTEXT
     # On a SASL inter-broker listener: sasl.mechanism.inter.broker.protocol and the
     # listener's JAAS username and password.
     sasl: SaslCredentials | None = None
@@ -34,6 +37,7 @@ class FetcherSettings:
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
                    backoff_ms=config.replica_fetch_backoff_ms,
+                   security=config.inter_broker_security,
                    sasl=inter_broker_sasl(config))
 
 

@@ -37,8 +37,11 @@ def start_cluster(directory: Path, nodes: int = 3, **server_config: Any) -> Raft
 class RaftkaCluster:
     """A started cluster. ``close`` (the fixtures call it) kills every node."""
 
-    def __init__(self, info: ClusterInfo) -> None:
+    def __init__(self, info: ClusterInfo,
+                 client_config: Mapping[str, str] | None = None) -> None:
         self.info = info
+        # What a client needs besides bootstrap.servers (security.protocol, ssl.*).
+        self.client_config = dict(client_config or {})
         self._paused: set[int] = set()
         self._closed = False
 
@@ -91,7 +94,8 @@ class RaftkaCluster:
         os.kill(pid, signum)
 
     def admin(self) -> BlockingAdmin:
-        return BlockingAdmin({"bootstrap.servers": self.bootstrap_servers})
+        return BlockingAdmin({**self.client_config,
+                              "bootstrap.servers": self.bootstrap_servers})
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: Mapping[str, str] | None = None,

@@ -15,17 +15,18 @@ from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
+from clients.admin import scram_operations as scram_ops
 from clients.admin.settings import (
     COMMON_KEYS,
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     parse_int,
+    resolve_config,
     sasl_credentials_of,
 )
-from clients.admin.settings import resolve_config
-from clients.admin import scram_operations as scram_ops
-from clients.net import KafkaConnectionError, parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, KafkaConnectionError, parse_bootstrap_servers
 from clients.net.sasl import SaslCredentials
 from clients.protocol import ApiKey, KafkaError
 
@@ -41,6 +42,7 @@ class AdminConfig:
     request_timeout_ms: int
     connect_timeout_ms: int
     default_api_timeout_ms: int
+    security: ClientSecurity = PLAINTEXT
     sasl: SaslCredentials | None = None
 
     @classmethod
@@ -53,7 +55,8 @@ class AdminConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(servers, values["client.id"], values["request.timeout.ms"],
                    values["socket.connection.setup.timeout.ms"],
-                   values["default.api.timeout.ms"], sasl_credentials_of(values))
+                   values["default.api.timeout.ms"], client_security(values),
+                   sasl_credentials_of(values))
 
 
 def _pick_target(cluster: ClusterMetadata, call: ops.Call,
@@ -85,7 +88,8 @@ class Admin:
         self.config = config
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
-                                        config.request_timeout_ms / 1000, config.sasl)
+                                        config.request_timeout_ms / 1000,
+                                        security=config.security, sasl=config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     async def __aenter__(self) -> Admin:
@@ -215,7 +219,8 @@ class BlockingAdmin:
             config = AdminConfig.from_mapping(config, **overrides)
         self.config = config
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
-                                            config.request_timeout_ms / 1000, config.sasl)
+                                            config.request_timeout_ms / 1000,
+                                            security=config.security, sasl=config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     def __enter__(self) -> BlockingAdmin:

@@ -13,7 +13,13 @@ from typing import Any, Iterable
 import trio
 
 from clients.admin.cluster import BrokerNode
-from clients.net import BlockingKafkaConnection, KafkaConnection, KafkaConnectionError
+from clients.net import (
+    PLAINTEXT,
+    BlockingKafkaConnection,
+    ClientSecurity,
+    KafkaConnection,
+    KafkaConnectionError,
+)
 from clients.net.sasl import SaslCredentials
 
 logger = logging.getLogger(__name__)
@@ -39,10 +45,12 @@ class TrioConnectionPool:
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
                  connect_timeout_s: float, request_timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT,
                  sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
         self.sasl = sasl
         self.client_id = client_id
+        self.security = security
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, KafkaConnection] = {}
@@ -57,7 +65,7 @@ class TrioConnectionPool:
                 return conn
             conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
                                                  timeout=self.connect_timeout_s,
-                                                 sasl=self.sasl)
+                                                 security=self.security, sasl=self.sasl)
             self._connections[key] = conn
             return conn
 
@@ -112,10 +120,12 @@ class BlockingConnectionPool:
     """The blocking counterpart of TrioConnectionPool, one request at a time."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 request_timeout_s: float, sasl: SaslCredentials | None = None) -> None:
+                 request_timeout_s: float, security: ClientSecurity = PLAINTEXT,
+                 sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
         self.sasl = sasl
         self.client_id = client_id
+        self.security = security
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, BlockingKafkaConnection] = {}
         self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
@@ -124,7 +134,8 @@ class BlockingConnectionPool:
         conn = self._connections.get(key)
         if conn is None or conn.closed:
             conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
-                                           timeout=self.request_timeout_s, sasl=self.sasl)
+                                           timeout=self.request_timeout_s,
+                                           security=self.security, sasl=self.sasl)
             self._connections[key] = conn
         return conn
 

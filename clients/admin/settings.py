@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 if TYPE_CHECKING:
     from clients.net.sasl import SaslCredentials
 
+from clients.net.security import CLIENT_SECURITY_PROTOCOLS, ClientSecurity
+from clients.net.tls import SSL_DEFAULTS, TlsConfigError
+
 logger = logging.getLogger(__name__)
 
 
@@ -87,13 +90,22 @@ COMMON_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("socket.connection.setup.timeout.ms", parse_int, 10000, check=at_least(0)),
     ConfigKey("retry.backoff.ms", parse_int, 100, check=at_least(0)),
     ConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
-    ConfigKey("security.protocol", parse_str, "PLAINTEXT",
-              check=one_of("PLAINTEXT", "SASL_PLAINTEXT")),
+    ConfigKey("security.protocol", lambda value: parse_str(value).upper(), "PLAINTEXT",
+              check=one_of(*CLIENT_SECURITY_PROTOCOLS)),
     ConfigKey("sasl.mechanism", parse_str, "GSSAPI"),
     ConfigKey("sasl.username", parse_str, None),
     ConfigKey("sasl.password", str, None),
     ConfigKey("sasl.jaas.config", str, None),
-)
+) + tuple(ConfigKey(name, parse_str, None) for name in SSL_DEFAULTS)
+
+
+def client_security(values: Mapping[str, Any]) -> ClientSecurity:
+    """The connection security of resolved settings: `security.protocol` and `ssl.*`
+    (the TLS files are read now; ConfigError names the key of a bad one)."""
+    try:
+        return ClientSecurity.from_config(values)
+    except TlsConfigError as exc:
+        raise ConfigError(f"invalid configuration {exc.key!r}: {exc.reason}") from None
 
 
 def sasl_credentials_of(values: Mapping[str, Any]) -> "SaslCredentials | None":

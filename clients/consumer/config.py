@@ -10,6 +10,7 @@ from clients.admin.settings import (
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     one_of,
     parse_bool,
     parse_int,
@@ -18,7 +19,7 @@ from clients.admin.settings import (
     sasl_credentials_of,
 )
 from clients.consumer.group.assignors import assignor_names
-from clients.net import parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
 from clients.net.sasl import SaslCredentials
 from clients.interceptors import parse_interceptors
 from clients.serde import Deserializer, deserializer, is_identity
@@ -87,6 +88,7 @@ class ConsumerConfig:
     key_deserializer: Deserializer | None = None
     value_deserializer: Deserializer | None = None
     interceptors: Sequence[Any] = ()
+    security: ClientSecurity = PLAINTEXT
     sasl: SaslCredentials | None = None
 
     @classmethod
@@ -132,4 +134,5 @@ class ConsumerConfig:
             key_deserializer=values["key.deserializer"],
             value_deserializer=values["value.deserializer"],
             interceptors=values["interceptor.classes"],
+            security=client_security(values),
         )

@@ -14,6 +14,7 @@ from clients.admin.group_operations import GroupDescription, GroupListing, Quoru
 from clients.admin.operations import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from clients.consumer import Consumer, ConsumerRecord
 from clients.manager import views
+from clients.net.security import CLIENT_SECURITY_KEYS
 from clients.protocol import KafkaError
 
 TopicPartition = tuple[str, int]
@@ -197,7 +198,9 @@ class ClusterReader:
         records: list[ConsumerRecord] = []
         if first >= last:
             return records
-        config = {"bootstrap.servers": self._config["bootstrap.servers"],
+        # The cluster's connection settings (security.protocol, ssl.*) carry over.
+        security = {k: v for k, v in self._config.items() if k in CLIENT_SECURITY_KEYS}
+        config = {**security, "bootstrap.servers": self._config["bootstrap.servers"],
                   "client.id": self._config.get("client.id", "raftka-manager"),
                   "enable.auto.commit": False}
         async with Consumer(config) as consumer:

@@ -13,6 +13,7 @@ from typing import Any
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
 from clients.net.sasl import SaslCredentials, sasl_steps
+from clients.net.security import PLAINTEXT, ClientSecurity, open_blocking_socket
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -42,13 +43,11 @@ class BlockingKafkaConnection(ConnectionBase):
 
     def __init__(self, host: str, port: int, client_id: str | None = "raftka",
                  timeout: float = DEFAULT_TIMEOUT_S,
+                 security: ClientSecurity = PLAINTEXT,
                  sasl: SaslCredentials | None = None) -> None:
         super().__init__(host, port, client_id)
         self.timeout = timeout
-        try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as exc:
-            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
+        self._sock = open_blocking_socket(host, port, security, timeout)
         try:
             request = self._session.api_versions_request()
             frame = self._exchange(request)

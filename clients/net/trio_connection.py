@@ -19,6 +19,7 @@ import trio
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
 from clients.net.sasl import SaslCredentials, sasl_steps
+from clients.net.security import PLAINTEXT, ClientSecurity, open_transport
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -47,10 +48,14 @@ class _Pending:
 class KafkaConnection(ConnectionBase):
     """A negotiated connection; create it with ``await KafkaConnection.connect(...)``."""
 
-    def __init__(self, stream: trio.SocketStream, host: str, port: int,
-                 client_id: str | None) -> None:
+    def __init__(self, stream: trio.abc.Stream, host: str, port: int,
+                 client_id: str | None, sock: trio.socket.SocketType | None = None) -> None:
         super().__init__(host, port, client_id)
         self._stream = stream
+        # Closed directly (no checkpoint) when the connection fails; under TLS it is the
+        # transport's socket.
+        self._socket: trio.socket.SocketType = (
+            sock if sock is not None else stream.socket)  # type: ignore[attr-defined]
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
@@ -58,9 +63,10 @@ class KafkaConnection(ConnectionBase):
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
                       timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                      security: ClientSecurity = PLAINTEXT,
                       sasl: SaslCredentials | None = None) -> KafkaConnection:
-        """Open a TCP connection, negotiate API versions and (with ``sasl``) authenticate,
-        each step within ``timeout`` seconds.
+        """Open a TCP connection (TLS when ``security`` says so), negotiate API versions
+        and (with ``sasl``) authenticate, each step within ``timeout`` seconds.
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
         usable in time, ProtocolError for an undecodable answer, KafkaError for an
@@ -68,13 +74,11 @@ class KafkaConnection(ConnectionBase):
         """
         try:
             with trio.fail_after(timeout):
-                stream = await trio.open_tcp_stream(host, port)
+                stream, sock = await open_transport(host, port, security)
         except trio.TooSlowError:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:g} s") from None
-        except OSError as exc:
-            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
-        conn = cls(stream, host, port, client_id)
+        conn = cls(stream, host, port, client_id, sock)
         try:
             request = conn._session.api_versions_request()
             frame = await conn._exchange(request, timeout)
@@ -210,4 +214,4 @@ class KafkaConnection(ConnectionBase):
         while self._pending:
             self._pending.popleft().complete(None, error)
         # Closing the socket directly needs no checkpoint, so it works even when cancelled.
-        self._stream.socket.close()
+        self._socket.close()

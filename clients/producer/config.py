@@ -10,6 +10,7 @@ from clients.admin.settings import (
     ConfigError,
     ConfigKey,
     at_least,
+    client_security,
     one_of,
     parse_bool,
     parse_int,
@@ -18,7 +19,7 @@ from clients.admin.settings import (
     sasl_credentials_of,
 )
 from clients.interceptors import parse_interceptors
-from clients.net import parse_bootstrap_servers
+from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
 from clients.net.sasl import SaslCredentials
 from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
@@ -87,6 +88,7 @@ class ProducerConfig:
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
     interceptors: Sequence[Any] = ()
+    security: ClientSecurity = PLAINTEXT
     sasl: SaslCredentials | None = None
 
     @classmethod
@@ -134,4 +136,5 @@ class ProducerConfig:
             key_serializer=values["key.serializer"],
             value_serializer=values["value.serializer"],
             interceptors=values["interceptor.classes"],
+            security=client_security(values),
         )

@@ -9,6 +9,8 @@ from typing import Any, Iterable, Mapping
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool
+from clients.net.security import ClientSecurity
+from clients.net.tls import TlsConfigError
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from
 from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.net import KafkaConnectionError, parse_bootstrap_servers
@@ -36,7 +38,11 @@ class ClusterClient:
         self.isolation_level = 1 if read_committed else 0
         self.retries = retries
         self.retry_interval_s = retry_interval_ms / 1000
-        self._pool = BlockingConnectionPool(servers, self.client_id, timeout_s)
+        try:
+            security = ClientSecurity.from_config(kafka)
+        except TlsConfigError as exc:
+            raise SparkOptionError(f"option 'kafka.{exc.key}' is invalid: {exc.reason}") from None
+        self._pool = BlockingConnectionPool(servers, self.client_id, timeout_s, security)
         self.cluster = ClusterMetadata()
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""What a node does when it cannot start as configured (issue 21): a TLS or SASL listener,
+"""What a node does when it cannot start as configured (issue 21): a SASL listener, an SSL
+listener without its certificate,
 a taken client port, a taken Raft port each stop `raftka server start` with one line and a
 non-zero exit, before the cluster sees the node; and an unclean stop leaves the indexes
 sparse (real processes)."""
@@ -75,8 +76,7 @@ def refused(port: int) -> bool:
 
 # --- listeners whose security protocol Raftka does not serve -------------------------------
 
-@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
-def test_a_tls_listener_stops_start_up_in_one_line(
+def test_a_sasl_inter_broker_listener_without_credentials_stops_start_up_naming_the_key(
         single_node: tuple[Path, int, int], protocol: str) -> None:
     config, client, controller = single_node
     result = raftka("server", "start", str(config), "--override",
@@ -86,8 +86,17 @@ def test_a_tls_listener_stops_start_up_in_one_line(
     assert result.stderr.splitlines() == [
         f"raftka server: inter.broker.listener.name: inter-broker listener "
         f"{protocol}://{HOST}:{client} uses security protocol {protocol}; Raftka does not "
-        "support it yet (only PLAINTEXT, and SASL_PLAINTEXT on broker listeners) and will "
-        "not serve plaintext in its place"]
+        single_node: tuple[Path, int, int]) -> None:
+    config, client, controller = single_node
+    protocol = "SASL_PLAINTEXT"
+    result = raftka("server", "start", str(config), "--override",
+                    f"listeners={protocol}://{HOST}:{client},CONTROLLER://{HOST}:{controller}",
+                    "--override", f"inter.broker.listener.name={protocol}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "raftka server: listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config: is "
+        "required with username and password: brokers authenticate to each other with "
+        "SCRAM-SHA-512"]
     assert refused(client)
 
 
@@ -106,20 +115,25 @@ def test_an_unsupported_sasl_mechanism_stops_start_up_naming_the_key(
     assert refused(client) and refused(client + 2)
 
 
-def test_a_listener_mapped_to_ssl_stops_start_up_in_one_line(
-        single_node: tuple[Path, int, int]) -> None:
+def test_an_ssl_listener_without_its_keystore_stops_start_up_naming_the_key(
+        single_node: tuple[Path, int, int], tmp_path: Path) -> None:
     config, client, controller = single_node
-    result = raftka("server", "start", str(config), "--override",
-                    f"listeners=PLAINTEXT://{HOST}:{client},EXTERNAL://{HOST}:{client + 2},"
-                    f"CONTROLLER://{HOST}:{controller}",
-                    "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
-                                  "EXTERNAL:SSL,CONTROLLER:PLAINTEXT")
+    listeners = ["--override", f"listeners=PLAINTEXT://{HOST}:{client},"
+                 f"EXTERNAL://{HOST}:{client + 2},CONTROLLER://{HOST}:{controller}",
+                 "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+                               "EXTERNAL:SSL,CONTROLLER:PLAINTEXT"]
+    result = raftka("server", "start", str(config), *listeners)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"raftka server: listeners: listener EXTERNAL://{HOST}:{client + 2} uses security "
-        "protocol SSL (listener.security.protocol.map); Raftka does not support it yet (only "
-        "PLAINTEXT, and SASL_PLAINTEXT on broker listeners) and will not serve plaintext in "
-        "its place"]
+        "raftka server: ssl.keystore.location: is required on an SSL listener (PEM "
+        "certificate and key) (listener EXTERNAL)"]
+    missing = tmp_path / "missing.pem"
+    result = raftka("server", "start", str(config), *listeners, "--override",
+                    f"listener.name.external.ssl.keystore.location={missing}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"raftka server: listener.name.external.ssl.keystore.location: cannot read "
+        f"{missing}: No such file or directory (listener EXTERNAL)"]
     assert refused(client) and refused(client + 2)
 
 
