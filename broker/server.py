@@ -54,6 +54,7 @@ from broker.transaction.state_topic import (
     TransactionStateTopicSettings,
 )
 from broker.transaction.verifier import CoordinatorVerifier
+from broker.sasl.sessions import SaslSessions
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -117,7 +118,8 @@ class BrokerServer:
         self.router = RequestRouter(authorizer)
         self.network = NetworkServer(self.listeners, self.router,
                                      ServerSettings.from_config(config),
-                                     ssl_contexts=config.ssl_server_contexts())
+                                     ssl_contexts=config.ssl_server_contexts(),
+                                     sasl=SaslSessions(config.sasl_listeners, image))
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager

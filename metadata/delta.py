@@ -12,6 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from metadata.errors import MetadataReplayError
+from metadata.scram import (
+    RemoveUserScramCredentialRecord,
+    ScramCredential,
+    ScramKey,
+    UserScramCredentialRecord,
+    merge_credentials,
+)
 from metadata.image import (
     BrokerRegistration,
     ConfigResource,
@@ -90,6 +97,7 @@ class MetadataDelta:
         self._configs: dict[ConfigResource, dict[str, str | None]] = {}
         self._features: dict[str, int] = {}
         self._next_producer_id: int | None = None
+        self._scram: dict[ScramKey, ScramCredential | None] = {}
 
     # ---- replay -------------------------------------------------------------------------
 
@@ -168,6 +176,12 @@ class MetadataDelta:
 
     def _replay_producer_ids(self, r: ProducerIdsRecord, offset: int) -> None:
         self._next_producer_id = r.next_producer_id
+
+    def _replay_scram(self, r: UserScramCredentialRecord, offset: int) -> None:
+        self._scram[(r.name, r.mechanism)] = ScramCredential.from_record(r)
+
+    def _replay_remove_scram(self, r: RemoveUserScramCredentialRecord, offset: int) -> None:
+        self._scram[(r.name, r.mechanism)] = None
 
     def _replay_noop(self, r: NoOpRecord, offset: int) -> None:
         pass
@@ -322,6 +336,8 @@ class MetadataDelta:
                 base.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
             features=frozen_map(features),
+            scram_credentials=(frozen_map(merge_credentials(base.scram_credentials, self._scram))
+                               if self._scram else base.scram_credentials),
         )
 
 
@@ -354,4 +370,6 @@ _HANDLERS = {
     FeatureLevelRecord: MetadataDelta._replay_feature,
     ProducerIdsRecord: MetadataDelta._replay_producer_ids,
     NoOpRecord: MetadataDelta._replay_noop,
+    UserScramCredentialRecord: MetadataDelta._replay_scram,
+    RemoveUserScramCredentialRecord: MetadataDelta._replay_remove_scram,
 }

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from metadata.errors import MetadataReplayError
+from metadata.scram import ScramCredential, ScramKey, credential_records
 from metadata.records import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -193,6 +194,7 @@ class MetadataImage:
     configs: Mapping[ConfigResource, Mapping[str, str]] = field(default_factory=frozen_map)
     next_producer_id: int = 0
     features: Mapping[str, int] = field(default_factory=frozen_map)
+    scram_credentials: Mapping[ScramKey, ScramCredential] = field(default_factory=frozen_map)
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -258,6 +260,7 @@ class MetadataImage:
             out.append(
                 ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=self.next_producer_id)
             )
+        out.extend(credential_records(self.scram_credentials))
         return out
 
 

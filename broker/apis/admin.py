@@ -18,6 +18,7 @@ import logging
 from typing import Any, Mapping
 
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.apis.scram import alter_user_scram_credentials_error
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
@@ -85,6 +86,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_TOPICS: delete_topics_error,
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

@@ -16,6 +16,8 @@ from broker.apis.producer_ids import InitProducerIdHandler
 from broker.apis.transactions import TransactionHandlers
 from broker.apis.request import RequestRouter
 from broker.apis.txn_markers import OffsetsMarkerListener, TxnMarkerHandlers
+from broker.apis.sasl import SaslHandlers
+from broker.apis.scram import DescribeScramHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -43,12 +45,14 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     `__consumer_offsets` partitions are reported to `offsets_marker_listener`. The
     transactional APIs are served with `transactions`."""
     install_api_versions(router)
+    SaslHandlers().register(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
     ProduceHandler(replicas, txn_verifier).register(router)
     TxnMarkerHandlers(replicas, offsets_marker_listener).register(router)
     FetchHandler(replicas).register(router)
     OffsetHandlers(replicas).register(router)
     DescribeConfigsHandler(config, image).register(router)
+    DescribeScramHandler(image).register(router)
     GroupHandlers(groups, image, transactions).register(router)
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids, transactions).register(router)

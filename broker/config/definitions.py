@@ -139,8 +139,20 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "Listener brokers use among themselves (default: the listener named as "
        "security.inter.broker.protocol)."),
     _k("security.inter.broker.protocol", "string", "PLAINTEXT",
-       "Security protocol among brokers (PLAINTEXT or SSL); set this or "
-       "inter.broker.listener.name, not both."),
+       "Security protocol among brokers (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL); set "
+       "this or inter.broker.listener.name, not both."),
+    # SASL (Kafka's default mechanism is GSSAPI, which Raftka does not offer; SCRAM needs
+    # no password in the config, so it is the default here).
+    _k("sasl.enabled.mechanisms", "list", "SCRAM-SHA-256,SCRAM-SHA-512",
+       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    _k("sasl.mechanism.inter.broker.protocol", "string", "SCRAM-SHA-512",
+       "SASL mechanism brokers use among themselves on a SASL inter-broker listener."),
+    _k("connection.failed.authentication.delay.ms", "int", "100",
+       "How long a connection stays open after failed authentication before it closes.",
+       at_least(0)),
+    _k("connections.max.reauth.ms", "long", "0",
+       "Longest SASL session before the client must re-authenticate (KIP-368); 0: never.",
+       at_least(0)),
     # TLS (each may also be given per listener as listener.name.<name>.<key>).
     _k("ssl.keystore.location", "string", None,
        "PEM file with this node's certificate chain and private key."),

@@ -10,7 +10,7 @@ from metadata import addresses
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # What the broker serves today; a listener of any other protocol stops start-up.
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Listeners of these protocols wrap every connection in TLS before any Kafka frame.
 TLS_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 

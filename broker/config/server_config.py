@@ -24,6 +24,13 @@ from broker.config.endpoints import (
 from broker.config.errors import ConfigError
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
+from broker.config.sasl import (
+    SaslClientCredentials,
+    inter_broker_credentials,
+    is_listener_sasl_key,
+    listener_sasl,
+)
+from broker.sasl.session import ListenerSasl
 from broker.config.tls import NodeTls, listener_override
 from broker.config.uuids import parse_uuid
 from clients.net.security import ClientSecurity
@@ -55,9 +62,10 @@ class ConfigValue:
     is_sensitive: bool
 
 
-# Until SASL exists, a listener that asks for it stops start-up: never plaintext.
-_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT and SSL) and will not "
-                  "serve plaintext in its place")
+# SASL on a controller listener is not served yet: such a listener stops start-up, never
+# served plaintext.
+_NOT_SUPPORTED = ("; Raftka does not support SASL on the controller listener yet and will "
+                  "not serve plaintext in its place")
 
 
 def _definitions() -> dict[str, ConfigKey]:
@@ -74,7 +82,8 @@ class ServerConfig:
         self._definitions = _definitions()
         self._values: dict[str, object] = {}
         self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions
-                                   and listener_override(k) is None)
+                                   and listener_override(k) is None
+                                   and not is_listener_sasl_key(k))
         for key in self.unknown_keys:
             logger.warning("unknown configuration %s ignored", key)
         for name, definition in self._definitions.items():
@@ -505,6 +514,7 @@ class ServerConfig:
         self._advertised = self._resolve_advertised()
         self._client_bind_address = client_bind_address(
             self._values["raftka.client.bind.address"], self._listeners)  # type: ignore[arg-type]
+        self._check_sasl()
 
     def _check_roles(self) -> None:
         names = [listener.name for listener in self._listeners]
@@ -564,7 +574,10 @@ class ServerConfig:
 
         def refuse(key: str, role: str, name: str) -> None:
             protocol = self._protocol_map.get(name, "PLAINTEXT")
-            if protocol in SUPPORTED_SECURITY_PROTOCOLS:
+            # SASL on the controller listener is not served yet.
+            controller = name in self._controller_names
+            if protocol in SUPPORTED_SECURITY_PROTOCOLS and not (
+                    controller and protocol.startswith("SASL_")):
                 return
             where = listed[name].uri() if name in listed else name
             source = "" if name == protocol else " (listener.security.protocol.map)"
@@ -579,6 +592,13 @@ class ServerConfig:
         for name in listed:
             refuse("listeners", "listener", name)
 
+    def _check_sasl(self) -> None:
+        self.sasl_listeners: dict[str, ListenerSasl] = listener_sasl(
+            self._originals, self._listeners, self._int("connections.max.reauth.ms"))
+        self.inter_broker_sasl: SaslClientCredentials | None = None
+        if self._inter_broker and self._inter_broker in {l.name for l in self._listeners}:
+            self.inter_broker_sasl = inter_broker_credentials(
+                self._originals, self.listener(self._inter_broker), self.sasl_listeners)
     def _check_tls(self) -> None:
         """Build every TLS context this node needs now: a missing or bad file stops start-up
         naming its key."""

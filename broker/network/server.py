@@ -13,6 +13,7 @@ from broker.config.endpoints import TLS_SECURITY_PROTOCOLS, Listener
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
 from broker.apis.request import ConnectionContext, RequestRouter
+from broker.sasl.sessions import SaslSessions
 from broker.network.settings import ServerSettings
 from broker.network.tls import HandshakeFailed, accept_tls, peer_principal
 
@@ -31,8 +32,10 @@ class NetworkServer:
     def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
                  settings: ServerSettings = ServerSettings(),
                  codec: WireCodec | None = None,
-                 ssl_contexts: Mapping[str, ssl.SSLContext] | None = None) -> None:
+                 ssl_contexts: Mapping[str, ssl.SSLContext] | None = None, *,
+                 sasl: "SaslSessions | None" = None) -> None:
         self.listeners = list(listeners)
+        self.sasl = sasl
         self.ssl_contexts = dict(ssl_contexts or {})
         for listener in self.listeners:
             if (listener.security_protocol in TLS_SECURITY_PROTOCOLS
@@ -161,7 +164,9 @@ class NetworkServer:
                           connections: trio.Nursery) -> None:
         connection = Connection(stream, ctx, router=self.router, codec=self.codec,
                                 settings=self.settings,
-                                supported_versions=self.supported_versions)
+                                supported_versions=self.supported_versions,
+                                sasl=(None if self.sasl is None
+                                      else self.sasl.new_session(ctx.listener_name)))
         self._connections.add(connection)
         connections.start_soon(self._run_connection, connection)
 

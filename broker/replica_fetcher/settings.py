@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clients.net import PLAINTEXT, ClientSecurity
+from clients.net.sasl import SaslCredentials
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -25,6 +26,9 @@ class FetcherSettings:
     local_address: str | None = None      # raftka.client.bind.address
     # How the inter-broker listener is reached (its security protocol, TLS context).
     security: ClientSecurity = PLAINTEXT
+    # On a SASL inter-broker listener: sasl.mechanism.inter.broker.protocol and the
+    # listener's JAAS username and password.
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
@@ -35,4 +39,11 @@ class FetcherSettings:
                    min_bytes=config.replica_fetch_min_bytes,
                    backoff_ms=config.replica_fetch_backoff_ms,
                    local_address=config.client_bind_address,
-                   security=config.inter_broker_security)
+                   security=config.inter_broker_security,
+                   sasl=inter_broker_sasl(config))
+
+
+def inter_broker_sasl(config: "ServerConfig") -> SaslCredentials | None:
+    """The credentials a broker authenticates to other brokers with (None without SASL)."""
+    credentials: SaslCredentials | None = getattr(config, "inter_broker_sasl", None)
+    return credentials

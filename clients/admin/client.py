@@ -16,9 +16,19 @@ from clients.admin import operations as ops
 from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
-from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
-from clients.admin.settings import client_security, resolve_config
+from clients.admin import scram_operations as scram_ops
+from clients.admin.settings import (
+    COMMON_KEYS,
+    ConfigError,
+    ConfigKey,
+    at_least,
+    client_security,
+    parse_int,
+    resolve_config,
+    sasl_credentials_of,
+)
 from clients.net import PLAINTEXT, ClientSecurity, KafkaConnectionError, parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.protocol import ApiKey, KafkaError
 
 ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
@@ -34,6 +44,7 @@ class AdminConfig:
     connect_timeout_ms: int
     default_api_timeout_ms: int
     security: ClientSecurity = PLAINTEXT
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -45,7 +56,8 @@ class AdminConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(servers, values["client.id"], values["request.timeout.ms"],
                    values["socket.connection.setup.timeout.ms"],
-                   values["default.api.timeout.ms"], client_security(values))
+                   values["default.api.timeout.ms"], client_security(values),
+                   sasl_credentials_of(values))
 
 
 def _pick_target(cluster: ClusterMetadata, call: ops.Call,
@@ -78,7 +90,7 @@ class Admin:
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
                                         config.request_timeout_ms / 1000,
-                                        security=config.security)
+                                        security=config.security, sasl=config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     async def __aenter__(self) -> Admin:
@@ -135,6 +147,18 @@ class Admin:
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
         return await self._run(ops.list_offsets(timestamps, isolation_level))
+
+    async def upsert_scram_credential(self, user: str, mechanism: str, password: str,
+                                      iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
+        await self._run(scram_ops.upsert_scram_credential(user, mechanism, password,
+                                                          iterations))
+
+    async def delete_scram_credential(self, user: str, mechanism: str) -> None:
+        await self._run(scram_ops.delete_scram_credential(user, mechanism))
+
+    async def describe_scram_credentials(self, users: Iterable[str] | None = None
+                                         ) -> dict[str, list[tuple[str, int]]]:
+        return await self._run(scram_ops.describe_scram_credentials(users))
 
     async def delete_records(self, before: Mapping[ops.TopicPartition, int]
                              ) -> dict[ops.TopicPartition, int | KafkaError]:
@@ -216,7 +240,7 @@ class BlockingAdmin:
         self.config = config
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
                                             config.request_timeout_ms / 1000,
-                                            security=config.security)
+                                            security=config.security, sasl=config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     def __enter__(self) -> BlockingAdmin:
@@ -272,6 +296,17 @@ class BlockingAdmin:
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         return self._run(ops.list_offsets(timestamps, isolation_level))
+
+    def upsert_scram_credential(self, user: str, mechanism: str, password: str,
+                                iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
+        self._run(scram_ops.upsert_scram_credential(user, mechanism, password, iterations))
+
+    def delete_scram_credential(self, user: str, mechanism: str) -> None:
+        self._run(scram_ops.delete_scram_credential(user, mechanism))
+
+    def describe_scram_credentials(self, users: Iterable[str] | None = None
+                                   ) -> dict[str, list[tuple[str, int]]]:
+        return self._run(scram_ops.describe_scram_credentials(users))
 
     def delete_records(self, before: Mapping[ops.TopicPartition, int]
                        ) -> dict[ops.TopicPartition, int | KafkaError]:

@@ -20,6 +20,7 @@ from clients.net import (
     KafkaConnection,
     KafkaConnectionError,
 )
+from clients.net.sasl import SaslCredentials
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ class TrioConnectionPool:
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
                  connect_timeout_s: float, request_timeout_s: float,
-                 security: ClientSecurity = PLAINTEXT) -> None:
+                 security: ClientSecurity = PLAINTEXT,
+                 sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
+        self.sasl = sasl
         self.client_id = client_id
         self.security = security
         self.connect_timeout_s = connect_timeout_s
@@ -62,7 +65,7 @@ class TrioConnectionPool:
                 return conn
             conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
                                                  timeout=self.connect_timeout_s,
-                                                 security=self.security)
+                                                 security=self.security, sasl=self.sasl)
             self._connections[key] = conn
             return conn
 
@@ -125,8 +128,10 @@ class BlockingConnectionPool:
     """The blocking counterpart of TrioConnectionPool, one request at a time."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 request_timeout_s: float, security: ClientSecurity = PLAINTEXT) -> None:
+                 request_timeout_s: float, security: ClientSecurity = PLAINTEXT,
+                 sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
+        self.sasl = sasl
         self.client_id = client_id
         self.security = security
         self.request_timeout_s = request_timeout_s
@@ -138,7 +143,7 @@ class BlockingConnectionPool:
         if conn is None or conn.closed:
             conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
                                            timeout=self.request_timeout_s,
-                                           security=self.security)
+                                           security=self.security, sasl=self.sasl)
             self._connections[key] = conn
         return conn
 

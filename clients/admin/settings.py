@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from clients.net.sasl import SaslCredentials
 
 from clients.net.security import CLIENT_SECURITY_PROTOCOLS, ClientSecurity
 from clients.net.tls import SSL_DEFAULTS, TlsConfigError
@@ -89,6 +92,10 @@ COMMON_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
     ConfigKey("security.protocol", lambda value: parse_str(value).upper(), "PLAINTEXT",
               check=one_of(*CLIENT_SECURITY_PROTOCOLS)),
+    ConfigKey("sasl.mechanism", parse_str, "GSSAPI"),
+    ConfigKey("sasl.username", parse_str, None),
+    ConfigKey("sasl.password", str, None),
+    ConfigKey("sasl.jaas.config", str, None),
 ) + tuple(ConfigKey(name, parse_str, None) for name in SSL_DEFAULTS)
 
 
@@ -99,6 +106,16 @@ def client_security(values: Mapping[str, Any]) -> ClientSecurity:
         return ClientSecurity.from_config(values)
     except TlsConfigError as exc:
         raise ConfigError(f"invalid configuration {exc.key!r}: {exc.reason}") from None
+
+
+def sasl_credentials_of(values: Mapping[str, Any]) -> "SaslCredentials | None":
+    """The SASL credentials a resolved client config asks for (None without SASL)."""
+    from clients.net.sasl import sasl_credentials
+
+    try:
+        return sasl_credentials(values)
+    except ValueError as exc:
+        raise ConfigError(f"invalid SASL configuration: {exc}") from None
 
 
 def resolve_config(keys: tuple[ConfigKey, ...], given: Mapping[str, Any] | None,

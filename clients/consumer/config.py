@@ -16,9 +16,11 @@ from clients.admin.settings import (
     parse_int,
     parse_str,
     resolve_config,
+    sasl_credentials_of,
 )
 from clients.consumer.group.assignors import assignor_names
 from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.interceptors import parse_interceptors
 from clients.serde import Deserializer, deserializer, is_identity
 
@@ -87,6 +89,7 @@ class ConsumerConfig:
     value_deserializer: Deserializer | None = None
     interceptors: Sequence[Any] = ()
     security: ClientSecurity = PLAINTEXT
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -102,6 +105,7 @@ class ConsumerConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(
             bootstrap_servers=servers,
+            sasl=sasl_credentials_of(values),
             client_id=values["client.id"],
             group_id=values["group.id"] or None,
             auto_offset_reset=values["auto.offset.reset"],

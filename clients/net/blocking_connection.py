@@ -12,6 +12,7 @@ from typing import Any
 
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
+from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_blocking_socket
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
@@ -42,7 +43,8 @@ class BlockingKafkaConnection(ConnectionBase):
 
     def __init__(self, host: str, port: int, client_id: str | None = "raftka",
                  timeout: float = DEFAULT_TIMEOUT_S,
-                 security: ClientSecurity = PLAINTEXT) -> None:
+                 security: ClientSecurity = PLAINTEXT,
+                 sasl: SaslCredentials | None = None) -> None:
         super().__init__(host, port, client_id)
         self.timeout = timeout
         self._sock = open_blocking_socket(host, port, security, timeout)
@@ -50,6 +52,15 @@ class BlockingKafkaConnection(ConnectionBase):
             request = self._session.api_versions_request()
             frame = self._exchange(request)
             self._session.apply_api_versions(request, frame)
+            if sasl is not None:
+                steps = sasl_steps(self._session, sasl)
+                outgoing = next(steps)
+                while True:
+                    frame = self._exchange(outgoing)
+                    try:
+                        outgoing = steps.send(frame)
+                    except StopIteration:
+                        break
         except BaseException:
             self.close()
             raise

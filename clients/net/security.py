@@ -16,7 +16,7 @@ from clients.net.tls_context import build_context
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # The protocols the client connection layer can speak.
-CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 CLIENT_SECURITY_KEYS = ("security.protocol", *SSL_DEFAULTS)
 

@@ -18,6 +18,7 @@ import trio
 
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
+from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_transport
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
@@ -63,9 +64,10 @@ class KafkaConnection(ConnectionBase):
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
                       timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
                       security: ClientSecurity = PLAINTEXT,
+                      sasl: SaslCredentials | None = None,
                       local_address: str | None = None) -> KafkaConnection:
-        """Open a TCP connection (TLS when ``security`` says so) and negotiate API versions,
-        all within ``timeout`` seconds.
+        """Open a TCP connection (TLS when ``security`` says so), negotiate API versions
+        and (with ``sasl``) authenticate, each step within ``timeout`` seconds.
 
         ``local_address`` (an IP address) binds the connection's source address.
 
@@ -85,6 +87,15 @@ class KafkaConnection(ConnectionBase):
             request = conn._session.api_versions_request()
             frame = await conn._exchange(request, timeout)
             conn._session.apply_api_versions(request, frame)
+            if sasl is not None:
+                steps = sasl_steps(conn._session, sasl)
+                outgoing = next(steps)
+                while True:
+                    frame = await conn._exchange(outgoing, timeout)
+                    try:
+                        outgoing = steps.send(frame)
+                    except StopIteration:
+                        break
         except BaseException:
             await conn.aclose()
             raise

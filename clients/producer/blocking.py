@@ -54,7 +54,7 @@ class BlockingProducer:
         self._core = ProducerCore(config)
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
                                             config.request_timeout_ms / 1000,
-                                            security=config.security)
+                                            security=config.security, sasl=config.sasl)
         self._closed = False
         self._next_check_ms = 0.0  # when send() must next look for sendable batches
         self._transactions = BlockingTransactions(self._core, self._pool, self.flush)

@@ -16,9 +16,11 @@ from clients.admin.settings import (
     parse_int,
     parse_str,
     resolve_config,
+    sasl_credentials_of,
 )
 from clients.interceptors import parse_interceptors
 from clients.net import PLAINTEXT, ClientSecurity, parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
 
@@ -94,6 +96,7 @@ class ProducerConfig:
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60000
     security: ClientSecurity = PLAINTEXT
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -114,6 +117,7 @@ class ProducerConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(
             bootstrap_servers=servers,
+            sasl=sasl_credentials_of(values),
             client_id=values["client.id"],
             acks=values["acks"],
             linger_ms=values["linger.ms"],

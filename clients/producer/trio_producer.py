@@ -64,7 +64,7 @@ class Producer:
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
                                         config.request_timeout_ms / 1000,
-                                        security=config.security)
+                                        security=config.security, sasl=config.sasl)
         self._wakeup = trio.Event()
         self._changed = trio.Event()
         self._flushing = 0

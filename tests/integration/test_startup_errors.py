@@ -74,21 +74,36 @@ def refused(port: int) -> bool:
         return sock.connect_ex((HOST, port)) != 0
 
 
-# --- listeners whose security protocol Raftka does not serve -------------------------------
+# --- security settings that stop start-up ----------------------------------------------
 
-@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
-def test_a_sasl_listener_stops_start_up_in_one_line(
-        single_node: tuple[Path, int, int], protocol: str) -> None:
+def test_a_sasl_inter_broker_listener_without_credentials_stops_start_up_naming_the_key(
+        single_node: tuple[Path, int, int]) -> None:
     config, client, controller = single_node
+    protocol = "SASL_PLAINTEXT"
     result = raftka("server", "start", str(config), "--override",
                     f"listeners={protocol}://{HOST}:{client},CONTROLLER://{HOST}:{controller}",
                     "--override", f"inter.broker.listener.name={protocol}")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"raftka server: inter.broker.listener.name: inter-broker listener "
-        f"{protocol}://{HOST}:{client} uses security protocol {protocol}; Raftka does not "
-        "support it yet (only PLAINTEXT and SSL) and will not serve plaintext in its place"]
+        "raftka server: listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config: is "
+        "required with username and password: brokers authenticate to each other with "
+        "SCRAM-SHA-512"]
     assert refused(client)
+
+
+def test_an_unsupported_sasl_mechanism_stops_start_up_naming_the_key(
+        single_node: tuple[Path, int, int]) -> None:
+    """Kafka's default mechanism, GSSAPI, is not offered: asking for it stops start-up."""
+    config, client, controller = single_node
+    result = raftka("server", "start", str(config), "--override",
+                    f"listeners=PLAINTEXT://{HOST}:{client},SASL_PLAINTEXT://{HOST}:"
+                    f"{client + 2},CONTROLLER://{HOST}:{controller}",
+                    "--override", "sasl.enabled.mechanisms=GSSAPI")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "raftka server: sasl.enabled.mechanisms: mechanism GSSAPI is not supported (Raftka "
+        "supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"]
+    assert refused(client) and refused(client + 2)
 
 
 def test_an_ssl_listener_without_its_keystore_stops_start_up_naming_the_key(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.apis import admin, controller, core, fetch, groups, metadata, offsets, produce
-from clients.protocol.apis import transactions, txn_markers
+from clients.protocol.apis import scram, transactions, txn_markers
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
     for module in (core, metadata, produce, fetch, groups, offsets, admin, controller,
-                   transactions, txn_markers)
+                   scram, transactions, txn_markers)
     for api in module.APIS
 }
 

@@ -220,45 +220,15 @@ def test_keys_the_node_reads_are_typed_attributes_parsed_once() -> None:
         getattr(c, "no_such_key_ms")
 
 
-# --- security protocols: nothing but PLAINTEXT and SSL is served, nothing else as plaintext -
-
-TLS_AND_SASL = ["SASL_PLAINTEXT", "SASL_SSL"]
-
-
-@pytest.mark.parametrize("protocol", TLS_AND_SASL)
-def test_a_listener_named_for_an_unsupported_protocol_is_refused(protocol: str) -> None:
-    with pytest.raises(ConfigError) as failure:
-        config(listeners=f"PLAINTEXT://127.0.0.1:9092,{protocol}://127.0.0.1:9096,"
-                         "CONTROLLER://127.0.0.1:9093")
-    assert failure.value.key == "listeners"
-    assert f"listener {protocol}://127.0.0.1:9096 uses security protocol {protocol};" in str(
-        failure.value)
-    assert "not support" in str(failure.value)
+# --- security protocols: every broker listener protocol is served; a controller listener
+# with SASL stops start-up, never served plaintext ------------------------------------------
 
 
-@pytest.mark.parametrize("protocol", TLS_AND_SASL)
-def test_a_listener_mapped_to_an_unsupported_protocol_is_refused(protocol: str) -> None:
-    with pytest.raises(ConfigError) as failure:
-        config(listeners="PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9096,"
-                         "CONTROLLER://127.0.0.1:9093",
-               listener_security_protocol_map=f"PLAINTEXT:PLAINTEXT,EXTERNAL:{protocol},"
-                                              "CONTROLLER:PLAINTEXT")
-    assert failure.value.key == "listeners"
-    assert (f"listener EXTERNAL://127.0.0.1:9096 uses security protocol {protocol} "
-            "(listener.security.protocol.map)") in str(failure.value)
-
-
-def test_the_inter_broker_listener_is_named_in_its_own_key() -> None:
+def test_a_sasl_inter_broker_listener_needs_its_credentials() -> None:
     with pytest.raises(ConfigError) as failure:
         config(listeners="SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
                inter_broker_listener_name="SASL_PLAINTEXT")
-    assert failure.value.key == "inter.broker.listener.name"
-    assert ("inter-broker listener SASL_PLAINTEXT://127.0.0.1:9092 uses security protocol "
-            "SASL_PLAINTEXT") in str(failure.value)
-    with pytest.raises(ConfigError) as failure:
-        config(security_inter_broker_protocol="SASL_SSL")
-    assert failure.value.key == "security.inter.broker.protocol"
-    assert "SASL_SSL" in str(failure.value)
+    assert failure.value.key == "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"
     assert config(security_inter_broker_protocol="plaintext").inter_broker_listener_name == \
         "PLAINTEXT"
 

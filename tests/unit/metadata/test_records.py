@@ -13,6 +13,7 @@ import pytest
 
 from metadata.errors import MetadataRecordError
 from metadata.record_codec import decode_record, encode_record
+from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from metadata.records import (
     RECORD_CLASSES,
     BrokerEndpoint,
@@ -101,6 +102,9 @@ SAMPLES = [
     ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=2000),
     BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=5, fenced=-1, in_controlled_shutdown=1),
     NoOpRecord(),
+    UserScramCredentialRecord(name="alice", mechanism=2, salt=b"s", stored_key=b"k",
+                              server_key=b"v", iterations=4096),
+    RemoveUserScramCredentialRecord(name="alice", mechanism=2),
 ]
 
 

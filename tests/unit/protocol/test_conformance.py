@@ -22,6 +22,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
     "WriteTxnMarkers": (0, 1), "DescribeProducers": (0, 0),
+    "DescribeUserScramCredentials": (0, 0), "AlterUserScramCredentials": (0, 0),
 }
 WANTED_VERSIONS.update({
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
