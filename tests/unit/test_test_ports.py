@@ -19,6 +19,7 @@ from broker.launcher.ports import (
     cluster_ports,
     configured_port_range,
     free_ports,
+    is_free,
     parse_port_range,
     pick_base_port,
 )
@@ -26,11 +27,24 @@ from broker.launcher.ports import (
 
 @pytest.fixture
 def listening() -> Iterator[socket.socket]:
-    """A port another process could hold: bound and listening on the loopback address."""
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        yield taken
+    """A port another process could hold: bound and listening on the loopback address.
+
+    It is taken from the test range, below the ephemeral ports, with the two-node cluster
+    block above it free: the tests below need exactly the taken port to be in use, and an
+    ephemeral port's neighbours come and go with other processes' connections."""
+    for _ in range(50):
+        base = pick_base_port(nodes=2)
+        if not all(is_free(port) for port in cluster_ports(2, 0, base + 1)):
+            continue
+        with socket.socket() as taken:
+            try:
+                taken.bind(("127.0.0.1", base))
+            except OSError:
+                continue
+            taken.listen()
+            yield taken
+            return
+    pytest.fail("no free two-node block of ports in the test range")
 
 
 def test_the_environment_variable_sets_the_range() -> None:
