@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from broker.apis.broker_apis import install_broker_apis
 from broker.apis.request import Authorizer, RequestRouter
@@ -38,7 +39,8 @@ from broker.log.checkpoints import read_meta_properties
 from broker.log.maintenance import LogMaintenance
 from broker.log.manager import LogManager
 from broker.metadata_bridge import MetadataBridge
-from broker.metrics import METRICS_FILE, MetricsRegistry, MetricsReporter
+from broker.metrics.broker_collector import BrokerCollector
+from broker.metrics.stats import RequestStats
 from broker.network import NetworkServer, ServerSettings
 from broker.producer_id_manager import BlockSource, ProducerIdManager, controller_block_source
 from broker.replica.alter_partition import AlterPartitionManager
@@ -90,7 +92,8 @@ class BrokerServer:
                  listeners: Sequence[Listener] | None = None,
                  producer_id_source: BlockSource | None = None,
                  create_offsets_topic: CreateTopic | None = None,
-                 authorizer: Authorizer | None = None) -> None:
+                 authorizer: Authorizer | None = None,
+                 metrics: CollectorRegistry | None = None) -> None:
         self.config = config
         self.cluster_id = cluster_id
         self.image = image
@@ -101,10 +104,14 @@ class BrokerServer:
         self.producer_id_source = producer_id_source
         self.create_offsets_topic = create_offsets_topic
         self.startup_error: NodeStartupError | None = None
+        # The node's /metrics registry: the broker adds its collector while it runs.
+        self.metrics = metrics
+        self.request_stats = RequestStats()
         self.addresses: Mapping[str, tuple[str, int]] = {}
         # The listeners exist from the start so a node can bind them before anything else
         # (`network.bind()`); the request layer is installed on the router by `run`.
         self.router = RequestRouter(authorizer)
+        self.router.observer = self.request_stats.record
         self.network = NetworkServer(self.listeners, self.router,
                                      ServerSettings.from_config(config))
         # Built by `run`.
@@ -112,6 +119,7 @@ class BrokerServer:
         self.replica_manager: ReplicaManager
         self.auto_creator: TopicAutoCreator
         self.group_coordinator: GroupCoordinator
+        self.collector: BrokerCollector
         self.lifecycle: BrokerLifecycleManager | None = None
 
     async def run(self, shutdown: trio.Event, *,
@@ -126,10 +134,6 @@ class BrokerServer:
         maintenance = LogMaintenance(logs, config)
         self.replica_manager = replicas = ReplicaManager(config.node_id, logs,
                                                          config.log_defaults())
-        metrics = MetricsRegistry()
-        register_replica_gauges(metrics, replicas)
-        reporter = MetricsReporter(metrics, logs.log_dirs[0] / METRICS_FILE,
-                                   config.raftka_metrics_interval_ms, config.node_id)
         fetchers = ReplicaFetcherManager(config.node_id, replicas,
                                          FetcherSettings.from_config(config))
         isr_changes = None
@@ -152,14 +156,17 @@ class BrokerServer:
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
         network = self.network
+        self.collector = BrokerCollector(replicas, logs, network, self.request_stats, groups)
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
         try:
             async with AsyncExitStack() as stack:
                 parts = _Parts(stack)
+                if self.metrics is not None:
+                    self.metrics.register(self.collector)
+                    stack.callback(self.metrics.unregister, self.collector)
                 await parts.start(maintenance.run)
-                await parts.start(reporter.run)
                 await parts.start(fetchers.run)
                 if isr_changes is not None:
                     await parts.start(isr_changes.run)
@@ -240,16 +247,6 @@ class BrokerServer:
             logger.error("%s", message)
             self.startup_error = NodeStartupError(message)
         return caught_up
-
-
-def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager) -> None:
-    """The ReplicaManager's gauges under Kafka's names (kafka.server:type=ReplicaManager,
-    plus the controller's OfflinePartitionsCount as this broker's image shows it)."""
-    registry.gauge("UnderReplicatedPartitions", lambda: replicas.under_replicated_partitions)
-    registry.gauge("UnderMinIsrPartitionCount", lambda: replicas.under_min_isr_partitions)
-    registry.gauge("LeaderCount", lambda: replicas.leader_count)
-    registry.gauge("PartitionCount", lambda: replicas.partition_count)
-    registry.gauge("OfflinePartitionsCount", lambda: replicas.offline_partitions)
 
 
 def broker_identity(config: "ServerConfig", cluster_id: str) -> BrokerIdentity:

@@ -154,7 +154,8 @@ class ProduceHandler:
     async def _await_replication(self, pending: list[_Pending], timeout_ms: int) -> None:
         """Kafka's DelayedProduce: wait until each HW passes its batch, or time out."""
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
-        with self._replicas.purgatory.watch(p.partition.key for p in pending) as waiter:
+        with self._replicas.purgatory.watch((p.partition.key for p in pending),
+                                            "Produce") as waiter:
             while True:
                 pending = [p for p in pending if not self._settled(p)]
                 if not pending or not await waiter.wait(deadline):

@@ -50,12 +50,15 @@ def moved(sample: Path, target_dir: Path, shift: int) -> Path:
 
 
 def ports_of(config: Path) -> list[int]:
-    """Every port a node of this config binds: its listeners and, for a voter, its Raft
-    port."""
+    """Every port a node of this config binds: its listeners, its metrics listener and, for
+    a voter, its Raft port."""
     text = config.read_text()
     listeners = re.search(r"^listeners=(.*)$", text, re.M)
     assert listeners is not None
     ports = [int(p) for p in re.findall(r":(\d+)", listeners.group(1))]
+    metrics = re.search(r"^raftka\.metrics\.listener=http://127\.0\.0\.1:(\d+)$", text, re.M)
+    assert metrics is not None
+    ports.append(int(metrics.group(1)))
     node_id = re.search(r"^node\.id=(\d+)$", text, re.M)
     voters = re.search(r"^controller\.quorum\.voters=(.*)$", text, re.M)
     assert node_id is not None and voters is not None
