@@ -75,6 +75,16 @@ def incremental_alter_configs_error(body: Mapping[str, Any], version: int, code:
         for res in body.get("resources") or ()]}
 
 
+def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict[str, Any]:
+    """Every named partition with `code` (v0 has no top-level error code)."""
+    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+        {"topic": entry["topic"], "partition_result": [
+            {"partition_id": p, "error_code": code, "error_message": _message(code, message)}
+            for p in entry.get("partitions") or ()]}
+        for entry in body.get("topic_partitions") or ()]}
+
+
 def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,
                           message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
@@ -85,6 +95,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_TOPICS: delete_topics_error,
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+    ApiKey.ELECT_LEADERS: elect_leaders_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

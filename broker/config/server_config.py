@@ -341,6 +341,10 @@ class ServerConfig:
         return self._int("leader.imbalance.check.interval.seconds")
 
     @property
+    def leader_imbalance_per_broker_percentage(self) -> int:
+        return self._int("leader.imbalance.per.broker.percentage")
+
+    @property
     def broker_heartbeat_interval_ms(self) -> int:
         return self._int("broker.heartbeat.interval.ms")
 
