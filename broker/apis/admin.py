@@ -77,12 +77,15 @@ def incremental_alter_configs_error(body: Mapping[str, Any], version: int, code:
 
 def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
                         message: str | None = None) -> dict[str, Any]:
-    """Every named partition with `code` (v0 has no top-level error code)."""
-    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+    """Every named partition with `code`, and the top-level error from v1 (v0 has none)."""
+    response: dict[str, Any] = {"throttle_time_ms": 0, "replica_election_results": [
         {"topic": entry["topic"], "partition_result": [
             {"partition_id": p, "error_code": code, "error_message": _message(code, message)}
             for p in entry.get("partitions") or ()]}
         for entry in body.get("topic_partitions") or ()]}
+    if version >= 1:
+        response["error_code"] = code
+    return response
 
 
 def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "broker.cli.groups",
     "broker.cli.manager",
     "broker.cli.leader_election",
+    "broker.cli.log_dirs",
 )
 
 
