@@ -88,6 +88,11 @@ def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
     return response
 
 
+def unregister_broker_error(body: Mapping[str, Any], version: int, code: int,
+                            message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": _message(code, message)}
+
+
 def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,
                           message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
@@ -99,6 +104,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
     ApiKey.ELECT_LEADERS: elect_leaders_error,
+    ApiKey.UNREGISTER_BROKER: unregister_broker_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

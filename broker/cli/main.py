@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "broker.cli.manager",
     "broker.cli.leader_election",
     "broker.cli.log_dirs",
+    "broker.cli.cluster",
 )
 
 

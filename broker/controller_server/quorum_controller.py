@@ -37,7 +37,12 @@ from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
 from kraft.status import QuorumStatus
 from metadata.controller.alter_partition import alter_partition
-from metadata.controller.brokers import broker_heartbeat, fence_expired_brokers, register_broker
+from metadata.controller.brokers import (
+    broker_heartbeat,
+    fence_expired_brokers,
+    register_broker,
+    unregister_broker,
+)
 from metadata.controller.configs import incremental_alter_configs
 from metadata.controller.leader_election import elect_leaders, rebalance_changes
 from metadata.controller.partitions import create_partitions
@@ -139,6 +144,7 @@ class QuorumController:
                 (ApiKey.DELETE_TOPICS, self.handle_delete_topics),
                 (ApiKey.CREATE_PARTITIONS, self.handle_create_partitions),
                 (ApiKey.ELECT_LEADERS, self.handle_elect_leaders),
+                (ApiKey.UNREGISTER_BROKER, self.handle_unregister_broker),
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
@@ -187,6 +193,22 @@ class QuorumController:
                                    ctx: RequestContext) -> dict[str, Any]:
         body = request.body
         return await self.submit(request, lambda image, now: elect_leaders(image, body, now))
+
+    async def handle_unregister_broker(self, request: DecodedRequest,
+                                       ctx: RequestContext) -> dict[str, Any]:
+        broker_id = int(request.body["broker_id"])
+
+        def decide(image: MetadataImage, now_ms: int) -> tuple[list[MetadataRecord],
+                                                               dict[str, Any]]:
+            records, code = unregister_broker(image, broker_id, self.settings)
+            if code == ErrorCode.NONE:
+                logger.info("unregistering broker %d", broker_id)
+            message = None if code == ErrorCode.NONE else (
+                f"Broker {broker_id} is not registered.")
+            return records, {"throttle_time_ms": 0, "error_code": code,
+                             "error_message": message}
+
+        return await self.submit(request, decide)
 
     async def handle_incremental_alter_configs(self, request: DecodedRequest,
                                                ctx: RequestContext) -> dict[str, Any]:

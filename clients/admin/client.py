@@ -115,6 +115,9 @@ class Admin:
                                 ) -> list[cops.LogDirDescription]:
         return await self._run(cops.describe_log_dirs(broker_id, topics))
 
+    async def unregister_broker(self, broker_id: int) -> None:
+        await self._run(cops.unregister_broker(broker_id))
+
     async def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                                ) -> dict[str, ops.ConfigEntry]:
         return await self._run(ops.describe_configs(topic, ops.TOPIC_RESOURCE, keys))
@@ -244,6 +247,10 @@ class BlockingAdmin:
                           ) -> list[cops.LogDirDescription]:
         """Broker `broker_id`'s log directories and the replicas in each."""
         return self._run(cops.describe_log_dirs(broker_id, topics))
+
+    def unregister_broker(self, broker_id: int) -> None:
+        """Remove broker `broker_id`, gone for good, from the cluster (UnregisterBroker)."""
+        self._run(cops.unregister_broker(broker_id))
 
     def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                          ) -> dict[str, ops.ConfigEntry]:

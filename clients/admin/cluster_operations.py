@@ -93,3 +93,10 @@ def describe_log_dirs(broker_id: int, topics: Iterable[str] | None = None) -> Op
          for t in result["topics"] for p in t["partitions"]],
         result.get("total_bytes", -1), result.get("usable_bytes", -1))
         for result in response["results"]]
+
+
+def unregister_broker(broker_id: int) -> Operation:
+    """UnregisterBroker: remove a broker that is gone for good from the cluster's metadata."""
+    response = yield Call(ApiKey.UNREGISTER_BROKER, _fixed({"broker_id": broker_id}))
+    _raise_for(response["error_code"], response.get("error_message"), f"broker {broker_id}")
+    return None

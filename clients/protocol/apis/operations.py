@@ -1,4 +1,4 @@
-"""Cluster operation APIs: leader elections and log directory descriptions."""
+"""Cluster operation APIs: leader elections, log directory descriptions, decommissioning."""
 
 from __future__ import annotations
 
@@ -58,4 +58,16 @@ DESCRIBE_LOG_DIRS = Api(
     ),
 )
 
-APIS = (ELECT_LEADERS, DESCRIBE_LOG_DIRS)
+UNREGISTER_BROKER = Api(
+    ApiKey.UNREGISTER_BROKER, "UnregisterBroker", (0, 0), flexible="0+",
+    request=(
+        Field("broker_id", INT32, "0+"),
+    ),
+    response=(
+        Field("throttle_time_ms", INT32, "0+"),
+        Field("error_code", INT16, "0+"),
+        Field("error_message", STRING, "0+", nullable="0+"),
+    ),
+)
+
+APIS = (ELECT_LEADERS, DESCRIBE_LOG_DIRS, UNREGISTER_BROKER)

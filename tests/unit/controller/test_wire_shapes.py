@@ -28,6 +28,7 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.BROKER_REGISTRATION: {"broker_id": 1},
     ApiKey.BROKER_HEARTBEAT: {"broker_id": 1, "broker_epoch": 5},
     ApiKey.ALLOCATE_PRODUCER_IDS: {"broker_id": 1, "broker_epoch": 5},
+    ApiKey.UNREGISTER_BROKER: {"broker_id": 4},
     ApiKey.ELECT_LEADERS: {"election_type": 0, "topic_partitions": [
         {"topic": "a", "partitions": [0, 1]}]},
 }

@@ -26,6 +26,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
 # Controller RPCs: every version the reference declares valid.
 ALL_REFERENCE_VERSIONS = (
     "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "DescribeQuorum", "AllocateProducerIds",
+    "UnregisterBroker",
 )
 
 _INT_TYPES = {"int8", "int16", "uint16", "int32", "uint32", "int64"}
