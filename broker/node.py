@@ -120,7 +120,7 @@ class _Node:
                 cluster_id=self.cluster_id, config=config)
             controller_server = NetworkServer(self.controller_listeners, controller_router,
                                               self.settings)
-            elections = ElectionCounter()
+            elections = ElectionCounter(lambda: controller is not None and controller.is_active)
             self.state.add_publisher(elections)
             registry.register(ControllerCollector(controller, elections))
         broker = None

@@ -9,7 +9,7 @@ cluster's value.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 class ElectionCounter:
     """A metadata publisher counting leader elections as they are applied: a partition
     whose leader changed to a live replica. One elected from outside the previous ISR is
-    also an unclean election (Kafka's UncleanLeaderElectionsPerSec)."""
+    also an unclean election (Kafka's UncleanLeaderElectionsPerSec). Like Kafka's
+    ControllerStats, it counts only while `counting()` (this node is the active
+    controller), so replaying the metadata log at start-up counts nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, counting: Callable[[], bool] = lambda: True) -> None:
+        self._counting = counting
         self._lock = threading.Lock()
         self.elections = 0
         self.unclean_elections = 0
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        if not self._counting():
+            return
         elections = unclean = 0
         for change in delta.changed_partitions():
             previous, current = change.previous, change.current
@@ -106,8 +111,8 @@ class ControllerCollector(Collector):
                      status.log_end_offset)
         yield CounterMetricFamily(
             "kafka_controller_controllerstats_leaderelections",
-            "Partition leader elections applied since this node started (the count of "
-            "Kafka's LeaderElectionRateAndTimeMs).",
+            "Partition leader elections applied while this node was the active controller "
+            "(the count of Kafka's LeaderElectionRateAndTimeMs).",
             value=self.elections.elections)
         yield CounterMetricFamily(
             "kafka_controller_controllerstats_uncleanleaderelections",

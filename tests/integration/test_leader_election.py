@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from broker.testing.metrics import metrics_url, scrape, value
 from tests.conftest import REPO_ROOT
 from tests.integration.quorum_helpers import (
     QuorumCluster,
@@ -114,12 +115,22 @@ def test_the_automatic_rebalance_moves_leadership_back(start_cluster):
         "leader.imbalance.check.interval.seconds": "2"})
     create_assigned(cluster, TOPIC, ASSIGNMENT)
     wait_preferred(cluster, via=3)
+    elections_before = elections(cluster)
     cluster.terminate(1)
     wait_for(lambda: leaders(cluster, 3).get(0, (1,))[0] not in (1, -1), 30,
              "leadership of partition 0 to leave broker 1")
     cluster.restart(1)
     # Broker 1 prefers one partition and leads none: 100% imbalance, over the default 10%.
     wait_preferred(cluster, via=3, timeout=60)
+    # The active controller counted the rebalance's election.
+    assert elections(cluster) >= elections_before + 1
+
+
+def elections(cluster: QuorumCluster) -> float:
+    """Leader elections the running controllers counted, summed over them."""
+    return sum(value(scrape(metrics_url("127.0.0.1", cluster.node(n).metrics_port)),
+                     "kafka_controller_controllerstats_leaderelections_total") or 0
+               for n in cluster.controller_ids if cluster.is_running(n))
 
 
 def test_an_election_without_a_live_isr_gets_kafkas_error(start_cluster):
