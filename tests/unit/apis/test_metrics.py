@@ -124,3 +124,19 @@ async def test_the_endpoint_serves_only_get_metrics(tmp_path):
         with pytest.raises(HTTPError) as missing:
             await trio.to_thread.run_sync(scrape, url.replace("/metrics", "/other"))
         assert missing.value.code == 404
+
+
+async def test_log_flushes_are_timed(tmp_path):
+    async with running_broker(tmp_path) as broker, serving_metrics(broker) as url:
+        broker.create_topic("durable", configs={"flush.messages": "1"})
+        before = value(await scraped(url), "kafka_log_logflushstats_logflushrateandtimems_count")
+        conn = await broker.connect()
+        for _ in range(3):
+            response = await conn.request(ApiKey.PRODUCE, produce_body("durable", batch([b"x"])))
+            assert only_partition(response)["error_code"] == 0
+        await conn.aclose()
+        after = await scraped(url)
+        # flush.messages=1: every append is fsynced, and each flush is timed.
+        assert value(after, "kafka_log_logflushstats_logflushrateandtimems_count") \
+            == (before or 0) + 3
+        assert value(after, "kafka_log_logflushstats_logflushrateandtimems_sum") > 0
