@@ -50,6 +50,13 @@ class RaftkaCluster:
     def node_ids(self) -> list[int]:
         return [node.node_id for node in self.info.nodes]
 
+    def metrics_url(self, node: int) -> str:
+        """Where ``node`` serves its Prometheus metrics (``/metrics``)."""
+        port = self.info.node(node).metrics_port
+        if port is None:
+            raise ValueError(f"node {node} serves no metrics (raftka.metrics.listener is empty)")
+        return f"http://127.0.0.1:{port}/metrics"
+
     def pid(self, node: int) -> int | None:
         """The node's process id while it runs, else None."""
         info = self.info.node(node)
