@@ -73,8 +73,8 @@ class CloseConnection(Exception):
 
 # Returns the response body, or None when no response is sent (Produce with acks=0).
 Handler = Callable[[DecodedRequest, RequestContext], Awaitable[dict | None]]
-# Told of every answered request: api key, api version, response body, milliseconds taken.
-RequestObserver = Callable[[int, int, "dict | None", float], None]
+# Told of every answered request: the request, its response body, milliseconds taken.
+RequestObserver = Callable[["DecodedRequest", "dict | None", float], None]
 
 
 class ErrorBody(Protocol):
@@ -147,8 +147,7 @@ class RequestRouter:
             body = await self._answer(request, connection)
             return body
         finally:
-            self.observer(request.api_key, request.api_version, body,
-                          (time.perf_counter() - started) * 1000)
+            self.observer(request, body, (time.perf_counter() - started) * 1000)
 
     async def _answer(self, request: DecodedRequest, connection: ConnectionContext
                       ) -> dict | None:

@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 from broker.metrics.histogram import Histogram
 from broker.metrics.stats import RequestStats
 from broker.group.model import GroupState
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ErrorCode
 
 if TYPE_CHECKING:
     from broker.group.coordinator import GroupCoordinator
@@ -36,14 +36,6 @@ if TYPE_CHECKING:
 
 # The delayed operations Kafka reports purgatory sizes for.
 PURGATORY_KINDS = ("Produce", "Fetch")
-
-
-def request_name(api_key: int) -> str:
-    """Kafka's request name for an API key (`ListOffsets`), or the number if unknown."""
-    try:
-        return "".join(word.title() for word in ApiKey(api_key).name.split("_"))
-    except ValueError:
-        return str(api_key)
 
 
 def error_name(code: int) -> str:
@@ -76,8 +68,7 @@ def request_families(stats: RequestStats) -> Iterator[Metric]:
         "kafka_network_requestmetrics_totaltimems",
         "Time from a request's arrival at its handler to its response, in milliseconds.",
         ["request"])
-    for api_key, counters in sorted(stats.apis.items()):
-        name = request_name(api_key)
+    for name, counters in sorted(stats.requests.items()):
         for version, count in sorted(counters.requests_by_version.items()):
             requests.add_metric([name, str(version)], count)
         for code, count in sorted(counters.errors_by_code.items()):

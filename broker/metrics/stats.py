@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from broker.metrics.histogram import Histogram
+from clients.protocol import ApiKey
 
 
 @dataclass
@@ -66,24 +67,45 @@ class ApiCounters:
     total_time_ms: Histogram = field(default_factory=Histogram)
 
 
+FETCH = 1
+FETCH_CONSUMER = "FetchConsumer"
+FETCH_FOLLOWER = "FetchFollower"
+
+
+def request_name(api_key: int) -> str:
+    """Kafka's request name for an API key (`ListOffsets`), or the number if unknown."""
+    try:
+        return "".join(word.title() for word in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return str(api_key)
+
+
 class RequestStats:
-    """Kafka's RequestMetrics per API. Error counts follow Kafka's `errorCounts()`: every
-    `error_code` in the response body is counted once, NONE included."""
+    """Kafka's RequestMetrics per request name. As in Kafka, a Fetch also counts under
+    FetchConsumer or FetchFollower (a follower's long polls would otherwise hide the
+    consumers' latency). Error counts follow Kafka's `errorCounts()`: every `error_code` in
+    the response body is counted once, NONE included."""
 
     def __init__(self) -> None:
-        self.apis: dict[int, ApiCounters] = {}
+        self.requests: dict[str, ApiCounters] = {}
 
-    def record(self, api_key: int, api_version: int, body: dict[str, Any] | None,
-               elapsed_ms: float) -> None:
-        counters = self.apis.get(api_key)
-        if counters is None:
-            counters = self.apis[api_key] = ApiCounters()
-        counters.requests_by_version[api_version] = (
-            counters.requests_by_version.get(api_version, 0) + 1)
-        counters.total_time_ms.observe(elapsed_ms)
-        if body is not None:
+    def record(self, request: Any, body: dict[str, Any] | None, elapsed_ms: float) -> None:
+        """`request` is a decoded request (api_key, api_version, body)."""
+        names = [request_name(request.api_key)]
+        if request.api_key == FETCH:
+            from_follower = int(request.body.get("replica_id", -1)) >= 0
+            names.append(FETCH_FOLLOWER if from_follower else FETCH_CONSUMER)
+        codes = list(error_codes(body)) if body is not None else []
+        for name in names:
+            counters = self.requests.get(name)
+            if counters is None:
+                counters = self.requests[name] = ApiCounters()
+            version = request.api_version
+            counters.requests_by_version[version] = (
+                counters.requests_by_version.get(version, 0) + 1)
+            counters.total_time_ms.observe(elapsed_ms)
             errors = counters.errors_by_code
-            for code in error_codes(body):
+            for code in codes:
                 errors[code] = errors.get(code, 0) + 1
 
 

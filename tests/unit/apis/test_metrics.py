@@ -63,6 +63,8 @@ async def test_produce_and_fetch_move_the_topic_and_request_metrics(tmp_path):
                      {"request": "Produce", "error": "NONE"}) == 1
         assert value(after, "kafka_network_requestmetrics_totaltimems_count",
                      {"request": "Fetch"}) == 1
+        assert value(after, "kafka_network_requestmetrics_totaltimems_count",
+                     {"request": "FetchConsumer"}) == 1
         assert value(after, "kafka_network_requestmetrics_totaltimems_bucket",
                      {"request": "Fetch", "le": "+Inf"}) == 1
         assert value(after, "kafka_server_socket_server_metrics_connection_count",

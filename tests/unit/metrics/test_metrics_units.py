@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -41,17 +42,31 @@ def test_histogram_buckets_are_cumulative_with_sum_and_count() -> None:
     assert (histogram.count, histogram.sum) == (4, 56.5)
 
 
+def request(api_key: int, version: int, **body: object) -> SimpleNamespace:
+    return SimpleNamespace(api_key=api_key, api_version=version, body=body)
+
+
 def test_request_stats_count_every_error_code_of_a_response() -> None:
     stats = RequestStats()
     body = {"throttle_time_ms": 0, "responses": [{"name": "t", "partition_responses": [
         {"index": 0, "error_code": 0, "records": b"\x00"},
         {"index": 1, "error_code": 6}]}]}
-    stats.record(0, 9, body, 3.0)
-    stats.record(0, 8, None, 1.0)
-    api = stats.apis[0]
-    assert api.requests_by_version == {9: 1, 8: 1}
-    assert api.errors_by_code == {0: 1, 6: 1}
-    assert api.total_time_ms.count == 2
+    stats.record(request(0, 9), body, 3.0)
+    stats.record(request(0, 8), None, 1.0)
+    produce = stats.requests["Produce"]
+    assert produce.requests_by_version == {9: 1, 8: 1}
+    assert produce.errors_by_code == {0: 1, 6: 1}
+    assert produce.total_time_ms.count == 2
+
+
+def test_fetches_also_count_as_consumer_or_follower_fetches() -> None:
+    stats = RequestStats()
+    stats.record(request(1, 12, replica_id=-1), {"error_code": 0, "responses": []}, 2.0)
+    stats.record(request(1, 12, replica_id=2), {"error_code": 0, "responses": []}, 500.0)
+    assert stats.requests["Fetch"].total_time_ms.count == 2
+    assert stats.requests["FetchConsumer"].total_time_ms.sum == 2.0
+    assert stats.requests["FetchFollower"].total_time_ms.sum == 500.0
+    assert stats.requests["Fetch"].errors_by_code == {0: 2}
 
 
 def test_topic_stats_split_client_and_replication_traffic_and_forget_deleted_topics() -> None:
