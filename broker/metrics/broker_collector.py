@@ -45,11 +45,6 @@ def error_name(code: int) -> str:
         return str(code)
 
 
-def histogram_family(name: str, documentation: str, labels: list[str]
-                     ) -> HistogramMetricFamily:
-    return HistogramMetricFamily(name, documentation, labels=labels)
-
-
 def add_histogram(family: HistogramMetricFamily, labels: list[str],
                   histogram: Histogram) -> None:
     family.add_metric(labels, histogram.cumulative(), histogram.sum)
@@ -64,10 +59,10 @@ def request_families(stats: RequestStats) -> Iterator[Metric]:
         "kafka_network_requestmetrics_errors",
         "Error codes in responses, by API and error (NONE included, as Kafka counts them).",
         labels=["request", "error"])
-    total_time = histogram_family(
+    total_time = HistogramMetricFamily(
         "kafka_network_requestmetrics_totaltimems",
         "Time from a request's arrival at its handler to its response, in milliseconds.",
-        ["request"])
+        labels=["request"])
     for name, counters in sorted(stats.requests.items()):
         for version, count in sorted(counters.requests_by_version.items()):
             requests.add_metric([name, str(version)], count)
@@ -174,8 +169,9 @@ class BrokerCollector(Collector):
         yield size
         yield end
         yield start
-        flush = histogram_family("kafka_log_logflushstats_logflushrateandtimems",
-                                 "Time each log flush (fsync) took, in milliseconds.", [])
+        flush = HistogramMetricFamily("kafka_log_logflushstats_logflushrateandtimems",
+                                      "Time each log flush (fsync) took, in milliseconds.",
+                                      labels=[])
         add_histogram(flush, [], self.logs.flush_time_ms)
         yield flush
 
