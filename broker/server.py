@@ -40,6 +40,7 @@ from broker.log.maintenance import LogMaintenance
 from broker.log.manager import LogManager
 from broker.metadata_bridge import MetadataBridge
 from broker.metrics.broker_collector import BrokerCollector
+from broker.metrics.remote_offsets import RemoteEndOffsets, admin_end_offsets
 from broker.metrics.stats import RequestStats
 from broker.network import NetworkServer, ServerSettings
 from broker.producer_id_manager import BlockSource, ProducerIdManager, controller_block_source
@@ -156,7 +157,9 @@ class BrokerServer:
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
         network = self.network
-        self.collector = BrokerCollector(replicas, logs, network, self.request_stats, groups)
+        remote_offsets = self._remote_offsets(replicas, groups)
+        self.collector = BrokerCollector(replicas, logs, network, self.request_stats, groups,
+                                         remote_offsets)
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
@@ -167,6 +170,8 @@ class BrokerServer:
                     self.metrics.register(self.collector)
                     stack.callback(self.metrics.unregister, self.collector)
                 await parts.start(maintenance.run)
+                if remote_offsets is not None:
+                    await parts.start(remote_offsets.run)
                 await parts.start(fetchers.run)
                 if isr_changes is not None:
                     await parts.start(isr_changes.run)
@@ -199,6 +204,26 @@ class BrokerServer:
         coordinator loads it), then the group coordinator."""
         self.replica_manager.on_metadata_update(delta, image)
         await self.group_coordinator.on_metadata(delta, image)
+
+    def _remote_offsets(self, replicas: ReplicaManager,
+                        groups: GroupCoordinator) -> RemoteEndOffsets | None:
+        """High watermarks of the partitions this broker's groups commit to but it holds no
+        replica of (for their lag), read through its own inter-broker listener; None for a
+        broker outside a cluster (no controller)."""
+        if self.controller is None or self.metrics is None:
+            return None
+        config = self.config
+        listener = next((l for l in config.advertised_listeners
+                         if l.name == config.inter_broker_listener_name), None)
+        if listener is None:
+            return None
+
+        def wanted() -> list[tuple[str, int]]:
+            return [tp for group in groups.engine.groups.values() for tp in group.offsets
+                    if replicas.get_partition(*tp) is None]
+
+        return RemoteEndOffsets(wanted, admin_end_offsets(
+            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag"))
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch

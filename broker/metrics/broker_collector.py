@@ -31,6 +31,7 @@ from clients.protocol import ErrorCode
 if TYPE_CHECKING:
     from broker.group.coordinator import GroupCoordinator
     from broker.log.manager import LogManager
+    from broker.metrics.remote_offsets import RemoteEndOffsets
     from broker.network import NetworkServer
     from broker.replica.manager import ReplicaManager
 
@@ -79,12 +80,14 @@ class BrokerCollector(Collector):
 
     def __init__(self, replicas: "ReplicaManager", logs: "LogManager",
                  network: "NetworkServer", requests: RequestStats,
-                 groups: "GroupCoordinator") -> None:
+                 groups: "GroupCoordinator",
+                 remote_offsets: "RemoteEndOffsets | None" = None) -> None:
         self.replicas = replicas
         self.logs = logs
         self.network = network
         self.requests = requests
         self.groups = groups
+        self.remote_offsets = remote_offsets
 
     def collect(self) -> Iterator[Metric]:
         yield from self._replica_manager()
@@ -187,7 +190,7 @@ class BrokerCollector(Collector):
                                    labels=["consumergroup", "topic", "partition"])
         lag = GaugeMetricFamily(
             "kafka_consumergroup_lag",
-            "High watermark minus the group's committed offset, per partition hosted here.",
+            "High watermark minus the group's committed offset, per partition.",
             labels=["consumergroup", "topic", "partition"])
         for group_id, group in sorted(self.groups.engine.groups.items()):
             members.add_metric([group_id], len(group.members))
@@ -197,10 +200,19 @@ class BrokerCollector(Collector):
             for (topic, partition_id), committed in sorted(group.offsets.items()):
                 labels = [group_id, topic, str(partition_id)]
                 offset.add_metric(labels, committed.offset)
-                replica = self.replicas.get_partition(topic, partition_id)
-                if replica is not None:
-                    lag.add_metric(labels, max(replica.high_watermark - committed.offset, 0))
+                end = self._high_watermark(topic, partition_id)
+                if end is not None:
+                    lag.add_metric(labels, max(end - committed.offset, 0))
         yield members
         yield state
         yield offset
         yield lag
+
+    def _high_watermark(self, topic: str, partition_id: int) -> int | None:
+        """The local replica's high watermark, else the one last read from the leader."""
+        replica = self.replicas.get_partition(topic, partition_id)
+        if replica is not None:
+            return replica.high_watermark
+        if self.remote_offsets is None:
+            return None
+        return self.remote_offsets.end_offset((topic, partition_id))

@@ -123,3 +123,33 @@ def test_produce_fetch_and_group_lag_move_the_metrics(start_cluster):
                                labels) == 0, 15, "lag 0 after committing the end")
     finally:
         consumer.close()
+
+
+def test_lag_covers_partitions_the_coordinator_holds_no_replica_of(start_cluster):
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster: QuorumCluster = start_cluster(NODES, overrides=SETTINGS)
+    bootstrap = cluster.info.bootstrap_servers
+    create_topics(cluster.client_port(cluster.broker_ids[0]), {"near": (1, NODES)})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition("near", 0, 0)], asynchronous=False)
+        coordinator = wait_for(lambda: node_reporting(
+            cluster, "kafka_consumergroup_current_offset",
+            {"consumergroup": GROUP, "topic": "near"}, lambda v: v == 0), 15,
+            "the group's coordinator to report its offset")
+        elsewhere = next(b for b in cluster.broker_ids if b != coordinator)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("far", num_partitions=1,
+                                      replica_assignment=[[elsewhere]])])["far"].result(60)
+        produce(bootstrap, "far", [b"f%d" % i for i in range(10)], 1)
+        consumer.commit(offsets=[TopicPartition("far", 0, 4)], asynchronous=False)
+        labels = {"consumergroup": GROUP, "topic": "far", "partition": "0"}
+        # The coordinator reads the leader's high watermark every 10 s.
+        wait_for(lambda: value(scrape_node(cluster, coordinator), "kafka_consumergroup_lag",
+                               labels) == 6, 40,
+                 f"lag 6 on coordinator {coordinator} for a partition only {elsewhere} holds")
+    finally:
+        consumer.close()

@@ -110,3 +110,25 @@ def test_the_election_counter_counts_leader_changes_and_unclean_ones() -> None:
     image = image.apply(unclean)
     counter.on_metadata_update(unclean, image)
     assert (counter.elections, counter.unclean_elections) == (2, 1)
+
+
+async def test_remote_end_offsets_keep_old_values_on_failure_and_forget_unwanted() -> None:
+    from broker.metrics.remote_offsets import RemoteEndOffsets
+
+    wanted = [("a", 0), ("b", 1)]
+    answers: list[object] = [{("a", 0): 10, ("b", 1): 3}, OSError("leader gone"), {("a", 0): 12}]
+
+    async def read(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[return-value]
+
+    offsets = RemoteEndOffsets(lambda: wanted, read)
+    await offsets.refresh()
+    assert (offsets.end_offset(("a", 0)), offsets.end_offset(("b", 1))) == (10, 3)
+    await offsets.refresh()  # the read fails: the last values stay
+    assert offsets.end_offset(("a", 0)) == 10
+    wanted.remove(("b", 1))
+    await offsets.refresh()
+    assert (offsets.end_offset(("a", 0)), offsets.end_offset(("b", 1))) == (12, None)
