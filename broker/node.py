@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from broker.apis.request import RequestRouter
 from broker.controller_client import ControllerClient
@@ -27,6 +28,8 @@ from broker.errors import NodeStartupError
 from broker.lifecycle import LifecycleSettings
 from broker.log.checkpoints import read_meta_properties
 from broker.metadata_bridge import MetadataBridge
+from broker.metrics.controller_collector import ControllerCollector, ElectionCounter
+from broker.metrics.endpoint import MetricsEndpoint
 from broker.network import NetworkServer, ServerSettings
 from broker.server import BrokerServer
 from kraft.config import QuorumConfig
@@ -107,6 +110,9 @@ class _Node:
         controller = None
         controller_server = None
         controller_router = RequestRouter()
+        registry = CollectorRegistry()
+        listener = config.metrics_listener
+        metrics = None if listener is None else MetricsEndpoint(listener, registry)
         if config.is_controller:
             # Built before the quorum starts so its publisher sees the replayed journal.
             controller = QuorumController(
@@ -116,6 +122,9 @@ class _Node:
             controller_server = NetworkServer(self.controller_listeners, controller_router,
                                               self.settings,
                                               ssl_contexts=config.ssl_server_contexts())
+            elections = ElectionCounter(lambda: controller is not None and controller.is_active)
+            self.state.add_publisher(elections)
+            registry.register(ControllerCollector(controller, elections))
         broker = None
         controller_client = None
         if config.is_broker:
@@ -130,7 +139,8 @@ class _Node:
                 lifecycle=LifecycleSettings(
                     heartbeat_interval_s=config.broker_heartbeat_interval_ms / 1000,
                     session_timeout_s=config.broker_session_timeout_ms / 1000,
-                    request_timeout_s=config.controller_quorum_request_timeout_ms / 1000))
+                    request_timeout_s=config.controller_quorum_request_timeout_ms / 1000),
+                metrics=registry)
         servers = [server for server in (controller_server,
                                          broker.network if broker else None) if server]
         try:
@@ -139,8 +149,12 @@ class _Node:
             # cluster sees this node. Accepting starts later, when each server serves.
             for server in servers:
                 await _bind(server)
+            if metrics is not None:
+                _bind_metrics(metrics)
             await self._start_quorum()
             async with trio.open_nursery() as nursery:
+                if metrics is not None:
+                    await nursery.start(metrics.serve)
                 await nursery.start(self.bridge.run)
                 if controller is not None and controller_server is not None:
                     controller.register(controller_router)
@@ -159,6 +173,8 @@ class _Node:
             with trio.CancelScope(shield=True):
                 for server in servers:
                     await server.aclose()
+                if metrics is not None:
+                    metrics.close()
                 if controller_client is not None:
                     await controller_client.aclose()
 
@@ -182,6 +198,17 @@ async def _bind(server: NetworkServer) -> None:
         reason = exc.strerror or str(exc)
         hint = ("change the port in listeners or stop the process that holds it"
                 if exc.errno == errno.EADDRINUSE else "check listeners")
+        raise NodeStartupError(f"{reason}; {hint}") from exc
+
+
+def _bind_metrics(metrics: MetricsEndpoint) -> None:
+    """Bind the metrics listener; a port that cannot be bound stops start-up naming the key."""
+    try:
+        metrics.bind()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        hint = ("change raftka.metrics.listener (empty disables it) or stop the process that "
+                "holds the port")
         raise NodeStartupError(f"{reason}; {hint}") from exc
 
 

@@ -1,4 +1,4 @@
-"""Periodic background jobs for trio tasks: the log jobs, the metrics file."""
+"""Periodic background jobs for trio tasks: the log jobs."""
 
 from __future__ import annotations
 

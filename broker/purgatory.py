@@ -43,17 +43,22 @@ class Purgatory(Generic[K]):
 
     def __init__(self) -> None:
         self._watchers: dict[K, set[Waiter]] = {}
+        # Waiting requests by kind ("Produce", "Fetch"): Kafka's purgatory sizes.
+        self.waiting: dict[str, int] = {}
 
     @contextmanager
-    def watch(self, keys: Iterable[K]) -> Iterator[Waiter]:
-        """Register a new waiter under `keys` for the duration of the block."""
+    def watch(self, keys: Iterable[K], kind: str = "") -> Iterator[Waiter]:
+        """Register a new waiter under `keys` for the duration of the block; `kind` names
+        the delayed operation in the purgatory size metric."""
         waiter = Waiter()
         watched = list(dict.fromkeys(keys))
         for key in watched:
             self._watchers.setdefault(key, set()).add(waiter)
+        self.waiting[kind] = self.waiting.get(kind, 0) + 1
         try:
             yield waiter
         finally:
+            self.waiting[kind] -= 1
             for key in watched:
                 waiters = self._watchers.get(key)
                 if waiters is not None:

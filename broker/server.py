@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from broker.apis.broker_apis import install_broker_apis
 from broker.apis.request import Authorizer, RequestRouter
@@ -40,7 +41,9 @@ from broker.log.checkpoints import read_meta_properties
 from broker.log.maintenance import LogMaintenance
 from broker.log.manager import LogManager
 from broker.metadata_bridge import MetadataBridge
-from broker.metrics import METRICS_FILE, MetricsRegistry, MetricsReporter
+from broker.metrics.broker_collector import BrokerCollector
+from broker.metrics.remote_offsets import RemoteEndOffsets, admin_end_offsets
+from broker.metrics.stats import RequestStats
 from broker.network import NetworkServer, ServerSettings
 from broker.producer_id_manager import BlockSource, ProducerIdManager, controller_block_source
 from broker.replica.alter_partition import AlterPartitionManager
@@ -101,7 +104,8 @@ class BrokerServer:
                  listeners: Sequence[Listener] | None = None,
                  producer_id_source: BlockSource | None = None,
                  create_offsets_topic: CreateTopic | None = None,
-                 authorizer: Authorizer | None = None) -> None:
+                 authorizer: Authorizer | None = None,
+                 metrics: CollectorRegistry | None = None) -> None:
         self.config = config
         self.cluster_id = cluster_id
         self.image = image
@@ -112,10 +116,14 @@ class BrokerServer:
         self.producer_id_source = producer_id_source
         self.create_offsets_topic = create_offsets_topic
         self.startup_error: NodeStartupError | None = None
+        # The node's /metrics registry: the broker adds its collector while it runs.
+        self.metrics = metrics
+        self.request_stats = RequestStats()
         self.addresses: Mapping[str, tuple[str, int]] = {}
         # The listeners exist from the start so a node can bind them before anything else
         # (`network.bind()`); the request layer is installed on the router by `run`.
         self.router = RequestRouter(authorizer)
+        self.router.observer = self.request_stats.record
         self.network = NetworkServer(self.listeners, self.router,
                                      ServerSettings.from_config(config),
                                      ssl_contexts=config.ssl_server_contexts(),
@@ -128,6 +136,7 @@ class BrokerServer:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verifier: CoordinatorVerifier | None = None
         self.broker_channels: BrokerChannels | None = None
+        self.collector: BrokerCollector
         self.lifecycle: BrokerLifecycleManager | None = None
 
     async def run(self, shutdown: trio.Event, *,
@@ -142,10 +151,6 @@ class BrokerServer:
         maintenance = LogMaintenance(logs, config)
         self.replica_manager = replicas = ReplicaManager(config.node_id, logs,
                                                          config.log_defaults())
-        metrics = MetricsRegistry()
-        register_replica_gauges(metrics, replicas)
-        reporter = MetricsReporter(metrics, logs.log_dirs[0] / METRICS_FILE,
-                                   config.raftka_metrics_interval_ms, config.node_id)
         fetchers = ReplicaFetcherManager(config.node_id, replicas,
                                          FetcherSettings.from_config(config))
         isr_changes = None
@@ -173,15 +178,21 @@ class BrokerServer:
                 clean_shutdown_dir=config.metadata_log_dir)
         network = self.network
         logs.failures.subscribe(lambda path: self._on_log_dir_failure(path, shutdown))
-        logs.failures.subscribe(lambda path: _move_metrics_file(reporter, logs))
+        remote_offsets = self._remote_offsets(replicas, groups)
+        self.collector = BrokerCollector(replicas, logs, network, self.request_stats, groups,
+                                         remote_offsets)
         if self.metadata is not None:
             self.metadata.add_publisher(self)
         # -- start, serve, stop in reverse -----------------------------------------------------
         try:
             async with AsyncExitStack() as stack:
                 parts = _Parts(stack)
+                if self.metrics is not None:
+                    self.metrics.register(self.collector)
+                    stack.callback(self.metrics.unregister, self.collector)
                 await parts.start(maintenance.run)
-                await parts.start(reporter.run)
+                if remote_offsets is not None:
+                    await parts.start(remote_offsets.run)
                 await parts.start(fetchers.run)
                 if isr_changes is not None:
                     await parts.start(isr_changes.run)
@@ -236,6 +247,26 @@ class BrokerServer:
             logger.critical("%s", message)
             self.startup_error = NodeStartupError(message)
             shutdown.set()
+
+    def _remote_offsets(self, replicas: ReplicaManager,
+                        groups: GroupCoordinator) -> RemoteEndOffsets | None:
+        """High watermarks of the partitions this broker's groups commit to but it holds no
+        replica of (for their lag), read through its own inter-broker listener; None for a
+        broker outside a cluster (no controller)."""
+        if self.controller is None or self.metrics is None:
+            return None
+        config = self.config
+        listener = next((l for l in config.advertised_listeners
+                         if l.name == config.inter_broker_listener_name), None)
+        if listener is None:
+            return None
+
+        def wanted() -> list[tuple[str, int]]:
+            return [tp for group in groups.engine.groups.values() for tp in group.offsets
+                    if replicas.get_partition(*tp) is None]
+
+        return RemoteEndOffsets(wanted, admin_end_offsets(
+            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag"))
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
@@ -317,22 +348,6 @@ class BrokerServer:
             logger.error("%s", message)
             self.startup_error = NodeStartupError(message)
         return caught_up
-
-
-def _move_metrics_file(reporter: MetricsReporter, logs: LogManager) -> None:
-    """Keep writing the metrics file into a dir that is still online."""
-    if reporter.path.parent not in logs.online_dirs and logs.online_dirs:
-        reporter.path = logs.online_dirs[0] / METRICS_FILE
-
-
-def register_replica_gauges(registry: MetricsRegistry, replicas: ReplicaManager) -> None:
-    """The ReplicaManager's gauges under Kafka's names (kafka.server:type=ReplicaManager,
-    plus the controller's OfflinePartitionsCount as this broker's image shows it)."""
-    registry.gauge("UnderReplicatedPartitions", lambda: replicas.under_replicated_partitions)
-    registry.gauge("UnderMinIsrPartitionCount", lambda: replicas.under_min_isr_partitions)
-    registry.gauge("LeaderCount", lambda: replicas.leader_count)
-    registry.gauge("PartitionCount", lambda: replicas.partition_count)
-    registry.gauge("OfflinePartitionsCount", lambda: replicas.offline_partitions)
 
 
 def log_dir_ids(config: "ServerConfig") -> dict[str, uuid.UUID]:

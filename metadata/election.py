@@ -157,8 +157,8 @@ def leaderless_changes(
 def preferred_leader_changes(image: MetadataImage) -> list[PartitionChangeRecord]:
     """Move leadership back to the preferred (first) replica where it is live and in the ISR.
 
-    The controller runs this every `leader.imbalance.check.interval.seconds` when
-    `auto.leader.rebalance.enable` is set.
+    The automatic rebalance (`metadata.controller.leader_election.rebalance_changes`) does
+    this for the brokers over `leader.imbalance.per.broker.percentage` only.
     """
     out = []
     for topic, pid, part in iter_partitions(image):

@@ -27,6 +27,7 @@ class ControllerSettings:
     delete_topic_enable: bool = True  # delete.topic.enable
     auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds
+    leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
     producer_id_block_size: int = 1000
     validate_broker_config: Callable[[str, str], None] | None = None
     validate_topic_config: Callable[[str, str], None] | None = None

@@ -76,6 +76,24 @@ def incremental_alter_configs_error(body: Mapping[str, Any], version: int, code:
         for res in body.get("resources") or ()]}
 
 
+def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
+                        message: str | None = None) -> dict[str, Any]:
+    """Every named partition with `code`, and the top-level error from v1 (v0 has none)."""
+    response: dict[str, Any] = {"throttle_time_ms": 0, "replica_election_results": [
+        {"topic": entry["topic"], "partition_result": [
+            {"partition_id": p, "error_code": code, "error_message": _message(code, message)}
+            for p in entry.get("partitions") or ()]}
+        for entry in body.get("topic_partitions") or ()]}
+    if version >= 1:
+        response["error_code"] = code
+    return response
+
+
+def unregister_broker_error(body: Mapping[str, Any], version: int, code: int,
+                            message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": _message(code, message)}
+
+
 def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,
                           message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
@@ -87,6 +105,8 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials_error,
+    ApiKey.ELECT_LEADERS: elect_leaders_error,
+    ApiKey.UNREGISTER_BROKER: unregister_broker_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

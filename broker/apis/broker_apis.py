@@ -9,6 +9,7 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.configs import DescribeConfigsHandler
 from broker.apis.fetch import FetchHandler
 from broker.apis.groups import GroupHandlers
+from broker.apis.log_dirs import DescribeLogDirsHandler
 from broker.apis.metadata import AutoCreateTopics, MetadataHandlers
 from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
@@ -54,6 +55,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     DescribeConfigsHandler(config, image).register(router)
     DescribeScramHandler(image).register(router)
     GroupHandlers(groups, image, transactions).register(router)
+    DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids, transactions).register(router)
     if transactions is not None:

@@ -75,7 +75,7 @@ class FetchHandler:
         min_bytes = int(body.get("min_bytes", 0))
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
         keys = [(t["topic"], p["partition"]) for t in topics for p in t.get("partitions") or ()]
-        with self._replicas.purgatory.watch(keys) as waiter:
+        with self._replicas.purgatory.watch(keys, "Fetch") as waiter:
             while True:
                 result = self._read(body, replica_id)
                 if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
@@ -138,6 +138,7 @@ class FetchHandler:
                 # the HW and bring the follower back into the ISR.
                 self._replicas.on_follower_fetch(partition, replica_id, fetch_offset, now_ms())
             read = log.read(fetch_offset, limit, bound, min_one_batch)
+            self._replicas.topic_stats.record_fetch(topic, read.size, replica_id >= 0)
         except PARTITION_ERRORS as exc:
             entry["error_code"] = error_code_of(exc)
             result.has_error = True

@@ -45,7 +45,7 @@ async def await_replication(replicas: ReplicaManager, pending: list[PendingAppen
                             timeout_ms: int, fail: FailEntry) -> None:
     """Wait until every pending append settled; the ones left at the deadline time out."""
     deadline = trio.current_time() + max(timeout_ms, 0) / 1000
-    with replicas.purgatory.watch(p.partition.key for p in pending) as waiter:
+    with replicas.purgatory.watch((p.partition.key for p in pending), "Produce") as waiter:
         while True:
             pending = [p for p in pending if not _settled(replicas, p, fail)]
             if not pending or not await waiter.wait(deadline):

@@ -8,6 +8,7 @@ answer is its API's error body (defined once, in the API family's module).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
@@ -81,6 +82,8 @@ class CloseAfterResponse(CloseConnection):
 
 # Returns the response body, or None when no response is sent (Produce with acks=0).
 Handler = Callable[[DecodedRequest, RequestContext], Awaitable[dict | None]]
+# Told of every answered request: the request, its response body, milliseconds taken.
+RequestObserver = Callable[["DecodedRequest", "dict | None", float], None]
 
 
 class ErrorBody(Protocol):
@@ -118,6 +121,7 @@ class RequestRouter:
         self._handlers: dict[int, Handler] = {}
         self._error_bodies: dict[int, ErrorBody] = {}
         self.authorizer: Authorizer = authorizer if authorizer is not None else AllowAll()
+        self.observer: RequestObserver | None = None
 
     def register(self, api_key: int, handler: Handler,
                  error_body: ErrorBody = default_error_body) -> None:
@@ -144,6 +148,18 @@ class RequestRouter:
     async def dispatch(self, request: DecodedRequest, connection: ConnectionContext
                        ) -> dict | None:
         """The response body of `request` (None: no response). Raises CloseConnection."""
+        if self.observer is None:
+            return await self._answer(request, connection)
+        started = time.perf_counter()
+        body = None
+        try:
+            body = await self._answer(request, connection)
+            return body
+        finally:
+            self.observer(request, body, (time.perf_counter() - started) * 1000)
+
+    async def _answer(self, request: DecodedRequest, connection: ConnectionContext
+                      ) -> dict | None:
         handler = self._handlers.get(request.api_key)
         if handler is None:
             return self.error_body(request.api_key, request, UNSUPPORTED_VERSION)

@@ -28,6 +28,9 @@ COMMAND_MODULES = (
     "broker.cli.transactions",
     "broker.cli.configs",
     "broker.cli.manager",
+    "broker.cli.leader_election",
+    "broker.cli.log_dirs",
+    "broker.cli.cluster",
 )
 
 

@@ -260,10 +260,10 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
        at_least(0)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
-    # Metrics (Kafka publishes over JMX; Raftka writes a file, see broker.metrics).
-    _k("raftka.metrics.interval.ms", "long", "10000",
-       "Raftka: how often a broker writes its gauges to metrics.json in its first log dir; "
-       "0 disables.", at_least(0)),
+    # Metrics (Kafka publishes over JMX; Raftka serves Prometheus' format, see broker.metrics).
+    _k("raftka.metrics.listener", "string", None,
+       "Raftka: http://HOST:PORT serving /metrics for Prometheus; unset means "
+       "http://127.0.0.1:(9404 + node.id - 1), empty disables it."),
     # Groups and offsets.
     _k("offsets.topic.num.partitions", "int", "50", "Partitions of __consumer_offsets.",
        at_least(1)),

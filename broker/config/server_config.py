@@ -22,6 +22,7 @@ from broker.config.endpoints import (
     parse_voters,
 )
 from broker.config.errors import ConfigError
+from broker.config.metrics_listener import LISTENER_KEY, MetricsListener, parse_metrics_listener
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
 from broker.config.sasl import (
@@ -408,6 +409,10 @@ class ServerConfig:
         return self._int("leader.imbalance.check.interval.seconds")
 
     @property
+    def leader_imbalance_per_broker_percentage(self) -> int:
+        return self._int("leader.imbalance.per.broker.percentage")
+
+    @property
     def broker_heartbeat_interval_ms(self) -> int:
         return self._int("broker.heartbeat.interval.ms")
 
@@ -472,12 +477,14 @@ class ServerConfig:
         return self._int("replica.fetch.backoff.ms")
 
     @property
-    def raftka_metrics_interval_ms(self) -> int:
-        return self._int("raftka.metrics.interval.ms")
+    def metrics_listener(self) -> MetricsListener | None:
+        """Where /metrics is served (None: nowhere); see `broker.config.metrics_listener`."""
+        return parse_metrics_listener(self._originals.get(LISTENER_KEY), self.node_id)
 
     # -- cross-key validation --------------------------------------------------------------
 
     def _check_structure(self) -> None:
+        self.metrics_listener  # a bad value stops start-up naming the key
         if not self.process_roles:
             raise ConfigError("process.roles", "must name broker, controller or both")
         cluster_id = self.cluster_id

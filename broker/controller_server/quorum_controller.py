@@ -38,14 +38,19 @@ from kraft.quorum import RaftQuorum
 from kraft.status import QuorumStatus
 from metadata.controller.alter_partition import alter_partition
 from broker.bootstrap_records import read_bootstrap_records
-from metadata.controller.brokers import broker_heartbeat, fence_expired_brokers, register_broker
+from metadata.controller.brokers import (
+    broker_heartbeat,
+    fence_expired_brokers,
+    register_broker,
+    unregister_broker,
+)
 from metadata.controller.configs import incremental_alter_configs
+from metadata.controller.leader_election import elect_leaders, rebalance_changes
 from metadata.controller.scram import alter_user_scram_credentials
 from metadata.controller.partitions import create_partitions
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.controller.topics import create_topics, delete_topics
 from metadata.delta import MetadataDelta
-from metadata.election import preferred_leader_changes
 from metadata.heartbeats import BrokerHeartbeatTracker
 from metadata.image import MetadataImage
 from metadata.record_codec import encode_record
@@ -143,6 +148,8 @@ class QuorumController:
                 (ApiKey.CREATE_TOPICS, self.handle_create_topics),
                 (ApiKey.DELETE_TOPICS, self.handle_delete_topics),
                 (ApiKey.CREATE_PARTITIONS, self.handle_create_partitions),
+                (ApiKey.ELECT_LEADERS, self.handle_elect_leaders),
+                (ApiKey.UNREGISTER_BROKER, self.handle_unregister_broker),
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids),
                 (ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
@@ -188,6 +195,27 @@ class QuorumController:
         body = request.body
         return await self.submit(request, lambda image, now: create_partitions(
             image, body, now, rng=self.rng))
+
+    async def handle_elect_leaders(self, request: DecodedRequest,
+                                   ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: elect_leaders(image, body, now))
+
+    async def handle_unregister_broker(self, request: DecodedRequest,
+                                       ctx: RequestContext) -> dict[str, Any]:
+        broker_id = int(request.body["broker_id"])
+
+        def decide(image: MetadataImage, now_ms: int) -> tuple[list[MetadataRecord],
+                                                               dict[str, Any]]:
+            records, code = unregister_broker(image, broker_id, self.settings)
+            if code == ErrorCode.NONE:
+                logger.info("unregistering broker %d", broker_id)
+            message = None if code == ErrorCode.NONE else (
+                f"Broker {broker_id} is not registered.")
+            return records, {"throttle_time_ms": 0, "error_code": code,
+                             "error_message": message}
+
+        return await self.submit(request, decide)
 
     async def handle_incremental_alter_configs(self, request: DecodedRequest,
                                                ctx: RequestContext) -> dict[str, Any]:
@@ -244,13 +272,16 @@ class QuorumController:
                     logger.info("committed %d record(s) fencing expired brokers", fenced)
 
     async def _rebalance_loop(self) -> None:
-        """Elect preferred leaders every leader.imbalance.check.interval.seconds."""
+        """Every leader.imbalance.check.interval.seconds, elect preferred leaders for the
+        brokers over leader.imbalance.per.broker.percentage."""
         interval = self.settings.leader_imbalance_check_interval_seconds
+        percentage = self.settings.leader_imbalance_per_broker_percentage
         while True:
             await trio.sleep(interval)
             if self.is_active:
                 moved = await self.write("preferred leader election",
-                                         lambda image, now_ms: preferred_leader_changes(image))
+                                         lambda image, now_ms: rebalance_changes(image,
+                                                                                 percentage))
                 if moved:
                     logger.info("moved %d partition leader(s) back to their preferred replica",
                                 moved)

@@ -46,6 +46,7 @@ def controller_settings_from_config(config: "ServerConfig", *,
         delete_topic_enable=config.delete_topic_enable,
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_seconds=config.leader_imbalance_check_interval_seconds,
+        leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
         validate_broker_config=broker_config_validator(),
         validate_topic_config=check_codec_available,
     )

@@ -140,8 +140,18 @@ def _existing_nodes(cluster_dir: Path) -> list[NodeInfo]:
         nodes.append(NodeInfo(
             int(props["node.id"]), tuple(r.strip() for r in props["process.roles"].split(",")),
             config_path.parent, ports.get("PLAINTEXT"), controller_port,
-            None if controller_port is None else controller_port + offset, props, host))
+            None if controller_port is None else controller_port + offset,
+            metrics_port=_metrics_port(props.get("raftka.metrics.listener")),
+            properties=props, host=host))
     return sorted(nodes, key=lambda node: node.node_id)
+
+
+def _metrics_port(listener: str | None) -> int | None:
+    """The port of a node's `raftka.metrics.listener` (None when unset or empty)."""
+    if not listener or not listener.strip():
+        return None
+    port = listener.strip().rstrip("/").rpartition(":")[2]
+    return int(port) if port.isdigit() else None
 
 
 def _listener_ports(listeners: str) -> dict[str, int]:

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 HOST = "127.0.0.1"
 CONTROLLER_PORT_STEP = 100  # controller ports start at base-port + 100
+METRICS_PORT_STEP = 200  # metrics listeners (/metrics) start at base-port + 200
 DEFAULT_RAFT_PORT_OFFSET = 1000  # mirrors raftka.raft.port.offset's default
 
 
@@ -22,6 +23,7 @@ class NodeInfo:
     client_port: int | None
     controller_port: int | None
     raft_port: int | None
+    metrics_port: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
     # The address every listener and the Raft port of this node bind to.
     host: str = HOST
@@ -49,7 +51,7 @@ class NodeInfo:
     def ports(self) -> dict[str, int]:
         """Every TCP port the node will bind, by what it is for."""
         named = {"PLAINTEXT": self.client_port, "CONTROLLER": self.controller_port,
-                 "Raft": self.raft_port}
+                 "Raft": self.raft_port, "metrics": self.metrics_port}
         return {name: port for name, port in named.items() if port is not None}
 
 
@@ -113,6 +115,9 @@ def plan_cluster(cluster_dir: Path, cluster_id: str, nodes: int = 3, controllers
     if hosts is not None:
         for node, host in zip(planned, check_hosts(hosts, len(planned))):
             node.host = host
+    if overrides.get("raftka.metrics.listener", None) is None:
+        for index, node in enumerate(planned):
+            node.metrics_port = base_port + METRICS_PORT_STEP + index
     for port in (p for node in planned for p in node.ports().values()):
         if not 1 <= port <= 65535:
             raise ValueError(f"port {port} is out of range; choose another --base-port")
@@ -159,6 +164,8 @@ def _node_properties(node: NodeInfo, voters: str, broker_count: int,
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": str(node.dir / "data"),
     }
+    if node.metrics_port is not None:
+        props["raftka.metrics.listener"] = f"http://{node.host}:{node.metrics_port}"
     if node.is_broker:
         props["advertised.listeners"] = f"PLAINTEXT://{node.host}:{node.client_port}"
         props["inter.broker.listener.name"] = "PLAINTEXT"

@@ -24,6 +24,7 @@ from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
 from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
+from broker.metrics.histogram import Histogram
 from metadata.topic_names import METADATA_DIR_NAME
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class LogManager:
             raise ValueError("at least one log directory is required")
         self.broker_defaults = dict(broker_defaults)
         self.failures = LogDirFailures()
+        # Every log's flush durations, in milliseconds (Kafka's LogFlushRateAndTimeMs).
+        self.flush_time_ms = Histogram()
         self._dirs: list[LogDir] = []
         try:
             for path in log_dirs:
@@ -112,6 +115,7 @@ class LogManager:
                 clean_shutdown=log_dir.had_clean_shutdown,
                 now_ms=now_ms,
             )
+            self._logs[key].flush_time_ms = self.flush_time_ms
             self._logs[key].first_dirty_offset = max(
                 self._logs[key].log_start_offset, log_dir.cleaner_offsets.get(key, 0)
             )
@@ -144,6 +148,11 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log directory holding the partition's log (None when it has none)."""
+        log_dir = self._dir_of.get((topic, partition))
+        return None if log_dir is None else log_dir.path
 
     def config_applied(self, topic: str, partition: int) -> bool:
         """Whether the log runs with its topic's config (False for a log loaded at startup
@@ -188,6 +197,7 @@ class LogManager:
             self.mark_dir_offline(log_dir.path, str(exc))
             raise KafkaStorageError(f"cannot create {topic}-{partition} in {log_dir.path}: "
                                     f"{exc}") from exc
+        log.flush_time_ms = self.flush_time_ms
         self._watch(log, log_dir)
         self._logs[key] = log
         self._dir_of[key] = log_dir

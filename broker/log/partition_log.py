@@ -27,6 +27,7 @@ from broker.log.timestamps import offset_for_timestamp
 from broker.log.txn_index import AbortedTxn, collect_aborted
 from broker.log.validation import validate_leader_batch
 from broker.log.validator import RecordPolicy, validate_records
+from broker.metrics.histogram import Histogram
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BatchHeader,
@@ -99,6 +100,8 @@ class PartitionLog:
         self.topic = topic
         self.partition = partition
         self.config = config
+        # Where flush durations go (Kafka's LogFlushRateAndTimeMs); set by the LogManager.
+        self.flush_time_ms: Histogram | None = None
         # A new partition directory, and every segment file created later, is durable only
         # once the directory holding it is fsynced too: the next flush does that.
         self._parent_unsynced = not directory.exists()
@@ -481,6 +484,7 @@ class PartitionLog:
     @_storage_guarded
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything up to the LEO and move the recovery point there."""
+        started = time.perf_counter()
         for segment in self._segments:
             if segment.next_offset > self.recovery_point or segment.unflushed:
                 segment.flush()
@@ -493,6 +497,8 @@ class PartitionLog:
         self.recovery_point = self.log_end_offset
         self._unflushed_messages = 0
         self._last_flush_ms = now_millis() if now_ms is None else now_ms
+        if self.flush_time_ms is not None:
+            self.flush_time_ms.observe((time.perf_counter() - started) * 1000)
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Flush when flush.ms has passed with unflushed data; returns whether it did."""

@@ -66,6 +66,14 @@ class NetworkServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    def connections_by_listener(self) -> dict[str, int]:
+        """Open connections per listener name (every listener listed, 0 when idle)."""
+        counts = {listener.name: 0 for listener in self.listeners}
+        for connection in self._connections:
+            name = connection.ctx.listener_name
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
     def stop(self) -> None:
         """Begin a graceful stop (safe to call more than once, from the trio thread)."""
         self._stop_requested.set()

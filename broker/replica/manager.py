@@ -17,6 +17,7 @@ import trio
 
 from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
+from broker.metrics.stats import BrokerTopicStats, ReplicaStats
 from broker.purgatory import Purgatory
 from broker.replica.errors import NotLeaderOrFollower, UnknownTopicOrPartition
 from broker.replica.partition import Partition
@@ -54,6 +55,8 @@ class ReplicaManager:
         self._follower_listeners: list[FollowerListener] = []
         # None: ISR changes are never proposed (a broker without a controller channel).
         self.isr_sender: IsrSender | None = None
+        self.topic_stats = BrokerTopicStats()
+        self.replica_stats = ReplicaStats()
 
     @property
     def image(self) -> MetadataImage:
@@ -243,6 +246,8 @@ class ReplicaManager:
                                      overrides)
                 partition = Partition(self.broker_id, change.topic_name, change.partition_id,
                                       change.topic_id, log)
+                partition.topic_stats = self.topic_stats
+                partition.replica_stats = self.replica_stats
                 self._partitions[key] = partition
             partition.min_insync_replicas = self._min_insync_replicas(overrides)
             if leader:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from broker.log.errors import InvalidTxnState
 from broker.log.partition_log import PartitionLog
 from broker.log.results import AppendResult
+from broker.metrics.stats import BrokerTopicStats, ReplicaStats
 from broker.replica.errors import (
     FencedLeaderEpoch,
     NotEnoughReplicas,
@@ -69,6 +70,9 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         # Producer id -> the KIP-890 verification in progress for its next transaction here.
         self._verification_guards: dict[int, VerificationGuard] = {}
+        # Where produce traffic and ISR changes are counted (set by the ReplicaManager).
+        self.topic_stats: BrokerTopicStats | None = None
+        self.replica_stats: ReplicaStats | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -122,6 +126,9 @@ class Partition:
             return False  # an AlterPartition answer already gave us a newer state
         if registration.partition_epoch != self.partition_epoch:
             self.pending_isr = None
+            if not new_epoch and self.replica_stats is not None:
+                # Our ISR change, committed: metadata may bring it before the answer does.
+                self.replica_stats.record_isr_change(self.isr, tuple(registration.isr))
         self._record(registration)
         self.leader_epoch = registration.leader_epoch
         if new_epoch:
@@ -212,6 +219,8 @@ class Partition:
         result = self.log.append_as_leader(batches, self.leader_epoch, now_ms)
         if verification is not None:
             self.end_verification(verification)
+        if self.topic_stats is not None and not result.duplicate:
+            self.topic_stats.record_produce(self.topic, len(batches), result.records_count)
         self.maybe_increment_high_watermark()
         return result
 
@@ -323,6 +332,8 @@ class Partition:
             return False
         logger.info("%s-%d: ISR %s -> %s (partition epoch %d)", self.topic, self.partition_id,
                     list(self.isr), list(result["isr"]), result["partition_epoch"])
+        if self.replica_stats is not None:
+            self.replica_stats.record_isr_change(self.isr, tuple(result["isr"]))
         self.isr = tuple(result["isr"])
         self.partition_epoch = int(result["partition_epoch"])
         self.pending_isr = None

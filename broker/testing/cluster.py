@@ -59,6 +59,13 @@ class RaftkaCluster:
         """The address ``node``'s listeners and Raft port bind to."""
         return self.info.node(node).host
 
+    def metrics_url(self, node: int) -> str:
+        """Where ``node`` serves its Prometheus metrics (``/metrics``)."""
+        port = self.info.node(node).metrics_port
+        if port is None:
+            raise ValueError(f"node {node} serves no metrics (raftka.metrics.listener is empty)")
+        return f"http://{self.host(node)}:{port}/metrics"
+
     def pid(self, node: int) -> int | None:
         """The node's process id while it runs, else None."""
         info = self.info.node(node)

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from clients.admin import cluster_operations as cops
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin import transaction_operations as tops
@@ -119,6 +120,18 @@ class Admin:
     async def create_partitions(self, new_totals: Mapping[str, int],
                                 validate_only: bool = False) -> None:
         await self._run(ops.create_partitions(new_totals, validate_only))
+
+    async def elect_leaders(self, election_type: int,
+                            partitions: Iterable[ops.TopicPartition] | None = None
+                            ) -> list[cops.ElectionResult]:
+        return await self._run(cops.elect_leaders(election_type, partitions))
+
+    async def describe_log_dirs(self, broker_id: int, topics: Iterable[str] | None = None
+                                ) -> list[cops.LogDirDescription]:
+        return await self._run(cops.describe_log_dirs(broker_id, topics))
+
+    async def unregister_broker(self, broker_id: int) -> None:
+        await self._run(cops.unregister_broker(broker_id))
 
     async def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                                ) -> dict[str, ops.ConfigEntry]:
@@ -269,6 +282,22 @@ class BlockingAdmin:
     def create_partitions(self, new_totals: Mapping[str, int],
                           validate_only: bool = False) -> None:
         self._run(ops.create_partitions(new_totals, validate_only))
+
+    def elect_leaders(self, election_type: int,
+                      partitions: Iterable[ops.TopicPartition] | None = None
+                      ) -> list[cops.ElectionResult]:
+        """ElectLeaders (cluster_operations.PREFERRED or UNCLEAN) for `partitions` (None:
+        all); Kafka's per-partition outcomes."""
+        return self._run(cops.elect_leaders(election_type, partitions))
+
+    def describe_log_dirs(self, broker_id: int, topics: Iterable[str] | None = None
+                          ) -> list[cops.LogDirDescription]:
+        """Broker `broker_id`'s log directories and the replicas in each."""
+        return self._run(cops.describe_log_dirs(broker_id, topics))
+
+    def unregister_broker(self, broker_id: int) -> None:
+        """Remove broker `broker_id`, gone for good, from the cluster (UnregisterBroker)."""
+        self._run(cops.unregister_broker(broker_id))
 
     def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                          ) -> dict[str, ops.ConfigEntry]:

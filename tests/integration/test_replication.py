@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from broker.launcher import start_node
-from broker.metrics import METRICS_FILE, read_metrics_file
+from broker.testing.metrics import metrics_url, scrape, value
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from tests.integration.quorum_helpers import (
@@ -244,7 +244,7 @@ def test_paused_follower_leaves_the_isr_and_rejoins_after_resuming(
     cluster = start_cluster(3, controllers=1, overrides={
         "replica.lag.time.max.ms": str(LAG_TIME_MS),
         "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-        "broker.heartbeat.interval.ms": "1000", "raftka.metrics.interval.ms": "200"})
+        "broker.heartbeat.interval.ms": "1000"})
     brokers = cluster.broker_ids
     topic = "lagging"
     create_topics(cluster.client_port(brokers[0]), {topic: (1, 3)})
@@ -253,8 +253,10 @@ def test_paused_follower_leaves_the_isr_and_rejoins_after_resuming(
     leader = view.leader
     follower = next(b for b in brokers if b != leader)
     port = cluster.client_port(leader)
-    metrics_file = Path(cluster.node(leader).properties["log.dirs"].split(",")[0]) / METRICS_FILE
-    wait_for(lambda: under_replicated_gauge(metrics_file) == 0, 10, "the leader's metrics file")
+    leader_metrics = metrics_url(HOST, cluster.node(leader).metrics_port)
+    assert replica_metric(leader_metrics, "underreplicatedpartitions") == 0
+    shrinks = replica_metric(leader_metrics, "isrshrinks_total")
+    expands = replica_metric(leader_metrics, "isrexpands_total")
     cluster.send_signal(follower, signal.SIGSTOP)
     paused_at = time.monotonic()
     try:
@@ -273,23 +275,22 @@ def test_paused_follower_leaves_the_isr_and_rejoins_after_resuming(
         assert partition_views(response)[(topic, 0)].isr == tuple(
             b for b in view.isr if b != follower)
         assert f"Partition: 0\tLeader: {leader}" in under_replicated(port)
-        wait_for(lambda: under_replicated_gauge(metrics_file) == 1, 10,
+        wait_for(lambda: replica_metric(leader_metrics, "underreplicatedpartitions") == 1, 10,
                  "UnderReplicatedPartitions=1 in the leader's metrics")
+        assert replica_metric(leader_metrics, "isrshrinks_total") == shrinks + 1
     finally:
         cluster.send_signal(follower, signal.SIGCONT)
     wait_for(lambda: follower in views(cluster, [leader])[(topic, 0)].isr, 30,
              f"follower {follower} to rejoin the ISR", details=cluster.logs)
     assert "Partition:" not in under_replicated(port)
-    wait_for(lambda: under_replicated_gauge(metrics_file) == 0, 10,
+    wait_for(lambda: replica_metric(leader_metrics, "underreplicatedpartitions") == 0, 10,
              "UnderReplicatedPartitions=0 in the leader's metrics")
+    assert replica_metric(leader_metrics, "isrexpands_total") == expands + 1
 
 
-def under_replicated_gauge(path: Path) -> int | None:
-    """UnderReplicatedPartitions from a broker's metrics file (None before it is written)."""
-    try:
-        return int(read_metrics_file(path)["gauges"]["UnderReplicatedPartitions"])
-    except FileNotFoundError:
-        return None
+def replica_metric(url: str, name: str) -> float | None:
+    """kafka_server_replicamanager_<name> scraped from a broker's /metrics."""
+    return value(scrape(url), f"kafka_server_replicamanager_{name}")
 
 
 def under_replicated(port: int) -> str:

@@ -27,6 +27,7 @@ HOST = "127.0.0.1"
 SAMPLES = REPO_ROOT / "config"
 SAMPLE_BASE_PORT = 9092  # the lowest port the samples use
 RAFT_PORT_OFFSET = 1000  # raftka.raft.port.offset's default, which the samples keep
+DEFAULT_METRICS_PORT = 9404  # raftka.metrics.listener's default port for node 1
 
 
 def raftka(*args: str, stdin: str | None = None, timeout: float = 90
@@ -43,6 +44,10 @@ def moved(sample: Path, target_dir: Path, shift: int) -> Path:
     text, count = re.subn(r"^log\.dirs=.*$", f"log.dirs={target_dir / 'data'}", text,
                           flags=re.M)
     assert count == 1, f"{sample} sets log.dirs once"
+    if not re.search(r"^raftka\.metrics\.listener=", text, re.M):
+        # The default metrics port (9404 + node.id - 1) moves with the others.
+        node_id = int(re.search(r"^node\.id=(\d+)$", text, re.M).group(1))  # type: ignore[union-attr]
+        text += f"\nraftka.metrics.listener=http://{HOST}:{DEFAULT_METRICS_PORT + node_id - 1 + shift}\n"
     target_dir.mkdir(parents=True, exist_ok=True)
     path = target_dir / sample.name
     path.write_text(text)
@@ -50,13 +55,16 @@ def moved(sample: Path, target_dir: Path, shift: int) -> Path:
 
 
 def ports_of(config: Path) -> list[int]:
-    """Every port a node of this config binds: its listeners and, for a voter, its Raft
-    port."""
+    """Every port a node of this config binds: its listeners, its metrics listener and, for
+    a voter, its Raft port."""
     text = config.read_text()
     listeners = re.search(r"^listeners=(.*)$", text, re.M)
     assert listeners is not None
     ports = [int(p) for p in re.findall(r":(\d+)", listeners.group(1))]
     node_id = re.search(r"^node\.id=(\d+)$", text, re.M)
+    metrics = re.search(r"^raftka\.metrics\.listener=http://127\.0\.0\.1:(\d+)$", text, re.M)
+    assert node_id is not None
+    ports.append(int(metrics.group(1)) if metrics else DEFAULT_METRICS_PORT + int(node_id.group(1)) - 1)
     voters = re.search(r"^controller\.quorum\.voters=(.*)$", text, re.M)
     assert node_id is not None and voters is not None
     for voter in voters.group(1).split(","):

@@ -44,9 +44,13 @@ def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
             if not re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO) ", line)]
 
 
+METRICS_PORT_SHIFT = 3  # the metrics listener's port: client port + 3
+
+
 def free_port_pair() -> tuple[int, int]:
-    """A client port and a controller port whose Raft port (+1000) is free too."""
-    client = pick_block([0, 1, 1 + RAFT_PORT_OFFSET])
+    """A client port and a controller port whose Raft port (+1000) and metrics port are free
+    too."""
+    client = pick_block([0, 1, METRICS_PORT_SHIFT, 1 + RAFT_PORT_OFFSET])
     return client, client + 1
 
 
@@ -61,6 +65,7 @@ def single_node(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
         f"controller.quorum.voters=1@{HOST}:{controller}\n"
         f"listeners=PLAINTEXT://{HOST}:{client},CONTROLLER://{HOST}:{controller}\n"
         "controller.listener.names=CONTROLLER\n"
+        f"raftka.metrics.listener=http://{HOST}:{client + METRICS_PORT_SHIFT}\n"
         f"log.dirs={tmp_path / 'data'}\n"
         "offsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n")
     cluster_id = raftka("storage", "random-uuid").stdout.strip()
@@ -159,6 +164,33 @@ def test_a_taken_client_port_stops_start_up_in_one_line(
     assert "registered" not in result.stderr
 
 
+def test_a_taken_metrics_port_names_its_key_in_one_line(
+        single_node: tuple[Path, int, int]) -> None:
+    config, client, _ = single_node
+    metrics = client + METRICS_PORT_SHIFT
+    with socket.socket() as taken:
+        taken.bind((HOST, metrics))
+        taken.listen()
+        result = raftka("server", "start", str(config))
+    assert result.returncode == 1
+    assert error_lines(result) == [
+        f"raftka server: cannot listen on http://{HOST}:{metrics}/metrics (Address already in "
+        "use); change raftka.metrics.listener (empty disables it) or stop the process that "
+        "holds the port"]
+    assert "quorum node 1 started" not in result.stderr
+
+
+def test_a_malformed_metrics_listener_stops_start_up_naming_the_key(
+        single_node: tuple[Path, int, int]) -> None:
+    config, client, _ = single_node
+    result = raftka("server", "start", str(config), "--override",
+                    "raftka.metrics.listener=https://127.0.0.1:9404")
+    assert result.returncode == 1
+    assert error_lines(result) == [
+        "raftka server: raftka.metrics.listener: 'https://127.0.0.1:9404': expected "
+        "http://HOST:PORT (https is not supported)"]
+
+
 def test_a_taken_raft_port_names_its_key_in_one_line(
         single_node: tuple[Path, int, int]) -> None:
     config, _, controller = single_node
@@ -187,7 +219,8 @@ def test_a_broker_whose_client_port_is_taken_never_registers(start_cluster, tmp_
     client, _ = free_port_pair()
     props.update({"node.id": "3", "log.dirs": str(tmp_path / "node-3"),
                   "listeners": f"PLAINTEXT://{HOST}:{client}",
-                  "advertised.listeners": f"PLAINTEXT://{HOST}:{client}"})
+                  "advertised.listeners": f"PLAINTEXT://{HOST}:{client}",
+                  "raftka.metrics.listener": f"http://{HOST}:{client + METRICS_PORT_SHIFT}"})
     config = tmp_path / "node-3.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     formatted = raftka("storage", "format", "-t", cluster.info.cluster_id, "-c", str(config))

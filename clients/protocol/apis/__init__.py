@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
-from clients.protocol.apis import admin, controller, core, fetch, groups, metadata, offsets, produce
-from clients.protocol.apis import scram, transactions, txn_markers
+from clients.protocol.apis import (admin, controller, core, fetch, groups, metadata, offsets,
+                                   operations, produce, scram, transactions, txn_markers)
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
     for module in (core, metadata, produce, fetch, groups, offsets, admin, controller,
-                   scram, transactions, txn_markers)
+                   operations, scram, transactions, txn_markers)
     for api in module.APIS
 }
 

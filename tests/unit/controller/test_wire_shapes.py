@@ -31,6 +31,9 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {
         "deletions": [{"name": "a", "mechanism": 1}],
         "upsertions": [{"name": "b", "mechanism": 2}, {"name": "a", "mechanism": 2}]},
+    ApiKey.UNREGISTER_BROKER: {"broker_id": 4},
+    ApiKey.ELECT_LEADERS: {"election_type": 0, "topic_partitions": [
+        {"topic": "a", "partitions": [0, 1]}]},
 }
 # Where each API carries a controller-wide error: per entry under this key, else top level.
 PER_ENTRY = {ApiKey.CREATE_TOPICS: "topics", ApiKey.DELETE_TOPICS: "responses",
@@ -60,7 +63,13 @@ def test_not_controller_answer_encodes_in_every_version(api_key: int) -> None:
     for version in versions(api_key):
         decoded = round_trip(api_key, version, CONTROLLER_ERRORS[api_key](
             REQUESTS[api_key], version, ErrorCode.NOT_CONTROLLER))
-        if api_key in PER_ENTRY:
+        if api_key == ApiKey.ELECT_LEADERS:
+            # Per partition in every version; at top level too from v1.
+            (topic,) = decoded["replica_election_results"]
+            assert [p["error_code"] for p in topic["partition_result"]] == [
+                ErrorCode.NOT_CONTROLLER] * 2
+            assert version == 0 or decoded["error_code"] == ErrorCode.NOT_CONTROLLER
+        elif api_key in PER_ENTRY:
             entries = decoded[PER_ENTRY[api_key]]
             assert len(entries) == ENTRY_COUNTS[api_key]
             assert all(e["error_code"] == ErrorCode.NOT_CONTROLLER for e in entries)

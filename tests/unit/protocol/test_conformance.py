@@ -23,6 +23,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
     "WriteTxnMarkers": (0, 1), "DescribeProducers": (0, 0),
     "DescribeUserScramCredentials": (0, 0), "AlterUserScramCredentials": (0, 0),
+    "ElectLeaders": (0, 2), "DescribeLogDirs": (1, 4),
 }
 WANTED_VERSIONS.update({
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
@@ -31,6 +32,7 @@ WANTED_VERSIONS.update({
 # Controller RPCs: every version the reference declares valid.
 ALL_REFERENCE_VERSIONS = (
     "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "DescribeQuorum", "AllocateProducerIds",
+    "UnregisterBroker",
 )
 
 _INT_TYPES = {"int8", "int16", "uint16", "int32", "uint32", "int64"}
