@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from metadata.acl_records import AccessControlEntryRecord, AclChanges, RemoveAccessControlEntryRecord
 from metadata.errors import MetadataReplayError
 from metadata.image import (
     BrokerRegistration,
@@ -90,6 +91,7 @@ class MetadataDelta:
         self._configs: dict[ConfigResource, dict[str, str | None]] = {}
         self._features: dict[str, int] = {}
         self._next_producer_id: int | None = None
+        self.acls = AclChanges(image.acls)
 
     # ---- replay -------------------------------------------------------------------------
 
@@ -171,6 +173,12 @@ class MetadataDelta:
 
     def _replay_noop(self, r: NoOpRecord, offset: int) -> None:
         pass
+
+    def _replay_acl(self, r: AccessControlEntryRecord, offset: int) -> None:
+        self.acls.replay_add(r)
+
+    def _replay_remove_acl(self, r: RemoveAccessControlEntryRecord, offset: int) -> None:
+        self.acls.replay_remove(r)
 
     # ---- current state (image + delta) --------------------------------------------------
 
@@ -322,6 +330,7 @@ class MetadataDelta:
                 base.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
             features=frozen_map(features),
+            acls=self.acls.apply(),
         )
 
 
@@ -354,4 +363,6 @@ _HANDLERS = {
     FeatureLevelRecord: MetadataDelta._replay_feature,
     ProducerIdsRecord: MetadataDelta._replay_producer_ids,
     NoOpRecord: MetadataDelta._replay_noop,
+    AccessControlEntryRecord: MetadataDelta._replay_acl,
+    RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_acl,
 }

@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
+from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+
 # PartitionChangeRecord.leader: the leader did not change.
 NO_LEADER_CHANGE = -2
 NO_LEADER = -1
@@ -227,6 +229,8 @@ MetadataRecord = Union[
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
 ]
 
 RECORD_CLASSES: tuple[type, ...] = (
@@ -243,6 +247,8 @@ RECORD_CLASSES: tuple[type, ...] = (
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
 )
 
 RECORD_CLASS_BY_API_KEY: dict[int, type] = {cls.API_KEY: cls for cls in RECORD_CLASSES}
