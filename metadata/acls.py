@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
+from typing import Any
 
 
 class ResourceType(IntEnum):
@@ -138,6 +139,14 @@ class AclFilter:
     host: str | None = None
     operation: int = AclOperation.ANY
     permission_type: int = AclPermissionType.ANY
+
+    @classmethod
+    def from_wire(cls, entry: Mapping[str, Any]) -> AclFilter:
+        """The filter of a DescribeAcls request or a DeleteAcls filter entry."""
+        return cls(int(entry["resource_type_filter"]), entry.get("resource_name_filter"),
+                   int(entry.get("pattern_type_filter", PatternType.LITERAL)),
+                   entry.get("principal_filter"), entry.get("host_filter"),
+                   int(entry["operation"]), int(entry["permission_type"]))
 
     def validate(self) -> None:
         for value, enum in ((self.resource_type, ResourceType), (self.pattern_type, PatternType),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from broker.apis.acls import AclHandlers
 from broker.apis.admin import ForwardingHandlers
+from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.api_versions import install_api_versions
 from broker.apis.configs import DescribeConfigsHandler
 from broker.apis.fetch import FetchHandler
@@ -28,19 +30,26 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                         image: Callable[[], MetadataImage], *, replicas: ReplicaManager,
                         groups: GroupCoordinator, auto_create: AutoCreateTopics | None = None,
                         producer_ids: ProducerIdManager | None = None,
-                        controller: ControllerClient | None = None) -> RequestRouter:
+                        controller: ControllerClient | None = None,
+                        authorization: Authorization = ALLOW_ALL) -> RequestRouter:
     """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
-    the admin APIs it forwards to the active controller (with `controller`)."""
+    the admin and ACL APIs it forwards to the active controller (with `controller`), each
+    checking `authorization` per resource."""
+    authz = authorization
     install_api_versions(router)
-    MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
-    ProduceHandler(replicas).register(router)
-    FetchHandler(replicas).register(router)
-    OffsetHandlers(replicas).register(router)
-    DescribeConfigsHandler(config, image).register(router)
-    GroupHandlers(groups, image).register(router)
+    MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz).register(router)
+    ProduceHandler(replicas, authz).register(router)
+    FetchHandler(replicas, authz).register(router)
+    OffsetHandlers(replicas, authz).register(router)
+    DescribeConfigsHandler(config, image, authz).register(router)
+    GroupHandlers(groups, image, authz).register(router)
     if producer_ids is not None:
-        InitProducerIdHandler(producer_ids).register(router)
+        InitProducerIdHandler(producer_ids, authz).register(router)
+    forwarding = None
     if controller is not None:
-        ForwardingHandlers(controller).register(router)
+        forwarding = ForwardingHandlers(controller, authz=authz, image=image)
+        forwarding.register(router)
+    AclHandlers(image, enabled=authz.enabled,
+                forward=forwarding.forward if forwarding is not None else None).register(router)
     return router

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import trio
 
+from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin import ADMIN_ERRORS, describe_quorum_error
 from broker.apis.api_versions import install_api_versions
 from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
@@ -36,6 +37,7 @@ from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumT
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
 from kraft.status import QuorumStatus
+from metadata.controller.acls import create_acls, delete_acls
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.brokers import broker_heartbeat, fence_expired_brokers, register_broker
 from metadata.controller.configs import incremental_alter_configs
@@ -59,7 +61,8 @@ R = TypeVar("R")
 # (image, now_ms) -> (records to commit, result); runs with the heartbeat tracker locked.
 Decide = Callable[[MetadataImage, int], tuple[list[MetadataRecord], R]]
 # The error answers of the CONTROLLER listener's mutating RPCs (defined in the request layer).
-CONTROLLER_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS, **CONTROLLER_RPC_ERRORS}
+CONTROLLER_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS, **CONTROLLER_RPC_ERRORS,
+                                           **ACL_MUTATION_ERRORS}
 
 
 class _LockedTracker:
@@ -139,7 +142,9 @@ class QuorumController:
                 (ApiKey.DELETE_TOPICS, self.handle_delete_topics),
                 (ApiKey.CREATE_PARTITIONS, self.handle_create_partitions),
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
-                (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids)):
+                (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids),
+                (ApiKey.CREATE_ACLS, self.handle_create_acls),
+                (ApiKey.DELETE_ACLS, self.handle_delete_acls)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
         router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
                         describe_quorum_error)
@@ -193,6 +198,16 @@ class QuorumController:
         body = request.body
         return await self.submit(request, lambda image, now: allocate_producer_ids(
             image, body, now, settings=self.settings))
+
+    async def handle_create_acls(self, request: DecodedRequest,
+                                 ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: create_acls(image, body, now))
+
+    async def handle_delete_acls(self, request: DecodedRequest,
+                                 ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: delete_acls(image, body, now))
 
     async def handle_describe_quorum(self, request: DecodedRequest,
                                      ctx: RequestContext) -> dict[str, Any]:
