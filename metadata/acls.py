@@ -1,7 +1,8 @@
 """Access control lists: Kafka's ACL vocabulary, bindings, filters and the immutable,
 indexed set of ACLs a metadata image holds.
 
-Numbers are Kafka's (ResourceType, PatternType, AclOperation, AclPermissionType). The index
+The vocabulary (ResourceType, PatternType, AclOperation, AclPermissionType) is the wire's,
+from `clients.protocol.acl_types`, as Kafka's metadata module uses the clients' enums. The index
 keys ACLs by (resource type, pattern type, resource name), and remembers which lengths of
 PREFIXED names exist per resource type, so the ACLs that apply to one resource are found
 with a handful of dictionary lookups however many ACLs there are.
@@ -16,55 +17,22 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Any
 
-
-class ResourceType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
+from clients.protocol.acl_types import (
+    CLUSTER_NAME,
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
-
-
-WILDCARD_RESOURCE = "*"
-WILDCARD_PRINCIPAL = "User:*"
-WILDCARD_HOST = "*"
-CLUSTER_NAME = "kafka-cluster"
+__all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "AclBinding",
+           "AclFilter", "AclImage", "AclValidationError", "CLUSTER_NAME", "WILDCARD_HOST",
+           "WILDCARD_PRINCIPAL", "WILDCARD_RESOURCE", "RESOURCE_OPERATIONS",
+           "SUPPORTED_RESOURCE_TYPES"]
 
 # Resource types ACLs may name here: the token and user resources have no API behind them.
 SUPPORTED_RESOURCE_TYPES = frozenset({ResourceType.TOPIC, ResourceType.GROUP,

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "broker.cli.console_consumer",
     "broker.cli.api_versions",
     "broker.cli.groups",
+    "broker.cli.acls",
     "broker.cli.manager",
 )
 

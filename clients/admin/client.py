@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from clients.admin import acl_operations as acls
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
@@ -151,6 +152,16 @@ class Admin:
     async def describe_quorum(self) -> gops.QuorumInfo:
         return await self._run(gops.describe_quorum())
 
+    async def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
+        await self._run(acls.create_acls(bindings))
+
+    async def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
+        return await self._run(acls.describe_acls(acl_filter))
+
+    async def delete_acls(self, filters: Iterable[acls.AclBindingFilter]
+                          ) -> list[acls.AclBinding]:
+        return await self._run(acls.delete_acls(filters))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -275,6 +286,15 @@ class BlockingAdmin:
 
     def describe_quorum(self) -> gops.QuorumInfo:
         return self._run(gops.describe_quorum())
+
+    def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
+        self._run(acls.create_acls(bindings))
+
+    def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
+        return self._run(acls.describe_acls(acl_filter))
+
+    def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
+        return self._run(acls.delete_acls(filters))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:
