@@ -45,6 +45,13 @@ class GroupHandlers:
     def _group_allowed(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return self._authz.allowed(ctx, operation, ResourceType.GROUP, group_id)
 
+    def _group_error(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> int:
+        """GROUP_AUTHORIZATION_FAILED, else the coordinator's error for the group: as in
+        Kafka, an unauthorized principal learns nothing of the coordinator's state."""
+        if not self._group_allowed(ctx, operation, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return self.coordinator.coordinator_error(group_id)
+
     def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
                         topics: list[dict[str, Any]] | None) -> set[str]:
         return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
@@ -125,9 +132,7 @@ class GroupHandlers:
 
     async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body, version = request.body, request.api_version
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
-        if not code and not self._group_allowed(ctx, AclOperation.READ, body.get("group_id") or ""):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return join_group_error(body, version, code)
         response = await self.coordinator.join_group(
@@ -137,18 +142,14 @@ class GroupHandlers:
 
     async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
-        if not code and not self._group_allowed(ctx, AclOperation.READ, body.get("group_id") or ""):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return sync_group_error(body, request.api_version, code)
         return await self.coordinator.sync_group(body)
 
     async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
-        if not code and not self._group_allowed(ctx, AclOperation.READ, body.get("group_id") or ""):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if not code:
             code = self.coordinator.heartbeat(body)
         return {"throttle_time_ms": 0, "error_code": int(code)}
@@ -161,9 +162,7 @@ class GroupHandlers:
             leaving = [(m.get("member_id") or "", m.get("group_instance_id"))
                        for m in body.get("members") or ()]
         group_id = body.get("group_id") or ""
-        top = self.coordinator.coordinator_error(group_id)
-        if not top and not self._group_allowed(ctx, AclOperation.READ, group_id):
-            top = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        top = self._group_error(ctx, AclOperation.READ, group_id)
         codes: list[int] = []
         if not top:
             top, codes = self.coordinator.leave_group(group_id, leaving)
@@ -180,9 +179,7 @@ class GroupHandlers:
 
     async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
-        if not code and not self._group_allowed(ctx, AclOperation.READ, body.get("group_id") or ""):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return offset_commit_error(body, request.api_version, code)
         readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
@@ -208,10 +205,7 @@ class GroupHandlers:
         if version >= 8:
             groups = []
             for group in body.get("groups") or ():
-                code = self.coordinator.coordinator_error(group["group_id"])
-                if not code and not self._group_allowed(ctx, AclOperation.DESCRIBE,
-                                                        group["group_id"]):
-                    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                code = self._group_error(ctx, AclOperation.DESCRIBE, group["group_id"])
                 topics = [] if code else self._fetch_offsets(
                     ctx, group["group_id"], group.get("topics"), stable)
                 groups.append({"group_id": group["group_id"], "topics": topics,
@@ -219,9 +213,7 @@ class GroupHandlers:
             return {"throttle_time_ms": 0, "groups": groups}
         group_id = body.get("group_id") or ""
         topics_wanted = body.get("topics")
-        code = self.coordinator.coordinator_error(group_id)
-        if not code and not self._group_allowed(ctx, AclOperation.DESCRIBE, group_id):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
         if not code:
             return {"throttle_time_ms": 0, "error_code": 0,
                     "topics": self._fetch_offsets(ctx, group_id, topics_wanted, stable)}
@@ -245,9 +237,7 @@ class GroupHandlers:
     async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         described = []
         for group_id in request.body.get("groups") or ():
-            code = self.coordinator.coordinator_error(group_id)
-            if not self._group_allowed(ctx, AclOperation.DESCRIBE, group_id):
-                code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
             else:
@@ -257,9 +247,7 @@ class GroupHandlers:
     async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         results = []
         for group_id in request.body.get("groups_names") or ():
-            code = self.coordinator.coordinator_error(group_id)
-            if not self._group_allowed(ctx, AclOperation.DELETE, group_id):
-                code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            code = self._group_error(ctx, AclOperation.DELETE, group_id)
             if not code:
                 code = await self.coordinator.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": int(code)})
@@ -268,9 +256,7 @@ class GroupHandlers:
     async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body, version = request.body, request.api_version
         group_id = body.get("group_id") or ""
-        code = self.coordinator.coordinator_error(group_id)
-        if not code and not self._group_allowed(ctx, AclOperation.DELETE, group_id):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        code = self._group_error(ctx, AclOperation.DELETE, group_id)
         readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
         partitions = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
                       if t["name"] in readable for p in t.get("partitions") or ()]
