@@ -240,8 +240,12 @@ class GroupHandlers:
             code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
-            else:
-                described.append(self.coordinator.engine.describe(group_id))
+                continue
+            entry = self.coordinator.engine.describe(group_id)
+            if request.body.get("include_authorized_operations"):
+                entry["authorized_operations"] = self._authz.operations(
+                    ctx, ResourceType.GROUP, group_id)
+            described.append(entry)
         return {"throttle_time_ms": 0, "groups": described}
 
     async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:

@@ -176,6 +176,18 @@ def test_group_acl_refuses_anonymous_with_group_authorization_failed(cluster: Cl
     assert consume_error(servers, "open-topic", "locked") == KafkaError.GROUP_AUTHORIZATION_FAILED
     assert consume_error(servers, "open-topic", "unlocked") is None
 
+    from confluent_kafka.admin import AclOperation, AdminClient
+    admin = AdminClient({"bootstrap.servers": servers})
+    described = admin.describe_consumer_groups(["unlocked", "locked"],
+                                               include_authorized_operations=True)
+    unlocked = described["unlocked"].result(timeout=15)
+    # No ACL covers it, so allow.everyone.if.no.acl.found grants every group operation.
+    assert set(unlocked.authorized_operations) == {
+        AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    with pytest.raises(Exception, match="GROUP_AUTHORIZATION_FAILED"):
+        described["locked"].result(timeout=15)
+
 
 def test_prefixed_deny_beats_the_default_allow(cluster: ClusterInfo) -> None:
     from confluent_kafka import KafkaError

@@ -153,8 +153,12 @@ async def test_group_apis_need_the_group(tmp_path):
         fetched = await conn.request(ApiKey.OFFSET_FETCH, {"groups": [
             {"group_id": "nope", "topics": None}]}, 8)
         assert fetched["groups"][0]["error_code"] == GROUP_DENIED
-        described = await conn.request(ApiKey.DESCRIBE_GROUPS, {"groups": ["nope"]})
-        assert described["groups"][0]["error_code"] == GROUP_DENIED
+        described = await conn.request(ApiKey.DESCRIBE_GROUPS, {"groups": ["nope", "ok"],
+                                                                "include_authorized_operations": True})
+        nope, ok = described["groups"]
+        assert nope["error_code"] == GROUP_DENIED
+        # No __consumer_offsets here: an authorized principal learns that instead.
+        assert ok["error_code"] == ErrorCode.NOT_COORDINATOR
         deleted = await conn.request(ApiKey.DELETE_GROUPS, {"groups_names": ["ok", "nope"]})
         assert [r["error_code"] for r in deleted["results"]][1] == GROUP_DENIED
         assert deleted["results"][0]["error_code"] == GROUP_DENIED  # READ is not DELETE
