@@ -50,6 +50,7 @@ from broker.producer_id_manager import BlockSource, ProducerIdManager, controlle
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.sasl.sessions import SaslSessions
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -116,7 +117,8 @@ class BrokerServer:
         self.router = RequestRouter(authorizer if authorizer is not None else RequestAuthorizer(
             self.authorization, BROKER_CLUSTER_OPERATIONS))
         self.network = NetworkServer(self.listeners, self.router,
-                                     ServerSettings.from_config(config))
+                                     ServerSettings.from_config(config),
+                                     sasl=SaslSessions(config.sasl_listeners, image))
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager

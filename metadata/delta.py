@@ -13,6 +13,13 @@ from dataclasses import dataclass, field, replace
 
 from metadata.acl_records import AccessControlEntryRecord, AclChanges, RemoveAccessControlEntryRecord
 from metadata.errors import MetadataReplayError
+from metadata.scram import (
+    RemoveUserScramCredentialRecord,
+    ScramCredential,
+    ScramKey,
+    UserScramCredentialRecord,
+    merge_credentials,
+)
 from metadata.image import (
     BrokerRegistration,
     ConfigResource,
@@ -92,6 +99,7 @@ class MetadataDelta:
         self._features: dict[str, int] = {}
         self._next_producer_id: int | None = None
         self.acls = AclChanges(image.acls)
+        self._scram: dict[ScramKey, ScramCredential | None] = {}
 
     # ---- replay -------------------------------------------------------------------------
 
@@ -170,6 +178,12 @@ class MetadataDelta:
 
     def _replay_producer_ids(self, r: ProducerIdsRecord, offset: int) -> None:
         self._next_producer_id = r.next_producer_id
+
+    def _replay_scram(self, r: UserScramCredentialRecord, offset: int) -> None:
+        self._scram[(r.name, r.mechanism)] = ScramCredential.from_record(r)
+
+    def _replay_remove_scram(self, r: RemoveUserScramCredentialRecord, offset: int) -> None:
+        self._scram[(r.name, r.mechanism)] = None
 
     def _replay_noop(self, r: NoOpRecord, offset: int) -> None:
         pass
@@ -331,6 +345,8 @@ class MetadataDelta:
             ),
             features=frozen_map(features),
             acls=self.acls.apply(),
+            scram_credentials=(frozen_map(merge_credentials(base.scram_credentials, self._scram))
+                               if self._scram else base.scram_credentials),
         )
 
 
@@ -365,4 +381,6 @@ _HANDLERS = {
     NoOpRecord: MetadataDelta._replay_noop,
     AccessControlEntryRecord: MetadataDelta._replay_acl,
     RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_acl,
+    UserScramCredentialRecord: MetadataDelta._replay_scram,
+    RemoveUserScramCredentialRecord: MetadataDelta._replay_remove_scram,
 }

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from metadata.acl_records import acl_records
 from metadata.acls import AclImage
 from metadata.errors import MetadataReplayError
+from metadata.scram import ScramCredential, ScramKey, credential_records
 from metadata.records import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -196,6 +197,7 @@ class MetadataImage:
     next_producer_id: int = 0
     features: Mapping[str, int] = field(default_factory=frozen_map)
     acls: AclImage = field(default_factory=AclImage.empty)
+    scram_credentials: Mapping[ScramKey, ScramCredential] = field(default_factory=frozen_map)
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -262,6 +264,7 @@ class MetadataImage:
                 ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=self.next_producer_id)
             )
         out.extend(acl_records(self.acls))
+        out.extend(credential_records(self.scram_credentials))
         return out
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Union
 
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
 # PartitionChangeRecord.leader: the leader did not change.
 NO_LEADER_CHANGE = -2
@@ -231,6 +232,8 @@ MetadataRecord = Union[
     NoOpRecord,
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
+    UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord,
 ]
 
 RECORD_CLASSES: tuple[type, ...] = (
@@ -249,6 +252,8 @@ RECORD_CLASSES: tuple[type, ...] = (
     NoOpRecord,
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
+    UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord,
 )
 
 RECORD_CLASS_BY_API_KEY: dict[int, type] = {cls.API_KEY: cls for cls in RECORD_CLASSES}

@@ -21,6 +21,7 @@ from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.apis.scram import alter_user_scram_credentials_error
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
@@ -89,6 +90,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_TOPICS: delete_topics_error,
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

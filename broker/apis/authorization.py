@@ -102,6 +102,8 @@ BROKER_CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     ApiKey.CREATE_ACLS: AclOperation.ALTER,
     ApiKey.DELETE_ACLS: AclOperation.ALTER,
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
 }
 
 # On the CONTROLLER listener only brokers (and super users) act: the broker RPCs need
@@ -112,7 +114,7 @@ CONTROLLER_CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
         ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT, ApiKey.ALTER_PARTITION,
         ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS)},
+        ApiKey.DELETE_ACLS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)},
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
 }
 

@@ -16,6 +16,8 @@ from broker.apis.offsets import OffsetHandlers
 from broker.apis.produce import ProduceHandler
 from broker.apis.producer_ids import InitProducerIdHandler
 from broker.apis.request import RequestRouter
+from broker.apis.sasl import SaslHandlers
+from broker.apis.scram import DescribeScramHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -38,11 +40,13 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     checking `authorization` per resource."""
     authz = authorization
     install_api_versions(router)
+    SaslHandlers().register(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz).register(router)
     ProduceHandler(replicas, authz).register(router)
     FetchHandler(replicas, authz).register(router)
     OffsetHandlers(replicas, authz).register(router)
     DescribeConfigsHandler(config, image, authz).register(router)
+    DescribeScramHandler(image).register(router)
     GroupHandlers(groups, image, authz).register(router)
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids, authz).register(router)

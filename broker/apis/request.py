@@ -70,6 +70,15 @@ class CloseConnection(Exception):
     its produce fails: the closed connection is the only error such a client ever sees)."""
 
 
+class CloseAfterResponse(CloseConnection):
+    """Raised by a handler whose response must be sent and the connection then closed
+    (a failed SASL step: Kafka answers it, then closes)."""
+
+    def __init__(self, reason: str, body: dict) -> None:
+        super().__init__(reason)
+        self.body = body
+
+
 # Returns the response body, or None when no response is sent (Produce with acks=0).
 Handler = Callable[[DecodedRequest, RequestContext], Awaitable[dict | None]]
 

@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fmt.add_argument("-c", "--config", required=True, help="the server .properties file")
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip directories already formatted with these ids")
+    fmt.add_argument("-S", "--add-scram", action="append", default=[], metavar="CREDENTIAL",
+                     help="a SCRAM credential for the first start, e.g. "
+                          "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
     fmt.set_defaults(func=run_format)
 
     info = commands.add_parser("info", help="print what `storage format` wrote into each "
@@ -48,6 +51,7 @@ def run_format(args: argparse.Namespace) -> int:
         config = ServerConfig.from_file(args.config)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
+    bootstrap = _scram_records(args.add_scram)
     if config.cluster_id is not None and config.cluster_id != args.cluster_id:
         raise CommandError(f"cluster id {args.cluster_id} differs from cluster.id "
                            f"{config.cluster_id} in {args.config}")
@@ -80,7 +84,44 @@ def run_format(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(f"cannot format {directory}: {exc}") from None
         print(f"Formatting {directory} for cluster {args.cluster_id}, node {config.node_id}")
+    if bootstrap:
+        from broker.bootstrap_records import write_bootstrap_records
+
+        try:
+            write_bootstrap_records(config.metadata_log_dir, bootstrap)
+        except OSError as exc:
+            raise CommandError(f"cannot write the bootstrap records into "
+                               f"{config.metadata_log_dir}: {exc}") from None
+        print(f"Added {len(bootstrap)} SCRAM credential(s) for the first start")
     return 0
+
+
+def _scram_records(arguments: list[str]) -> list:
+    """UserScramCredentialRecords for `--add-scram` arguments (salted and iterated here, so
+    no password is written anywhere)."""
+    if not arguments:
+        return []
+    import scramp
+
+    from broker.cli.scram_args import ScramArgumentError, parse_scram_argument
+    from metadata.scram import MECHANISM_IDS, UserScramCredentialRecord
+
+    records = []
+    seen: set[tuple[str, str]] = set()
+    for text in arguments:
+        try:
+            arg = parse_scram_argument(text, need_name=True)
+        except ScramArgumentError as exc:
+            raise CommandError(f"--add-scram: {exc}") from None
+        assert arg.name is not None
+        if (arg.name, arg.mechanism) in seen:
+            raise CommandError(f"--add-scram: {arg.mechanism} for {arg.name} is given twice")
+        seen.add((arg.name, arg.mechanism))
+        salt, stored_key, server_key, iterations = scramp.ScramMechanism(
+            arg.mechanism).make_auth_info(arg.password, iteration_count=arg.iterations)
+        records.append(UserScramCredentialRecord(arg.name, MECHANISM_IDS[arg.mechanism], salt,
+                                                 stored_key, server_key, iterations))
+    return records
 
 
 def run_info(args: argparse.Namespace) -> int:

@@ -154,6 +154,15 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "Listener brokers use among themselves (default PLAINTEXT)."),
     _k("security.inter.broker.protocol", "string", "PLAINTEXT",
        "Security protocol among brokers; only PLAINTEXT is supported yet."),
+    # SASL (Kafka's default mechanism is GSSAPI, which Raftka does not offer; SCRAM needs
+    # no password in the config, so it is the default here).
+    _k("sasl.enabled.mechanisms", "list", "SCRAM-SHA-256,SCRAM-SHA-512",
+       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    _k("sasl.mechanism.inter.broker.protocol", "string", "SCRAM-SHA-512",
+       "SASL mechanism brokers use among themselves on a SASL inter-broker listener."),
+    _k("connections.max.reauth.ms", "long", "0",
+       "Longest SASL session before the client must re-authenticate (KIP-368); 0: never.",
+       at_least(0)),
     # Storage.
     _k("log.dirs", "list", None, "Data directories (falls back to log.dir)."),
     _k("log.dir", "string", "/tmp/kraft-combined-logs", "Data directory when log.dirs is unset."),

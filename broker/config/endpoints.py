@@ -10,7 +10,7 @@ from metadata import addresses
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # What the broker serves today; a listener of any other protocol stops start-up.
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 

@@ -21,6 +21,13 @@ from broker.config.endpoints import (
 from broker.config.errors import ConfigError
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
+from broker.config.sasl import (
+    SaslClientCredentials,
+    inter_broker_credentials,
+    is_listener_sasl_key,
+    listener_sasl,
+)
+from broker.sasl.session import ListenerSasl
 from broker.config.uuids import parse_uuid
 from clients.net.addresses import is_loopback
 
@@ -50,9 +57,9 @@ class ConfigValue:
     is_sensitive: bool
 
 
-# Until TLS and SASL exist, a listener that asks for them stops start-up: never plaintext.
-_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT) and will not serve "
-                  "plaintext in its place")
+# Until TLS exists, a listener that asks for it stops start-up: never plaintext.
+_NOT_SUPPORTED = ("; Raftka does not support it yet (only PLAINTEXT, and SASL_PLAINTEXT on "
+                  "broker listeners) and will not serve plaintext in its place")
 
 
 def _definitions() -> dict[str, ConfigKey]:
@@ -68,7 +75,8 @@ class ServerConfig:
         self._originals = dict(props)
         self._definitions = _definitions()
         self._values: dict[str, object] = {}
-        self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions)
+        self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions
+                                   and not is_listener_sasl_key(k))
         for key in self.unknown_keys:
             logger.warning("unknown configuration %s ignored", key)
         for name, definition in self._definitions.items():
@@ -443,6 +451,7 @@ class ServerConfig:
         self._check_security_protocols()
         self._check_raft_ports()
         self._advertised = self._resolve_advertised()
+        self._check_sasl()
 
     def _check_roles(self) -> None:
         names = [listener.name for listener in self._listeners]
@@ -495,7 +504,10 @@ class ServerConfig:
 
         def refuse(key: str, role: str, name: str) -> None:
             protocol = self._protocol_map.get(name, "PLAINTEXT")
-            if protocol in SUPPORTED_SECURITY_PROTOCOLS:
+            # SASL on the controller listener is not served yet.
+            controller = name in self._controller_names
+            if protocol in SUPPORTED_SECURITY_PROTOCOLS and not (
+                    controller and protocol != "PLAINTEXT"):
                 return
             where = listed[name].uri() if name in listed else name
             source = "" if name == protocol else " (listener.security.protocol.map)"
@@ -509,6 +521,14 @@ class ServerConfig:
             refuse("inter.broker.listener.name", "inter-broker listener", self._inter_broker)
         for name in listed:
             refuse("listeners", "listener", name)
+
+    def _check_sasl(self) -> None:
+        self.sasl_listeners: dict[str, ListenerSasl] = listener_sasl(
+            self._originals, self._listeners, self._int("connections.max.reauth.ms"))
+        self.inter_broker_sasl: SaslClientCredentials | None = None
+        if self._inter_broker and self._inter_broker in {l.name for l in self._listeners}:
+            self.inter_broker_sasl = inter_broker_credentials(
+                self._originals, self.listener(self._inter_broker), self.sasl_listeners)
 
     def _check_raft_ports(self) -> None:
         offset = self.raft_port_offset

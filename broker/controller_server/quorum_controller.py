@@ -39,8 +39,10 @@ from kraft.quorum import RaftQuorum
 from kraft.status import QuorumStatus
 from metadata.controller.acls import create_acls, delete_acls
 from metadata.controller.alter_partition import alter_partition
+from broker.bootstrap_records import read_bootstrap_records
 from metadata.controller.brokers import broker_heartbeat, fence_expired_brokers, register_broker
 from metadata.controller.configs import incremental_alter_configs
+from metadata.controller.scram import alter_user_scram_credentials
 from metadata.controller.partitions import create_partitions
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.controller.topics import create_topics, delete_topics
@@ -127,6 +129,9 @@ class QuorumController:
         self._decision_lock = trio.Lock()
         self._active_epoch: int | None = None
         self._caught_up = CaughtUpTimes()
+        # Committed with the first decision while the metadata log is empty.
+        self.bootstrap_records: list[MetadataRecord] = (
+            read_bootstrap_records(config.metadata_log_dir) if config is not None else [])
         state.add_publisher(_LockedTracker(self.tracker, self._tracker_lock))
 
     # -- the CONTROLLER listener's handlers ----------------------------------------------------
@@ -144,7 +149,9 @@ class QuorumController:
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids),
                 (ApiKey.CREATE_ACLS, self.handle_create_acls),
-                (ApiKey.DELETE_ACLS, self.handle_delete_acls)):
+                (ApiKey.DELETE_ACLS, self.handle_delete_acls),
+                (ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                 self.handle_alter_user_scram_credentials)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
         router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
                         describe_quorum_error)
@@ -192,6 +199,11 @@ class QuorumController:
         body = request.body
         return await self.submit(request, lambda image, now: incremental_alter_configs(
             image, body, now, settings=self.settings))
+
+    async def handle_alter_user_scram_credentials(self, request: DecodedRequest,
+                                                  ctx: RequestContext) -> dict[str, Any]:
+        return await self.submit(request, lambda image, now: alter_user_scram_credentials(
+            image, request.body, now))
 
     async def handle_allocate_producer_ids(self, request: DecodedRequest,
                                            ctx: RequestContext) -> dict[str, Any]:
@@ -303,7 +315,10 @@ class QuorumController:
             if not status.is_ready:
                 raise NotLeaderError(status.leader_id)
             with self._tracker_lock:
-                records, result = decide(self.state.image, self.now_ms())
+                image = self.state.image
+                records, result = decide(image, self.now_ms())
+            if image.offset < 0 and self.bootstrap_records:
+                records = [*self.bootstrap_records, *records]
             if records:
                 # Bound to the epoch the decision was made in: a re-election in between
                 # must not commit a decision taken against the old term's image.

@@ -11,6 +11,7 @@ import trio
 from broker.apis.api_versions import API_VERSIONS_KEY, api_versions_body
 from broker.apis.request import (
     UNSUPPORTED_VERSION,
+    CloseAfterResponse,
     CloseConnection,
     ConnectionContext,
     DecodedRequest,
@@ -20,6 +21,9 @@ from broker.network.codec import WireCodec
 from broker.network.framing import FrameError, FrameReader
 from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
+from broker.apis.sasl import SASL_SESSION
+from broker.sasl.mechanisms import SaslAuthenticationError
+from broker.sasl.session import ILLEGAL_SASL_STATE, SaslSession
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +31,14 @@ logger = logging.getLogger(__name__)
 class _Slot:
     """A response position in the connection's order; filled when its handler finishes."""
 
-    __slots__ = ("done", "chunks", "close_reason")
+    __slots__ = ("done", "chunks", "close_reason", "close_after")
 
     def __init__(self) -> None:
         self.done = trio.Event()
         self.chunks: Sequence[object] | None = None
         self.close_reason: str | None = None
+        # Set when the connection closes once this response is written.
+        self.close_after: str | None = None
 
     def fill(self, chunks: Sequence[object] | None) -> None:
         self.chunks = chunks
@@ -48,9 +54,14 @@ class Connection:
 
     def __init__(self, stream: trio.SocketStream, ctx: ConnectionContext, *,
                  router: RequestRouter, codec: WireCodec, settings: ServerSettings,
-                 supported_versions: Mapping[int, tuple[int, int]]) -> None:
+                 supported_versions: Mapping[int, tuple[int, int]],
+                 sasl: SaslSession | None = None) -> None:
         self._stream = stream
         self.ctx = ctx
+        # On a SASL listener: the connection's authentication state (None elsewhere).
+        self._sasl = sasl
+        if sasl is not None:
+            ctx.scratch[SASL_SESSION] = sasl
         self._router = router
         self._codec = codec
         self._settings = settings
@@ -103,16 +114,55 @@ class Connection:
             await self._in_flight.acquire()
             slot = _Slot()
             send.send_nowait(slot)
+            sasl = self._sasl
+            if sasl is not None and sasl.expects_raw_token:
+                if not self._raw_sasl_token(sasl, frame, slot):
+                    return
+                continue
             try:
                 request = codec.decode_request(frame)
             except codec.UnsupportedVersionError as exc:
                 self._answer_unsupported(exc, slot)
+                if sasl is not None and not sasl.authenticated:
+                    slot.close_after = "unsupported request version before SASL authentication"
                 continue
             except codec.ProtocolError as exc:
                 self._close_now(f"unparsable request: {exc}")
                 return
+            if sasl is not None:
+                refusal = sasl.admit(request.api_key)
+                if refusal is not None:
+                    body = self._router.error_body(request.api_key, request, ILLEGAL_SASL_STATE)
+                    self._encode_into(slot, request.api_key, request.api_version,
+                                      request.correlation_id, body)
+                    slot.close_after = refusal
+                    return
+                if sasl.serial:
+                    # Before authentication one request at a time: each step decides
+                    # what the next frame may be.
+                    await self._process(request, slot)
+                    if slot.close_after is not None or slot.close_reason is not None:
+                        return
+                    self._note_principal(sasl)
+                    continue
             assert self._nursery is not None
             self._nursery.start_soon(self._process, request, slot)
+
+    def _raw_sasl_token(self, sasl: SaslSession, frame: memoryview, slot: _Slot) -> bool:
+        """A bare SASL token (after SaslHandshake v0): answer with the bare reply token, or
+        close, since this form cannot carry an error. False when the connection closes."""
+        try:
+            reply = sasl.raw_token(bytes(frame))
+        except SaslAuthenticationError as exc:
+            slot.fail(f"SASL authentication failed: {exc}")
+            return False
+        self._note_principal(sasl)
+        slot.fill([reply])
+        return True
+
+    def _note_principal(self, sasl: SaslSession) -> None:
+        if sasl.authenticated and sasl.principal_name is not None:
+            self.ctx.principal = f"User:{sasl.principal_name}"
 
     async def _next_frame_or_idle(self, reader: FrameReader) -> memoryview | None:
         while True:
@@ -131,6 +181,11 @@ class Connection:
     async def _process(self, request: DecodedRequest, slot: _Slot) -> None:
         try:
             body = await self._router.dispatch(request, self.ctx)
+        except CloseAfterResponse as exc:
+            self._encode_into(slot, request.api_key, request.api_version,
+                              request.correlation_id, exc.body)
+            slot.close_after = str(exc)
+            return
         except CloseConnection as exc:
             slot.fail(str(exc))
             return
@@ -182,6 +237,9 @@ class Connection:
                     if slot.chunks is not None:
                         await write_response(self._stream, slot.chunks)
                         self._touch()
+                    if slot.close_after is not None:
+                        self._close_now(slot.close_after)
+                        return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     assert self._nursery is not None
                     self._nursery.cancel_scope.cancel()

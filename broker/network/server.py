@@ -12,6 +12,7 @@ from broker.config.endpoints import Listener
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
 from broker.apis.request import ConnectionContext, RequestRouter
+from broker.sasl.sessions import SaslSessions
 from broker.network.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -27,8 +28,10 @@ class NetworkServer:
 
     def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
                  settings: ServerSettings = ServerSettings(),
-                 codec: WireCodec | None = None) -> None:
+                 codec: WireCodec | None = None, *,
+                 sasl: "SaslSessions | None" = None) -> None:
         self.listeners = list(listeners)
+        self.sasl = sasl
         self.router = router
         self.settings = settings
         self.codec: WireCodec = codec if codec is not None else default_codec()
@@ -138,7 +141,9 @@ class NetworkServer:
                                     (peer[0], peer[1]))
             connection = Connection(stream, ctx, router=self.router, codec=self.codec,
                                     settings=self.settings,
-                                    supported_versions=self.supported_versions)
+                                    supported_versions=self.supported_versions,
+                                    sasl=(None if self.sasl is None
+                                          else self.sasl.new_session(listener.name)))
             self._connections.add(connection)
             connections.start_soon(self._run_connection, connection)
 

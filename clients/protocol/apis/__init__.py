@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.apis import acls, admin, controller, core, fetch, groups, metadata, offsets, produce
+from clients.protocol.apis import scram
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
-    for module in (core, metadata, produce, fetch, groups, offsets, admin, controller, acls)
+    for module in (core, metadata, produce, fetch, groups, offsets, admin, controller, acls,
+                   scram)
     for api in module.APIS
 }
 

@@ -223,9 +223,9 @@ def test_keys_the_node_reads_are_typed_attributes_parsed_once() -> None:
         getattr(c, "no_such_key_ms")
 
 
-# --- security protocols: nothing but PLAINTEXT is served, and nothing else as plaintext ----
+# --- security protocols: PLAINTEXT and SASL_PLAINTEXT are served, nothing else as plaintext -
 
-TLS_AND_SASL = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+TLS_AND_SASL = ["SSL", "SASL_SSL"]
 
 
 @pytest.mark.parametrize("protocol", TLS_AND_SASL)

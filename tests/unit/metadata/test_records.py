@@ -14,6 +14,7 @@ import pytest
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from metadata.errors import MetadataRecordError
 from metadata.record_codec import decode_record, encode_record
+from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from metadata.records import (
     RECORD_CLASSES,
     BrokerEndpoint,
@@ -105,6 +106,9 @@ SAMPLES = [
     AccessControlEntryRecord(id=TID, resource_type=2, resource_name="orders-", pattern_type=4,
                              principal="User:alice", host="*", operation=3, permission_type=3),
     RemoveAccessControlEntryRecord(id=TID),
+    UserScramCredentialRecord(name="alice", mechanism=2, salt=b"s", stored_key=b"k",
+                              server_key=b"v", iterations=4096),
+    RemoveUserScramCredentialRecord(name="alice", mechanism=2),
 ]
 
 

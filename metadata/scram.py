@@ -1,0 +1,97 @@
+"""SCRAM credentials in the metadata log: the two KRaft records and the image's view of them.
+
+A credential is what RFC 5802 lets a server keep instead of a password: the salt, the
+iteration count, StoredKey and ServerKey. Nothing here ever holds a password.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+# Kafka's ScramMechanism type ids (AlterUserScramCredentials, the records).
+SCRAM_SHA_256 = 1
+SCRAM_SHA_512 = 2
+MECHANISM_NAMES: dict[int, str] = {SCRAM_SHA_256: "SCRAM-SHA-256", SCRAM_SHA_512: "SCRAM-SHA-512"}
+MECHANISM_IDS: dict[str, int] = {name: mid for mid, name in MECHANISM_NAMES.items()}
+# Kafka's bounds on a credential's iteration count (ScramMechanism.minIterations, and the
+# 16384 ceiling AlterUserScramCredentials enforces).
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """Creates or replaces one user's credential for one mechanism."""
+
+    API_KEY: ClassVar[int] = 11
+    VERSION: ClassVar[int] = 0
+
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:
+        # Keys stay out of logs and tracebacks.
+        return (f"UserScramCredentialRecord(name={self.name!r}, "
+                f"mechanism={self.mechanism}, iterations={self.iterations})")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    """Deletes one user's credential for one mechanism."""
+
+    API_KEY: ClassVar[int] = 22
+    VERSION: ClassVar[int] = 0
+
+    name: str
+    mechanism: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    """A stored SCRAM credential (RFC 5802 section 3)."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:
+        return f"ScramCredential(iterations={self.iterations})"
+
+    @classmethod
+    def from_record(cls, record: UserScramCredentialRecord) -> "ScramCredential":
+        return cls(record.salt, record.stored_key, record.server_key, record.iterations)
+
+    def to_record(self, name: str, mechanism: int) -> UserScramCredentialRecord:
+        return UserScramCredentialRecord(name, mechanism, self.salt, self.stored_key,
+                                         self.server_key, self.iterations)
+
+
+ScramKey = tuple[str, int]
+"""(user name, mechanism id)."""
+
+
+def merge_credentials(base: Mapping[ScramKey, ScramCredential],
+                      changes: Mapping[ScramKey, ScramCredential | None]
+                      ) -> dict[ScramKey, ScramCredential]:
+    """`base` with `changes` applied (None removes)."""
+    merged = dict(base)
+    for key, credential in changes.items():
+        if credential is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = credential
+    return merged
+
+
+def credential_records(credentials: Mapping[ScramKey, ScramCredential]
+                       ) -> list[UserScramCredentialRecord]:
+    """Records that rebuild `credentials` (snapshots)."""
+    return [credential.to_record(name, mechanism)
+            for (name, mechanism), credential in sorted(credentials.items())]
