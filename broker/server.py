@@ -156,7 +156,9 @@ class BrokerServer:
         self.group_coordinator = groups = self._group_coordinator(replicas)
         install_broker_apis(self.router, config, self.cluster_id, self.image,
                             replicas=replicas, groups=groups,
-                            auto_create=self.auto_creator.ensure_topics,
+                            # Off, Metadata neither creates nor checks CREATE (Kafka's order).
+                            auto_create=(self.auto_creator.ensure_topics
+                                         if self.auto_creator.enabled else None),
                             producer_ids=producer_ids, controller=controller,
                             authorization=self.authorization)
         if self.lifecycle_settings is not None and controller is not None:

@@ -5,9 +5,22 @@ so."""
 
 from __future__ import annotations
 
+import random
 import uuid
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
+import trio
+
+from broker.apis.api_versions import install_api_versions
+from broker.apis.request import RequestRouter
+from broker.config.endpoints import Listener
+from broker.controller_client import ControllerClient
+from broker.network import NetworkServer
+from metadata.controller.acls import create_acls, delete_acls
+from metadata.controller.topics import create_topics
+from metadata.settings import ControllerSettings
 
 from broker.apis.request import ANONYMOUS_PRINCIPAL
 from clients.net import KafkaConnectionError
@@ -19,6 +32,45 @@ from tests.unit.apis.batches import batch, fetch_body, produce_body
 from tests.unit.apis.harness import running_broker
 
 AUTHORIZER = {"authorizer.class.name": "StandardAuthorizer"}
+
+
+class _Controller:
+    """A CONTROLLER endpoint deciding CreateTopics, CreateAcls and DeleteAcls as the active
+    controller does; its records go to the broker's image. `asked` counts what reached it."""
+
+    def __init__(self) -> None:
+        self.broker: Any = None
+        self.asked: list[tuple[int, dict]] = []
+
+    async def handle(self, request, ctx) -> dict:  # type: ignore[no-untyped-def]
+        self.asked.append((request.api_key, request.body))
+        image = self.broker.image
+        if request.api_key == ApiKey.CREATE_TOPICS:
+            records, response = create_topics(image, request.body, 0, rng=random.Random(1),
+                                              settings=ControllerSettings())
+        elif request.api_key == ApiKey.CREATE_ACLS:
+            records, response = create_acls(image, request.body, 0)
+        else:
+            records, response = delete_acls(image, request.body, 0)
+        self.broker.publish(records)
+        return response
+
+
+@asynccontextmanager
+async def broker_with_controller(tmp_path, extra):  # type: ignore[no-untyped-def]
+    controller = _Controller()
+    router = RequestRouter()
+    install_api_versions(router)
+    for api_key in (ApiKey.CREATE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        router.register(api_key, controller.handle)
+    server = NetworkServer([Listener("CONTROLLER", "127.0.0.1", 0, "PLAINTEXT")], router)
+    async with trio.open_nursery() as nursery:
+        host, port = (await nursery.start(server.serve))["CONTROLLER"]
+        channel = ControllerClient({9: (host, port)}, "test-broker")
+        async with running_broker(tmp_path, channel=channel, extra=extra) as broker:
+            controller.broker = broker
+            yield broker, controller
+        nursery.cancel_scope.cancel()
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -82,7 +134,7 @@ async def test_acks_zero_produce_to_a_refused_topic_closes_the_connection(tmp_pa
 
 
 async def test_metadata_hides_undescribable_topics_and_needs_create_to_auto_create(tmp_path):
-    async with running_broker(tmp_path, extra=AUTHORIZER) as broker:
+    async with broker_with_controller(tmp_path, AUTHORIZER) as (broker, controller):
         broker.create_topic("open-a")
         broker.create_topic("closed")
         broker.publish(OPEN_ACLS + [grant(Res.TOPIC, "new", Op.DESCRIBE)])
@@ -90,18 +142,60 @@ async def test_metadata_hides_undescribable_topics_and_needs_create_to_auto_crea
         everything = await conn.request(ApiKey.METADATA, {"topics": None}, 9)
         assert [t["name"] for t in everything["topics"]] == ["open-a"]
         named = await conn.request(ApiKey.METADATA, {"topics": [
-            {"name": "closed"}, {"name": "open-a"}, {"name": "new"}],
+            {"name": "closed"}, {"name": "open-a"}, {"name": "new"}, {"name": "open-new"}],
             "allow_auto_topic_creation": True, "include_topic_authorized_operations": True}, 9)
         by_name = {t["name"]: t for t in named["topics"]}
         assert by_name["closed"]["error_code"] == TOPIC_DENIED
         assert by_name["closed"]["partitions"] == []
         assert by_name["new"]["error_code"] == TOPIC_DENIED  # DESCRIBE but no CREATE
+        assert by_name["open-new"]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE  # created
         assert by_name["open-a"]["error_code"] == ErrorCode.NONE
         operations = by_name["open-a"]["topic_authorized_operations"]
         assert operations & (1 << Op.WRITE) and operations & (1 << Op.ALTER_CONFIGS)
+        with trio.fail_after(10):
+            while not any(key == ApiKey.CREATE_TOPICS for key, _ in controller.asked):
+                await trio.sleep(0.01)
+        created = [t["name"] for key, body in controller.asked if key == ApiKey.CREATE_TOPICS
+                   for t in body["topics"]]
+        assert created == ["open-new"]
         cluster = await conn.request(ApiKey.DESCRIBE_CLUSTER,
                                      {"include_cluster_authorized_operations": True})
         assert cluster["cluster_authorized_operations"] == 0  # no DESCRIBE on the cluster
+        await conn.aclose()
+
+
+async def test_create_topics_is_refused_per_topic_before_forwarding(tmp_path):
+    async with broker_with_controller(tmp_path, AUTHORIZER) as (broker, controller):
+        broker.publish(OPEN_ACLS)
+        conn = await broker.connect()
+        response = await conn.request(ApiKey.CREATE_TOPICS, {"timeout_ms": 5000, "topics": [
+            {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+             "configs": []} for n in ("open-b", "elsewhere")]})
+        codes = {t["name"]: t["error_code"] for t in response["topics"]}
+        assert codes == {"open-b": ErrorCode.NONE, "elsewhere": TOPIC_DENIED}
+        forwarded = [t["name"] for _, body in controller.asked for t in body["topics"]]
+        assert forwarded == ["open-b"]
+        await conn.aclose()
+
+
+async def test_create_and_delete_acls_go_through_the_controller_with_alter(tmp_path):
+    async with broker_with_controller(tmp_path, AUTHORIZER) as (broker, controller):
+        conn = await broker.connect()
+        creation = {"resource_type": 2, "resource_name": "x", "resource_pattern_type": 3,
+                    "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}
+        refused = await conn.request(ApiKey.CREATE_ACLS, {"creations": [creation]})
+        assert refused["results"][0]["error_code"] == CLUSTER_DENIED
+        assert controller.asked == []
+        broker.publish([grant(Res.CLUSTER, CLUSTER_NAME, Op.ALTER)])
+        created = await conn.request(ApiKey.CREATE_ACLS, {"creations": [creation]})
+        assert created["results"][0]["error_code"] == ErrorCode.NONE
+        assert any(a.principal == "User:a" for a in broker.image.acls)
+        deleted = await conn.request(ApiKey.DELETE_ACLS, {"filters": [{
+            "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+            "principal_filter": "User:a", "host_filter": None, "operation": 1,
+            "permission_type": 1}]})
+        assert [m["resource_name"] for m in deleted["filter_results"][0]["matching_acls"]] == ["x"]
+        assert not any(a.principal == "User:a" for a in broker.image.acls)
         await conn.aclose()
 
 
