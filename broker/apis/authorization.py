@@ -8,6 +8,13 @@ authorizer (`authorizer.class.name` unset) every check passes, as in Kafka. Hand
 a refusal with TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED where Kafka does,
 per topic or partition where Kafka answers per topic or partition.
 
+For a handler that needs Kafka's error code rather than a yes/no, `refusal(ctx, operation,
+resource_type, name)` answers NONE or the resource type's *_AUTHORIZATION_FAILED code; e.g.
+a transactional API (Kafka's AddOffsetsToTxn):
+
+    code = (authz.refusal(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)
+            or authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP, group_id))
+
 `RequestAuthorizer` is the router's hook: APIs whose whole request needs one operation on
 the cluster (the ACL APIs, the controller RPCs) are refused there with
 CLUSTER_AUTHORIZATION_FAILED before their handler runs.
@@ -40,6 +47,15 @@ def authorizer_from_config(config: "ServerConfig") -> StandardAuthorizer | None:
                               bool(config.get("allow.everyone.if.no.acl.found")))
 
 
+# The error of a refused action, by the resource type refused.
+REFUSALS: Mapping[ResourceType, int] = {
+    ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
 def _empty_image() -> MetadataImage:
     return MetadataImage.empty()
 
@@ -63,6 +79,13 @@ class Authorization:
             return True
         return self.authorizer.authorize(self._image().acls, ctx.principal, ctx.peer[0],
                                          operation, resource_type, name)
+
+    def refusal(self, ctx: RequestContext, operation: AclOperation,
+                resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
+        """NONE when allowed, else the error Kafka answers for the resource type."""
+        if self.allowed(ctx, operation, resource_type, name):
+            return ErrorCode.NONE
+        return REFUSALS[resource_type]
 
     def cluster(self, ctx: RequestContext, operation: AclOperation) -> bool:
         """`operation` on the cluster resource."""

@@ -23,3 +23,22 @@ def test_kafkas_and_the_short_name_enable_the_standard_authorizer(name: str) -> 
     assert authorizer.allow_if_no_acl is True
     assert authorizer_from_config(config(**{"authorizer.class.name": name})).allow_if_no_acl \
         is False
+
+
+def test_refusal_names_the_error_of_the_resource_type() -> None:
+    from types import SimpleNamespace
+
+    from broker.apis.authorization import AclOperation, Authorization, ResourceType
+    from clients.protocol import ErrorCode
+    from metadata.authorizer import StandardAuthorizer
+
+    ctx = SimpleNamespace(principal="User:ANONYMOUS", peer=("127.0.0.1", 1))
+    authz = Authorization(StandardAuthorizer())
+    expected = {ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    for rtype, code in expected.items():
+        assert authz.refusal(ctx, AclOperation.WRITE, rtype, "x") == code  # type: ignore[arg-type]
+    assert Authorization(None).refusal(ctx, AclOperation.WRITE,  # type: ignore[arg-type]
+                                       ResourceType.TRANSACTIONAL_ID, "x") == ErrorCode.NONE
