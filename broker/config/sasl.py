@@ -8,12 +8,12 @@ username and password of that mechanism's JAAS config on the inter-broker listen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from broker.config.endpoints import Listener
 from broker.config.errors import ConfigError
-from broker.sasl.jaas import JaasConfigError, JaasEntry, parse_jaas
+from clients.net.jaas import JaasConfigError, JaasEntry, parse_jaas
+from clients.net.sasl import SaslCredentials
 from broker.sasl.mechanisms import PLAIN, SUPPORTED_MECHANISMS
 from broker.sasl.session import ListenerSasl
 
@@ -23,16 +23,8 @@ LISTENER_PREFIX = "listener.name."
 LISTENER_KEYS = ("sasl.enabled.mechanisms",)
 
 
-@dataclass(frozen=True)
-class SaslClientCredentials:
-    """How this node authenticates to another: mechanism, user name and password."""
-
-    mechanism: str
-    username: str
-    password: str
-
-    def __repr__(self) -> str:
-        return f"SaslClientCredentials(mechanism={self.mechanism!r}, username={self.username!r})"
+# How this node authenticates to another: mechanism, user name and password.
+SaslClientCredentials = SaslCredentials
 
 
 def jaas_key(listener: str, mechanism: str) -> str:

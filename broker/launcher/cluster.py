@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from broker.config.properties import format_properties, load_properties
 from broker.config.uuids import random_uuid_str
@@ -41,8 +41,10 @@ STOP_TIMEOUT = 5.0
 def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
                      base_port: int = 9092, overrides: Mapping[str, str] | None = None, *,
                      ready: ReadinessCheck = kraft_ready,
-                     timeout: float = DEFAULT_TIMEOUT) -> ClusterInfo:
-    """Write configs, format storage, start every node, wait until `ready` holds for all.
+                     timeout: float = DEFAULT_TIMEOUT,
+                     format_args: Sequence[str] = ()) -> ClusterInfo:
+    """Write configs, format storage (`raftka storage format` with `format_args` added, e.g.
+    `--add-scram ...`), start every node, wait until `ready` holds for all.
 
     `timeout` bounds the whole bootstrap, formatting included. On failure the started nodes
     are stopped and LauncherError carries the failing node's log tail."""
@@ -64,7 +66,7 @@ def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
     for node in cluster.nodes:
         node.dir.mkdir(parents=True, exist_ok=True)
         node.config_path.write_text(format_properties(node.properties))
-        _format_storage(node, cluster.cluster_id, deadline, timeout)
+        _format_storage(node, cluster.cluster_id, deadline, timeout, format_args)
     started: list[NodeInfo] = []
     try:
         for node in cluster.nodes:
@@ -154,7 +156,8 @@ def _node(cluster: ClusterInfo, node_id: int) -> NodeInfo:
         raise LauncherError(str(exc.args[0])) from None
 
 
-def _format_storage(node: NodeInfo, cluster_id: str, deadline: float, budget: float) -> None:
+def _format_storage(node: NodeInfo, cluster_id: str, deadline: float, budget: float,
+                    extra_args: Sequence[str] = ()) -> None:
     late = LauncherError(f"formatting node {node.node_id} did not finish within the "
                          f"{budget:.0f} s bootstrap timeout")
     remaining = deadline - time.monotonic()
@@ -163,7 +166,7 @@ def _format_storage(node: NodeInfo, cluster_id: str, deadline: float, budget: fl
     try:
         result = subprocess.run(
             [sys.executable, "-m", "broker.cli.main", "storage", "format", "-t", cluster_id,
-             "-c", str(node.config_path)],
+             "-c", str(node.config_path), *extra_args],
             capture_output=True, text=True, timeout=remaining)
     except subprocess.TimeoutExpired:
         raise late from None

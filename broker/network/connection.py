@@ -123,7 +123,8 @@ class Connection:
                 request = codec.decode_request(frame)
             except codec.UnsupportedVersionError as exc:
                 self._answer_unsupported(exc, slot)
-                if sasl is not None and not sasl.authenticated:
+                if (sasl is not None and not sasl.authenticated
+                        and getattr(exc, "api_key", None) != API_VERSIONS_KEY):
                     slot.close_after = "unsupported request version before SASL authentication"
                 continue
             except codec.ProtocolError as exc:
@@ -226,6 +227,16 @@ class Connection:
             return
         slot.fill(chunks)
 
+    async def _linger(self) -> None:
+        """After a refusal: wait (bounded) for the client to read the answer and close."""
+        with trio.move_on_after(self._settings.failed_authentication_delay_s):
+            try:
+                while await self._stream.receive_some(65536):
+                    pass
+            except (trio.BrokenResourceError, trio.ClosedResourceError,
+                    trio.BusyResourceError):
+                pass
+
     async def _write_loop(self, receive: trio.MemoryReceiveChannel[_Slot]) -> None:
         async with receive:
             async for slot in receive:
@@ -238,6 +249,7 @@ class Connection:
                         await write_response(self._stream, slot.chunks)
                         self._touch()
                     if slot.close_after is not None:
+                        await self._linger()
                         self._close_now(slot.close_after)
                         return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):

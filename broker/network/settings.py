@@ -18,6 +18,10 @@ class ServerSettings:
     max_connections: int = 2**31 - 1
     max_in_flight_per_connection: int = 32
     shutdown_grace_s: float = 10.0
+    # How long a connection that failed SASL authentication stays open after its answer
+    # (Kafka's connection.failed.authentication.delay.ms, KIP-306), unless the client
+    # closes first: it slows password guessing and lets the client read the answer.
+    failed_authentication_delay_s: float = 0.1
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> "ServerSettings":
@@ -25,4 +29,6 @@ class ServerSettings:
             max_request_bytes=config.socket_request_max_bytes,
             idle_timeout_s=config.connections_max_idle_ms / 1000.0,
             max_connections=config.max_connections,
+            failed_authentication_delay_s=int(
+                config.get("connection.failed.authentication.delay.ms")) / 1000.0,  # type: ignore[call-overload]
         )

@@ -276,7 +276,7 @@ class LeaderFetcher:
         try:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
-                timeout=self._settings.socket_timeout_ms / 1000)
+                timeout=self._settings.socket_timeout_ms / 1000, sasl=self._settings.sasl)
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,
                         endpoint.port, exc)

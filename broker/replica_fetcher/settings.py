@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clients.net.sasl import SaslCredentials
+
 if TYPE_CHECKING:
     from broker.config import ServerConfig
 
@@ -20,6 +22,9 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+    # On a SASL inter-broker listener: sasl.mechanism.inter.broker.protocol and the
+    # listener's JAAS username and password.
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> FetcherSettings:
@@ -28,4 +33,11 @@ class FetcherSettings:
                    response_max_bytes=config.replica_fetch_response_max_bytes,
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
-                   backoff_ms=config.replica_fetch_backoff_ms)
+                   backoff_ms=config.replica_fetch_backoff_ms,
+                   sasl=inter_broker_sasl(config))
+
+
+def inter_broker_sasl(config: "ServerConfig") -> SaslCredentials | None:
+    """The credentials a broker authenticates to other brokers with (None without SASL)."""
+    credentials: SaslCredentials | None = getattr(config, "inter_broker_sasl", None)
+    return credentials

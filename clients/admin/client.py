@@ -16,9 +16,18 @@ from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
-from clients.admin.settings import COMMON_KEYS, ConfigError, ConfigKey, at_least, parse_int
+from clients.admin.settings import (
+    COMMON_KEYS,
+    ConfigError,
+    ConfigKey,
+    at_least,
+    parse_int,
+    sasl_credentials_of,
+)
 from clients.admin.settings import resolve_config
+from clients.admin import scram_operations as scram_ops
 from clients.net import KafkaConnectionError, parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.protocol import ApiKey, KafkaError
 
 ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
@@ -33,6 +42,7 @@ class AdminConfig:
     request_timeout_ms: int
     connect_timeout_ms: int
     default_api_timeout_ms: int
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -44,7 +54,7 @@ class AdminConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(servers, values["client.id"], values["request.timeout.ms"],
                    values["socket.connection.setup.timeout.ms"],
-                   values["default.api.timeout.ms"])
+                   values["default.api.timeout.ms"], sasl_credentials_of(values))
 
 
 def _pick_target(cluster: ClusterMetadata, call: ops.Call,
@@ -76,7 +86,7 @@ class Admin:
         self.config = config
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
-                                        config.request_timeout_ms / 1000)
+                                        config.request_timeout_ms / 1000, config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     async def __aenter__(self) -> Admin:
@@ -133,6 +143,18 @@ class Admin:
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
         return await self._run(ops.list_offsets(timestamps, isolation_level))
+
+    async def upsert_scram_credential(self, user: str, mechanism: str, password: str,
+                                      iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
+        await self._run(scram_ops.upsert_scram_credential(user, mechanism, password,
+                                                          iterations))
+
+    async def delete_scram_credential(self, user: str, mechanism: str) -> None:
+        await self._run(scram_ops.delete_scram_credential(user, mechanism))
+
+    async def describe_scram_credentials(self, users: Iterable[str] | None = None
+                                         ) -> dict[str, list[tuple[str, int]]]:
+        return await self._run(scram_ops.describe_scram_credentials(users))
 
     async def delete_records(self, before: Mapping[ops.TopicPartition, int]
                              ) -> dict[ops.TopicPartition, int | KafkaError]:
@@ -204,7 +226,7 @@ class BlockingAdmin:
             config = AdminConfig.from_mapping(config, **overrides)
         self.config = config
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
-                                            config.request_timeout_ms / 1000)
+                                            config.request_timeout_ms / 1000, config.sasl)
         self._cluster: ClusterMetadata | None = None
 
     def __enter__(self) -> BlockingAdmin:
@@ -260,6 +282,17 @@ class BlockingAdmin:
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         return self._run(ops.list_offsets(timestamps, isolation_level))
+
+    def upsert_scram_credential(self, user: str, mechanism: str, password: str,
+                                iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
+        self._run(scram_ops.upsert_scram_credential(user, mechanism, password, iterations))
+
+    def delete_scram_credential(self, user: str, mechanism: str) -> None:
+        self._run(scram_ops.delete_scram_credential(user, mechanism))
+
+    def describe_scram_credentials(self, users: Iterable[str] | None = None
+                                   ) -> dict[str, list[tuple[str, int]]]:
+        return self._run(scram_ops.describe_scram_credentials(users))
 
     def delete_records(self, before: Mapping[ops.TopicPartition, int]
                        ) -> dict[ops.TopicPartition, int | KafkaError]:

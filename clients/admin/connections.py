@@ -14,6 +14,7 @@ import trio
 
 from clients.admin.cluster import BrokerNode
 from clients.net import BlockingKafkaConnection, KafkaConnection, KafkaConnectionError
+from clients.net.sasl import SaslCredentials
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +38,10 @@ class TrioConnectionPool:
     """Trio connections by broker id; bootstrap-only connections have negative keys."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 connect_timeout_s: float, request_timeout_s: float) -> None:
+                 connect_timeout_s: float, request_timeout_s: float,
+                 sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
+        self.sasl = sasl
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
@@ -53,7 +56,8 @@ class TrioConnectionPool:
             if conn is not None and not conn.closed:
                 return conn
             conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
-                                                 timeout=self.connect_timeout_s)
+                                                 timeout=self.connect_timeout_s,
+                                                 sasl=self.sasl)
             self._connections[key] = conn
             return conn
 
@@ -108,8 +112,9 @@ class BlockingConnectionPool:
     """The blocking counterpart of TrioConnectionPool, one request at a time."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
-                 request_timeout_s: float) -> None:
+                 request_timeout_s: float, sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = bootstrap
+        self.sasl = sasl
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, BlockingKafkaConnection] = {}
@@ -119,7 +124,7 @@ class BlockingConnectionPool:
         conn = self._connections.get(key)
         if conn is None or conn.closed:
             conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
-                                           timeout=self.request_timeout_s)
+                                           timeout=self.request_timeout_s, sasl=self.sasl)
             self._connections[key] = conn
         return conn
 

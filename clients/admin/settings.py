@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from clients.net.sasl import SaslCredentials
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +87,23 @@ COMMON_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("socket.connection.setup.timeout.ms", parse_int, 10000, check=at_least(0)),
     ConfigKey("retry.backoff.ms", parse_int, 100, check=at_least(0)),
     ConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
-    ConfigKey("security.protocol", parse_str, "PLAINTEXT", check=one_of("PLAINTEXT")),
+    ConfigKey("security.protocol", parse_str, "PLAINTEXT",
+              check=one_of("PLAINTEXT", "SASL_PLAINTEXT")),
+    ConfigKey("sasl.mechanism", parse_str, "GSSAPI"),
+    ConfigKey("sasl.username", parse_str, None),
+    ConfigKey("sasl.password", str, None),
+    ConfigKey("sasl.jaas.config", str, None),
 )
+
+
+def sasl_credentials_of(values: Mapping[str, Any]) -> "SaslCredentials | None":
+    """The SASL credentials a resolved client config asks for (None without SASL)."""
+    from clients.net.sasl import sasl_credentials
+
+    try:
+        return sasl_credentials(values)
+    except ValueError as exc:
+        raise ConfigError(f"invalid SASL configuration: {exc}") from None
 
 
 def resolve_config(keys: tuple[ConfigKey, ...], given: Mapping[str, Any] | None,

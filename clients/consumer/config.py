@@ -15,9 +15,11 @@ from clients.admin.settings import (
     parse_int,
     parse_str,
     resolve_config,
+    sasl_credentials_of,
 )
 from clients.consumer.group.assignors import assignor_names
 from clients.net import parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.interceptors import parse_interceptors
 from clients.serde import Deserializer, deserializer, is_identity
 
@@ -85,6 +87,7 @@ class ConsumerConfig:
     key_deserializer: Deserializer | None = None
     value_deserializer: Deserializer | None = None
     interceptors: Sequence[Any] = ()
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -103,6 +106,7 @@ class ConsumerConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(
             bootstrap_servers=servers,
+            sasl=sasl_credentials_of(values),
             client_id=values["client.id"],
             group_id=values["group.id"] or None,
             auto_offset_reset=values["auto.offset.reset"],

@@ -64,7 +64,7 @@ class Consumer:
         self._core = ConsumerCore(config)
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
-                                        config.request_timeout_ms / 1000)
+                                        config.request_timeout_ms / 1000, config.sasl)
         self._metadata_log = RepeatedFailureLog(logger, "metadata refresh")
         self._group: GroupClient | None = None
         if config.group_id is not None:

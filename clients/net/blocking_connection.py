@@ -12,6 +12,7 @@ from typing import Any
 
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
+from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -40,7 +41,8 @@ class BlockingKafkaConnection(ConnectionBase):
     """
 
     def __init__(self, host: str, port: int, client_id: str | None = "raftka",
-                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_S,
+                 sasl: SaslCredentials | None = None) -> None:
         super().__init__(host, port, client_id)
         self.timeout = timeout
         try:
@@ -51,6 +53,15 @@ class BlockingKafkaConnection(ConnectionBase):
             request = self._session.api_versions_request()
             frame = self._exchange(request)
             self._session.apply_api_versions(request, frame)
+            if sasl is not None:
+                steps = sasl_steps(self._session, sasl)
+                outgoing = next(steps)
+                while True:
+                    frame = self._exchange(outgoing)
+                    try:
+                        outgoing = steps.send(frame)
+                    except StopIteration:
+                        break
         except BaseException:
             self.close()
             raise

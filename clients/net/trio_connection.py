@@ -18,6 +18,7 @@ import trio
 
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
+from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -56,8 +57,10 @@ class KafkaConnection(ConnectionBase):
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
-                      timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> KafkaConnection:
-        """Open a TCP connection and negotiate API versions, all within ``timeout`` seconds.
+                      timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                      sasl: SaslCredentials | None = None) -> KafkaConnection:
+        """Open a TCP connection, negotiate API versions and (with ``sasl``) authenticate,
+        each step within ``timeout`` seconds.
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
         usable in time, ProtocolError for an undecodable answer, KafkaError for an
@@ -76,6 +79,15 @@ class KafkaConnection(ConnectionBase):
             request = conn._session.api_versions_request()
             frame = await conn._exchange(request, timeout)
             conn._session.apply_api_versions(request, frame)
+            if sasl is not None:
+                steps = sasl_steps(conn._session, sasl)
+                outgoing = next(steps)
+                while True:
+                    frame = await conn._exchange(outgoing, timeout)
+                    try:
+                        outgoing = steps.send(frame)
+                    except StopIteration:
+                        break
         except BaseException:
             await conn.aclose()
             raise

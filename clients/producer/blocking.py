@@ -51,7 +51,7 @@ class BlockingProducer:
         self.config = config
         self._core = ProducerCore(config)
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
-                                            config.request_timeout_ms / 1000)
+                                            config.request_timeout_ms / 1000, config.sasl)
         self._closed = False
         self._next_check_ms = 0.0  # when send() must next look for sendable batches
 

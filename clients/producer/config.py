@@ -15,9 +15,11 @@ from clients.admin.settings import (
     parse_int,
     parse_str,
     resolve_config,
+    sasl_credentials_of,
 )
 from clients.interceptors import parse_interceptors
 from clients.net import parse_bootstrap_servers
+from clients.net.sasl import SaslCredentials
 from clients.serde import Serializer, is_identity, serializer
 from clients.records.compression import CODEC_IDS, is_available
 
@@ -85,6 +87,7 @@ class ProducerConfig:
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
     interceptors: Sequence[Any] = ()
+    sasl: SaslCredentials | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -108,6 +111,7 @@ class ProducerConfig:
             raise ConfigError(f"invalid bootstrap.servers: {exc}") from None
         return cls(
             bootstrap_servers=servers,
+            sasl=sasl_credentials_of(values),
             client_id=values["client.id"],
             acks=values["acks"],
             linger_ms=values["linger.ms"],

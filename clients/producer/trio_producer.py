@@ -61,7 +61,7 @@ class Producer:
         self._core = ProducerCore(config)
         self._pool = TrioConnectionPool(config.bootstrap_servers, config.client_id,
                                         config.connect_timeout_ms / 1000,
-                                        config.request_timeout_ms / 1000)
+                                        config.request_timeout_ms / 1000, config.sasl)
         self._wakeup = trio.Event()
         self._changed = trio.Event()
         self._flushing = 0

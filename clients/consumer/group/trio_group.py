@@ -189,7 +189,7 @@ class GroupClient:
             if current is None:
                 conn = await KafkaConnection.connect(
                     node.host, node.port, client_id=self._pool.client_id,
-                    timeout=self._pool.connect_timeout_s)
+                    timeout=self._pool.connect_timeout_s, sasl=self._pool.sasl)
                 current = self._conns[channel] = (conn, node)
             return current[0]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker.config import ConfigError, ServerConfig
-from broker.sasl.jaas import JaasConfigError, parse_jaas
+from clients.net.jaas import JaasConfigError, parse_jaas
 
 BASE = {
     "process.roles": "broker,controller", "node.id": "1",

@@ -1,0 +1,129 @@
+"""Three brokers whose only client and inter-broker listener is SASL_PLAINTEXT: followers
+authenticate to leaders with sasl.mechanism.inter.broker.protocol and the listener's JAAS
+username and password, replicate, and a kill -9 of a leader loses nothing acknowledged."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from broker.launcher import LauncherError, bootstrap_quorum, stop_quorum
+from broker.launcher.layout import ClusterInfo, NodeInfo
+from broker.launcher.ports import pick_base_port
+from broker.testing.waiting import wait_for
+from clients.admin import BlockingAdmin
+from clients.admin.operations import NewTopic
+from clients.net import BlockingKafkaConnection, KafkaConnectionError
+from clients.net.sasl import SaslCredentials
+from clients.protocol import ApiKey, KafkaError
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+HOST = "127.0.0.1"
+ADMIN = SaslCredentials("SCRAM-SHA-512", "admin", "admin-secret")
+OVERRIDES = {
+    "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+    "listener.name.plaintext.scram-sha-512.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="admin" password="admin-secret";',
+    "min.insync.replicas": "2",
+}
+FORMAT_ARGS = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"]
+AUTH = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "admin", "sasl.password": "admin-secret"}
+
+
+def sasl_ready(cluster: ClusterInfo, node: NodeInfo) -> bool:
+    """The launcher's check, authenticated: Metadata lists every broker and a controller."""
+    if node.client_port is None:
+        return True
+    try:
+        with BlockingKafkaConnection(HOST, node.client_port, timeout=2.0, sasl=ADMIN) as conn:
+            body = conn.request(ApiKey.METADATA, {"topics": [],
+                                                  "allow_auto_topic_creation": False,
+                                                  "include_topic_authorized_operations": False})
+    except (KafkaConnectionError, KafkaError, OSError):
+        return False
+    listed = {b["node_id"] for b in body["brokers"]}
+    return body["controller_id"] >= 0 and {b.node_id for b in cluster.brokers} <= listed
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+    directory = tmp_path_factory.mktemp("ibsasl")
+    info = None
+    for attempt in range(5):
+        try:
+            info = bootstrap_quorum(directory / f"c{attempt}", 3, 0, pick_base_port(3, 0),
+                                    OVERRIDES, ready=sasl_ready, timeout=60.0,
+                                    format_args=FORMAT_ARGS)
+            break
+        except LauncherError as exc:
+            if "already in use" not in str(exc).lower():
+                raise
+    assert info is not None
+    try:
+        yield info
+    finally:
+        try:
+            stop_quorum(info.dir, kill=True, timeout=10.0)
+        except LauncherError:
+            pass
+
+
+def admin(bootstrap: str) -> BlockingAdmin:
+    return BlockingAdmin({"bootstrap.servers": bootstrap, **AUTH})
+
+
+def isr(bootstrap: str, topic: str) -> tuple[int, tuple[int, ...]] | None:
+    try:
+        with admin(bootstrap) as client:
+            (described,) = client.describe_topics([topic])
+    except (KafkaConnectionError, KafkaError):
+        return None
+    partition = described.partitions[0]
+    return partition.leader, tuple(sorted(partition.isr))
+
+
+def test_replication_over_sasl_survives_a_leader_kill(cluster: ClusterInfo) -> None:
+    bootstrap = cluster.bootstrap_servers
+    with admin(bootstrap) as client:
+        client.create_topics([NewTopic("replicated", 1, 3)])
+    leader, members = wait_for(lambda: (s := isr(bootstrap, "replicated")) and len(s[1]) == 3
+                               and s, "three in-sync replicas over SASL", timeout=30)
+    assert members == (1, 2, 3)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                         "enable.idempotence": True,
+                                         "broker.address.family": "v4", **AUTH})
+    acked: list[bytes] = []
+
+    def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+        if err is None:
+            acked.append(msg.value())
+
+    for i in range(500):
+        producer.produce("replicated", f"v{i}".encode(), partition=0, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    assert len(acked) == 500
+    stop_quorum(cluster.dir, node_id=leader, kill=True, timeout=10.0)
+    survivors = ",".join(f"{HOST}:{n.client_port}" for n in cluster.brokers
+                         if n.node_id != leader)
+    wait_for(lambda: (s := isr(survivors, "replicated")) and s[0] not in (leader, -1),
+             "a new leader", timeout=30)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": survivors, "group.id": "check",
+                                         "auto.offset.reset": "earliest",
+                                         "broker.address.family": "v4", **AUTH})
+    consumer.assign([confluent_kafka.TopicPartition("replicated", 0, 0)])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < len(acked) and time.monotonic() < deadline:
+        for msg in consumer.consume(500, timeout=0.5):
+            assert msg.error() is None, msg.error()
+            seen.append(msg.value())
+    consumer.close()
+    assert seen == acked
