@@ -127,6 +127,17 @@ def test_two_sasl_principals_get_what_their_acls_say(node: tuple[ClusterInfo, st
         for future in refused.values():
             future.result(timeout=15)
 
+    # Raftka's own tool as bob (--command-config): refused in one line.
+    config = Path(info.dir) / "bob.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                      "sasl.username=bob\nsasl.password=bob-secret\n")
+    as_bob = raftka("acls", "--bootstrap-server", sasl, "--command-config", str(config),
+                    "--list")
+    assert as_bob.returncode == 1
+    assert as_bob.stderr.splitlines() == [
+        "Error while executing ACL command: describing ACLs: Cluster authorization failed."], \
+        as_bob.stderr
+
     # Granting bob READ on the topic and group lets him consume (the wildcard host).
     acls(info, "--add", "--allow-principal", "User:bob", "--consumer", "--topic", "payments",
          "--group", "bob-group")
