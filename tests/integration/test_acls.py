@@ -18,6 +18,7 @@ from broker.launcher import ClusterInfo, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.testing.waiting import wait_for
 from tests.integration.quorum_helpers import CONSUMER, produce
+from tests.integration.quorum_helpers import start_cluster  # noqa: F401  (fixture)
 from tests.integration.test_cli_tools import raftka
 
 pytestmark = pytest.mark.slow
@@ -229,3 +230,41 @@ def test_confluent_admin_creates_describes_and_deletes_acls(cluster: ClusterInfo
     assert [list(f.result(timeout=15)) for f in deleted.values()] == [[binding]]
     wait_for(lambda: admin.describe_acls(any_bob).result(timeout=15) == [],
              "bob's ACL gone", 15)
+
+
+def test_acls_survive_a_kill_and_restart_through_snapshots(start_cluster) -> None:  # noqa: F811
+    """A 1-node cluster snapshotting every few records: the ACL comes back from the metadata
+    snapshot and log after kill -9 and is enforced again."""
+    from confluent_kafka import KafkaError
+
+    from tests.integration.test_quorum_snapshot import SNAPSHOT_FILE_NAME, read_snapshot
+
+    cluster = start_cluster(nodes=1, overrides={**SETTINGS,
+                                                "metadata.log.max.snapshot.interval": "2"})
+    info = cluster.info
+    create_topic_rf1(info, "kept")
+    create_topic_rf1(info, "open-after-restart")
+    acls(info, "--add", "--deny-principal", "User:ANONYMOUS", "--operation", "Write",
+         "--topic", "kept")
+    wait_for(lambda: produce_error(info.bootstrap_servers, "kept")
+             == KafkaError.TOPIC_AUTHORIZATION_FAILED, "produce refused before the restart", 30)
+    snapshot = cluster.metadata_dir(1) / SNAPSHOT_FILE_NAME
+
+    def snapshot_acls() -> list | None:
+        create_topic_rf1(info, f"filler-{uuid.uuid4().hex[:8]}")  # more records to snapshot
+        taken = read_snapshot(snapshot)
+        return None if taken is None or not len(taken[1].acls) else list(taken[1].acls)
+    (kept,) = wait_for(snapshot_acls, "the ACL in a metadata snapshot", 60)
+    assert (kept.resource_name, kept.principal) == ("kept", "User:ANONYMOUS")
+    cluster.kill(1)
+    cluster.restart(1)
+    listed = acls(info, "--list", "--topic", "kept").stdout
+    assert "(principal=User:ANONYMOUS, host=*, operation=WRITE, permissionType=DENY)" in listed
+    assert produce_error(info.bootstrap_servers, "kept") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce_error(info.bootstrap_servers, "open-after-restart") is None
+
+
+def create_topic_rf1(info: ClusterInfo, name: str) -> None:
+    created = raftka("topics", "--bootstrap-server", info.bootstrap_servers, "--create",
+                     "--topic", name, "--partitions", "1", "--replication-factor", "1")
+    assert created.returncode == 0, created.stderr
