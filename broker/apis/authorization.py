@@ -6,7 +6,9 @@ answers one Kafka `authorize` call for the request's principal and client host a
 ACLs of the current metadata image, `allowed_names` filters many names at once. Without an
 authorizer (`authorizer.class.name` unset) every check passes, as in Kafka. Handlers answer
 a refusal with TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED where Kafka does,
-per topic or partition where Kafka answers per topic or partition.
+per topic or partition where Kafka answers per topic or partition. `install_broker_apis`
+gives the broker's `Authorization` to every handler family; a family takes it as
+`authz: Authorization = ALLOW_ALL` in its constructor.
 
 For a handler that needs Kafka's error code rather than a yes/no, `refusal(ctx, operation,
 resource_type, name)` answers NONE or the resource type's *_AUTHORIZATION_FAILED code; e.g.
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AclOperation", "ResourceType", "Authorization", "RequestAuthorizer",
            "ALLOW_ALL", "authorizer_from_config", "BROKER_CLUSTER_OPERATIONS",
-           "CONTROLLER_CLUSTER_OPERATIONS"]
+           "CONTROLLER_CLUSTER_OPERATIONS", "REFUSALS"]
 
 
 def authorizer_from_config(config: "ServerConfig") -> StandardAuthorizer | None:
