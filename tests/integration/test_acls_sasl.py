@@ -81,7 +81,10 @@ def consume(config: dict[str, Any], topic: str, group: str) -> Any:
     consumer = Consumer({**config, "group.id": group, **CONSUMER})
     consumer.subscribe([topic])
     try:
-        return wait_for(lambda: consumer.poll(0.5), "a record or an error", 30)
+        message = wait_for(lambda: consumer.poll(0.5), "a record or an error", 30)
+        if message.error() is None:
+            consumer.commit(message, asynchronous=False)  # the group outlives the consumer
+        return message
     finally:
         consumer.close()
 
@@ -146,3 +149,13 @@ def test_two_sasl_principals_get_what_their_acls_say(node: tuple[ClusterInfo, st
     record = consume(bob, "payments", "bob-group")
     assert record.error() is None and record.value() == b"v"
     assert produce_error(bob, "payments") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # ListGroups without DESCRIBE on the cluster: only the groups one may describe.
+    def listed(config: dict[str, Any]) -> set[str]:
+        admin = AdminClient(config)  # kept alive until the result is in
+        result = admin.list_consumer_groups().result(timeout=15)
+        assert result.errors == []
+        return {group.group_id for group in result.valid}
+    assert listed(bob) == {"bob-group"}
+    assert listed(alice) == {"pay-group"}
+    assert listed({"bootstrap.servers": info.bootstrap_servers}) == {"pay-group", "bob-group"}
