@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING
 import trio
 from prometheus_client import CollectorRegistry
 
+from broker.apis.authorization import (
+    CONTROLLER_CLUSTER_OPERATIONS,
+    Authorization,
+    RequestAuthorizer,
+    authorizer_from_config,
+)
 from broker.apis.request import RequestRouter
 from broker.controller_client import ControllerClient
 from broker.controller_server import QuorumController, controller_settings_from_config
@@ -109,7 +115,9 @@ class _Node:
         config = self.config
         controller = None
         controller_server = None
-        controller_router = RequestRouter()
+        authorizer = authorizer_from_config(config)
+        controller_router = RequestRouter(RequestAuthorizer(
+            Authorization(authorizer, lambda: self.state.image), CONTROLLER_CLUSTER_OPERATIONS))
         registry = CollectorRegistry()
         listener = config.metrics_listener
         metrics = None if listener is None else MetricsEndpoint(listener, registry)

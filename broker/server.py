@@ -21,6 +21,12 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from broker.apis.broker_apis import install_broker_apis
+from broker.apis.authorization import (
+    BROKER_CLUSTER_OPERATIONS,
+    Authorization,
+    RequestAuthorizer,
+    authorizer_from_config,
+)
 from broker.apis.request import Authorizer, RequestRouter
 from broker.auto_create import TopicAutoCreator
 from broker.config.endpoints import Listener
@@ -122,7 +128,11 @@ class BrokerServer:
         self.addresses: Mapping[str, tuple[str, int]] = {}
         # The listeners exist from the start so a node can bind them before anything else
         # (`network.bind()`); the request layer is installed on the router by `run`.
-        self.router = RequestRouter(authorizer)
+        # Per-resource checks for the handlers; request-wide ones in the router's hook
+        # (`authorizer` replaces the hook, e.g. in tests).
+        self.authorization = Authorization(authorizer_from_config(config), image)
+        self.router = RequestRouter(authorizer if authorizer is not None else RequestAuthorizer(
+            self.authorization, BROKER_CLUSTER_OPERATIONS))
         self.router.observer = self.request_stats.record
         self.network = NetworkServer(self.listeners, self.router,
                                      ServerSettings.from_config(config),
@@ -167,10 +177,13 @@ class BrokerServer:
             replicas, producer_ids)
         install_broker_apis(self.router, config, self.cluster_id, self.image,
                             replicas=replicas, groups=groups,
-                            auto_create=self.auto_creator.ensure_topics,
+                            # Off, Metadata neither creates nor checks CREATE (Kafka's order).
+                            auto_create=(self.auto_creator.ensure_topics
+                                         if self.auto_creator.enabled else None),
                             producer_ids=producer_ids, controller=controller,
                             transactions=transactions, txn_verifier=self._txn_verifier(),
-                            offsets_marker_listener=groups)
+                            offsets_marker_listener=groups,
+                            authorization=self.authorization)
         if self.lifecycle_settings is not None and controller is not None:
             self.lifecycle = BrokerLifecycleManager(
                 broker_identity(config, self.cluster_id), controller,

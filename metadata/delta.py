@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from metadata.acl_records import AccessControlEntryRecord, AclChanges, RemoveAccessControlEntryRecord
 from metadata.errors import MetadataReplayError
 from metadata.scram import (
     RemoveUserScramCredentialRecord,
@@ -97,6 +98,7 @@ class MetadataDelta:
         self._configs: dict[ConfigResource, dict[str, str | None]] = {}
         self._features: dict[str, int] = {}
         self._next_producer_id: int | None = None
+        self.acls = AclChanges(image.acls)
         self._scram: dict[ScramKey, ScramCredential | None] = {}
 
     # ---- replay -------------------------------------------------------------------------
@@ -185,6 +187,12 @@ class MetadataDelta:
 
     def _replay_noop(self, r: NoOpRecord, offset: int) -> None:
         pass
+
+    def _replay_acl(self, r: AccessControlEntryRecord, offset: int) -> None:
+        self.acls.replay_add(r)
+
+    def _replay_remove_acl(self, r: RemoveAccessControlEntryRecord, offset: int) -> None:
+        self.acls.replay_remove(r)
 
     # ---- current state (image + delta) --------------------------------------------------
 
@@ -336,6 +344,7 @@ class MetadataDelta:
                 base.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
             features=frozen_map(features),
+            acls=self.acls.apply(),
             scram_credentials=(frozen_map(merge_credentials(base.scram_credentials, self._scram))
                                if self._scram else base.scram_credentials),
         )
@@ -370,6 +379,8 @@ _HANDLERS = {
     FeatureLevelRecord: MetadataDelta._replay_feature,
     ProducerIdsRecord: MetadataDelta._replay_producer_ids,
     NoOpRecord: MetadataDelta._replay_noop,
+    AccessControlEntryRecord: MetadataDelta._replay_acl,
+    RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_acl,
     UserScramCredentialRecord: MetadataDelta._replay_scram,
     RemoveUserScramCredentialRecord: MetadataDelta._replay_remove_scram,
 }

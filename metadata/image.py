@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from metadata.acl_records import acl_records
+from metadata.acls import AclImage
 from metadata.errors import MetadataReplayError
 from metadata.scram import ScramCredential, ScramKey, credential_records
 from metadata.records import (
@@ -194,6 +196,7 @@ class MetadataImage:
     configs: Mapping[ConfigResource, Mapping[str, str]] = field(default_factory=frozen_map)
     next_producer_id: int = 0
     features: Mapping[str, int] = field(default_factory=frozen_map)
+    acls: AclImage = field(default_factory=AclImage.empty)
     scram_credentials: Mapping[ScramKey, ScramCredential] = field(default_factory=frozen_map)
 
     @classmethod
@@ -260,6 +263,7 @@ class MetadataImage:
             out.append(
                 ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=self.next_producer_id)
             )
+        out.extend(acl_records(self.acls))
         out.extend(credential_records(self.scram_credentials))
         return out
 

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
+from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
 # PartitionChangeRecord.leader: the leader did not change.
@@ -229,6 +230,8 @@ MetadataRecord = Union[
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
     UserScramCredentialRecord,
     RemoveUserScramCredentialRecord,
 ]
@@ -247,6 +250,8 @@ RECORD_CLASSES: tuple[type, ...] = (
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
     UserScramCredentialRecord,
     RemoveUserScramCredentialRecord,
 )

@@ -15,13 +15,17 @@ IncrementalAlterConfigs; at top level for DescribeQuorum.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from broker.apis.acls import ACL_MUTATION_ERRORS
+from broker.apis.admin_authorization import split_for_forwarding
+from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.apis.scram import alter_user_scram_credentials_error
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
+from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +115,21 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}
 FORWARDED_APIS = tuple(FORWARDED_ERRORS)
+# Every API `ForwardingHandlers.forward` relays (the ACL APIs are registered by AclHandlers).
+_RELAYED_ERRORS: dict[int, ErrorBody] = {**FORWARDED_ERRORS, **ACL_MUTATION_ERRORS}
 
 
 class ForwardingHandlers:
     """Relays forwardable admin requests to the active controller."""
 
     def __init__(self, controller: ControllerClient, *,
-                 min_timeout_ms: int = MIN_FORWARD_TIMEOUT_MS) -> None:
+                 min_timeout_ms: int = MIN_FORWARD_TIMEOUT_MS,
+                 authz: Authorization = ALLOW_ALL,
+                 image: Callable[[], MetadataImage] = MetadataImage.empty) -> None:
         self._controller = controller
         self._min_timeout_ms = min_timeout_ms
+        self._authz = authz
+        self._image = image
 
     def register(self, router: RequestRouter) -> None:
         for api_key, error_body in FORWARDED_ERRORS.items():
@@ -131,6 +141,11 @@ class ForwardingHandlers:
         if api_key == ApiKey.DELETE_TOPICS:
             body["topics"] = _delete_targets(body)
             body.pop("topic_names", None)
+        split = split_for_forwarding(api_key, body, ctx, self._authz, self._image)
+        if split.body is None:
+            return fit_response(api_key, version, {"throttle_time_ms": 0,
+                                                   split.results_key: split.refused})
+        body = split.body
         requested_timeout = body.get("timeout_ms")
         if requested_timeout is None:
             timeout_ms = DEFAULT_FORWARD_TIMEOUT_MS
@@ -141,6 +156,9 @@ class ForwardingHandlers:
         except ControllerUnavailableError as exc:
             logger.warning("forwarding %s from %s:%d: %s", ApiKey(api_key).name,
                            ctx.peer[0], ctx.peer[1], exc)
-            return FORWARDED_ERRORS[api_key](request.body, version, ErrorCode.REQUEST_TIMED_OUT,
-                                             "No active controller answered in time.")
+            return _RELAYED_ERRORS[api_key](request.body, version, ErrorCode.REQUEST_TIMED_OUT,
+                                            "No active controller answered in time.")
+        if split.refused:
+            answered = list(response.get(split.results_key) or ())
+            response = {**response, split.results_key: answered + split.refused}
         return fit_response(api_key, version, response)

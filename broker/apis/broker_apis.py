@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from broker.apis.acls import AclHandlers
 from broker.apis.admin import ForwardingHandlers
+from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.api_versions import install_api_versions
 from broker.apis.configs import DescribeConfigsHandler
 from broker.apis.fetch import FetchHandler
@@ -38,28 +40,35 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                         controller: ControllerClient | None = None,
                         txn_verifier: TransactionVerifier | None = None,
                         offsets_marker_listener: OffsetsMarkerListener | None = None,
-                        transactions: TransactionCoordinator | None = None) -> RequestRouter:
+                        transactions: TransactionCoordinator | None = None,
+                        authorization: Authorization = ALLOW_ALL) -> RequestRouter:
     """Every API a broker listener serves, on `router`: ApiVersions, Metadata and
     DescribeCluster, the data APIs, the group APIs, InitProducerId (with `producer_ids`) and
-    the admin APIs it forwards to the active controller (with `controller`). Transactional
-    produce is verified with `txn_verifier` (KIP-890) when given; markers on
-    `__consumer_offsets` partitions are reported to `offsets_marker_listener`. The
-    transactional APIs are served with `transactions`."""
+    the admin and ACL APIs it forwards to the active controller (with `controller`), each
+    checking `authorization` per resource. Transactional produce is verified with
+    `txn_verifier` (KIP-890) when given; markers on `__consumer_offsets` partitions are
+    reported to `offsets_marker_listener`. The transactional APIs are served with
+    `transactions`."""
+    authz = authorization
     install_api_versions(router)
     SaslHandlers().register(router)
-    MetadataHandlers(image, cluster_id, auto_create=auto_create).register(router)
-    ProduceHandler(replicas, txn_verifier).register(router)
+    MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz).register(router)
+    ProduceHandler(replicas, txn_verifier, authz).register(router)
     TxnMarkerHandlers(replicas, offsets_marker_listener).register(router)
-    FetchHandler(replicas).register(router)
-    OffsetHandlers(replicas).register(router)
-    DescribeConfigsHandler(config, image).register(router)
+    FetchHandler(replicas, authz).register(router)
+    OffsetHandlers(replicas, authz).register(router)
+    DescribeConfigsHandler(config, image, authz).register(router)
     DescribeScramHandler(image).register(router)
-    GroupHandlers(groups, image, transactions).register(router)
+    GroupHandlers(groups, image, transactions, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:
-        InitProducerIdHandler(producer_ids, transactions).register(router)
+        InitProducerIdHandler(producer_ids, transactions, authz).register(router)
     if transactions is not None:
         TransactionHandlers(transactions, groups, image).register(router)
+    forwarding = None
     if controller is not None:
-        ForwardingHandlers(controller).register(router)
+        forwarding = ForwardingHandlers(controller, authz=authz, image=image)
+        forwarding.register(router)
+    AclHandlers(image, enabled=authz.enabled,
+                forward=forwarding.forward if forwarding is not None else None).register(router)
     return router

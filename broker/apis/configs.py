@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
@@ -59,9 +60,11 @@ def _result(resource_type: int, name: str, code: int = ErrorCode.NONE,
 class DescribeConfigsHandler:
     """Answers DescribeConfigs for topics and for this broker."""
 
-    def __init__(self, config: "ServerConfig", image: Callable[[], MetadataImage]) -> None:
+    def __init__(self, config: "ServerConfig", image: Callable[[], MetadataImage],
+                 authz: Authorization = ALLOW_ALL) -> None:
         self._config = config
         self._image = image
+        self._authz = authz
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.DESCRIBE_CONFIGS, self.handle, describe_configs_error_body)
@@ -76,7 +79,13 @@ class DescribeConfigsHandler:
             rtype, name = int(resource["resource_type"]), resource["resource_name"]
             keys = resource.get("configuration_keys")
             wanted = None if keys is None else set(keys)
-            if rtype == TOPIC_RESOURCE:
+            if rtype == TOPIC_RESOURCE and not self._authz.allowed(
+                    ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                results.append(_result(rtype, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif rtype == BROKER_RESOURCE and not self._authz.cluster(
+                    ctx, AclOperation.DESCRIBE_CONFIGS):
+                results.append(_result(rtype, name, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            elif rtype == TOPIC_RESOURCE:
                 results.append(self._topic(image, name, wanted, synonyms, docs))
             elif rtype == BROKER_RESOURCE:
                 results.append(self._broker(image, name, wanted, synonyms, docs))

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import trio
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
@@ -57,11 +58,20 @@ class _FetchPass:
 class FetchHandler:
     """Handles Fetch from the local leader replicas."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, authz: Authorization = ALLOW_ALL) -> None:
         self._replicas = replicas
+        self._authz = authz
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.FETCH, self.handle, fetch_error_body)
+
+    def _readable(self, ctx: RequestContext, replica_id: int, topics: list[dict]) -> set[str]:
+        """Topics the request may read: a follower needs CLUSTER_ACTION (then all), a
+        consumer READ on each topic."""
+        names = {t["topic"] for t in topics}
+        if replica_id >= 0:
+            return names if self._authz.cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
+        return self._authz.allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
     async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
@@ -74,10 +84,12 @@ class FetchHandler:
         max_wait_ms = int(body.get("max_wait_ms", 0))
         min_bytes = int(body.get("min_bytes", 0))
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
-        keys = [(t["topic"], p["partition"]) for t in topics for p in t.get("partitions") or ()]
+        readable = self._readable(ctx, replica_id, topics)
+        keys = [(t["topic"], p["partition"]) for t in topics if t["topic"] in readable
+                for p in t.get("partitions") or ()]
         with self._replicas.purgatory.watch(keys, "Fetch") as waiter:
             while True:
-                result = self._read(body, replica_id)
+                result = self._read(body, replica_id, readable)
                 if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
                         or result.has_divergence or not keys):
                     break
@@ -86,7 +98,7 @@ class FetchHandler:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "session_id": INVALID_SESSION_ID, "responses": result.responses}
 
-    def _read(self, body: dict[str, Any], replica_id: int) -> _FetchPass:
+    def _read(self, body: dict[str, Any], replica_id: int, readable: set[str]) -> _FetchPass:
         isolation_level = int(body.get("isolation_level", 0))
         if replica_id >= 0:
             bound = UpperBound.LEO
@@ -103,6 +115,9 @@ class FetchHandler:
             for fp in topic.get("partitions") or ():
                 entry = _empty_entry(fp["partition"], isolation_level)
                 entries.append(entry)
+                if topic["topic"] not in readable:
+                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 limit = max(min(int(fp["partition_max_bytes"]), remaining), 0)
                 size = self._read_partition(topic["topic"], fp, entry, bound, limit,
                                             min_one_batch, result, replica_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Protocol
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.coordinator import GroupCoordinator
 from broker.group.offsets import requested_partitions
@@ -43,10 +44,44 @@ class GroupHandlers:
 
     def __init__(self, coordinator: GroupCoordinator,
                  image: Callable[[], MetadataImage] | None = None,
-                 transactions: TransactionCoordinatorFinder | None = None) -> None:
+                 transactions: TransactionCoordinatorFinder | None = None,
+                 authz: Authorization = ALLOW_ALL) -> None:
         self.coordinator = coordinator
         self._image = image
         self._transactions = transactions
+        self._authz = authz
+
+    def _group_allowed(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
+        return self._authz.allowed(ctx, operation, ResourceType.GROUP, group_id)
+
+    def _group_error(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> int:
+        """GROUP_AUTHORIZATION_FAILED, else the coordinator's error for the group: as in
+        Kafka, an unauthorized principal learns nothing of the coordinator's state."""
+        if not self._group_allowed(ctx, operation, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return self.coordinator.coordinator_error(group_id)
+
+    def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
+                        topics: list[dict[str, Any]] | None) -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
+                                         (t["name"] for t in topics or ()))
+
+    def _fetch_offsets(self, ctx: RequestContext, group_id: str,
+                       topics: list[dict[str, Any]] | None, stable: bool) -> list[dict[str, Any]]:
+        """Committed offsets of the topics the principal may describe: asked-for topics it
+        may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
+        engine = self.coordinator.engine
+        if topics is None:
+            fetched = engine.fetch(group_id, None, stable)
+            if not self._authz.enabled:
+                return fetched
+            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, fetched)
+            return [t for t in fetched if t["name"] in visible]
+        visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, topics)
+        allowed = [t for t in topics if t["name"] in visible]
+        denied = [t for t in topics if t["name"] not in visible]
+        fetched = engine.fetch(group_id, allowed, stable) if allowed or not denied else []
+        return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -75,13 +110,21 @@ class GroupHandlers:
             keys = list(body.get("coordinator_keys") or ())
         else:
             keys = [body.get("key") or ""]
-        found = [self._coordinator_for(key, key_type, ctx.listener_name) for key in keys]
+        found = [self._coordinator_for(key, key_type, ctx.listener_name, ctx) for key in keys]
         if version >= 4:
             return {"throttle_time_ms": 0,
                     "coordinators": [{"key": key, **entry} for key, entry in zip(keys, found)]}
         return {"throttle_time_ms": 0, **found[0]}
 
-    def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict[str, Any]:
+    def _coordinator_for(self, key: str, key_type: int, listener: str,
+                         ctx: RequestContext) -> dict[str, Any]:
+        if key_type == GROUP_KEY_TYPE and not self._group_allowed(ctx, AclOperation.DESCRIBE, key):
+            return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None,
+                    "node_id": -1, "host": "", "port": -1}
+        if key_type == TRANSACTION_KEY_TYPE and not self._authz.allowed(
+                ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "error_message": None, "node_id": -1, "host": "", "port": -1}
         if key_type == GROUP_KEY_TYPE:
             return self.coordinator.find_coordinator(key, listener)
         if key_type == TRANSACTION_KEY_TYPE and self._transactions is not None:
@@ -100,7 +143,7 @@ class GroupHandlers:
 
     async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body, version = request.body, request.api_version
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return join_group_error(body, version, code)
         response = await self.coordinator.join_group(
@@ -110,14 +153,14 @@ class GroupHandlers:
 
     async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return sync_group_error(body, request.api_version, code)
         return await self.coordinator.sync_group(body)
 
     async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if not code:
             code = self.coordinator.heartbeat(body)
         return {"throttle_time_ms": 0, "error_code": int(code)}
@@ -130,7 +173,7 @@ class GroupHandlers:
             leaving = [(m.get("member_id") or "", m.get("group_instance_id"))
                        for m in body.get("members") or ()]
         group_id = body.get("group_id") or ""
-        top = self.coordinator.coordinator_error(group_id)
+        top = self._group_error(ctx, AclOperation.READ, group_id)
         codes: list[int] = []
         if not top:
             top, codes = self.coordinator.leave_group(group_id, leaving)
@@ -147,10 +190,19 @@ class GroupHandlers:
 
     async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        code = self.coordinator.coordinator_error(body.get("group_id") or "")
+        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return offset_commit_error(body, request.api_version, code)
-        codes = (await self.coordinator.commit_offsets(body, self._topic_exists)).codes
+        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
+        denied = [t for t in body.get("topics") or () if t["name"] not in readable]
+        codes = {}
+        if denied:
+            body = {**body, "topics": [t for t in body.get("topics") or ()
+                                       if t["name"] in readable]}
+        if body.get("topics") or not denied:
+            codes = dict((await self.coordinator.commit_offsets(body, self._topic_exists)).codes)
+        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in denied for p in t.get("partitions") or ())
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), c in codes.items():
             topics.setdefault(topic, []).append({"partition_index": partition,
@@ -164,18 +216,18 @@ class GroupHandlers:
         if version >= 8:
             groups = []
             for group in body.get("groups") or ():
-                code = self.coordinator.coordinator_error(group["group_id"])
-                topics = [] if code else self.coordinator.engine.fetch(
-                    group["group_id"], group.get("topics"), stable)
+                code = self._group_error(ctx, AclOperation.DESCRIBE, group["group_id"])
+                topics = [] if code else self._fetch_offsets(
+                    ctx, group["group_id"], group.get("topics"), stable)
                 groups.append({"group_id": group["group_id"], "topics": topics,
                                "error_code": int(code)})
             return {"throttle_time_ms": 0, "groups": groups}
         group_id = body.get("group_id") or ""
         topics_wanted = body.get("topics")
-        code = self.coordinator.coordinator_error(group_id)
+        code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
         if not code:
             return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": self.coordinator.engine.fetch(group_id, topics_wanted, stable)}
+                    "topics": self._fetch_offsets(ctx, group_id, topics_wanted, stable)}
         if version >= 2:
             return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
         return offset_fetch_error(body, version, int(code))
@@ -186,23 +238,31 @@ class GroupHandlers:
         states = request.body.get("states_filter") or ()
         code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.coordinator.is_loading
                 else ErrorCode.NONE)
-        return {"throttle_time_ms": 0, "error_code": int(code),
-                "groups": self.coordinator.engine.list_groups(states)}
+        groups = self.coordinator.engine.list_groups(states)
+        if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
+            visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                                (g["group_id"] for g in groups))
+            groups = [g for g in groups if g["group_id"] in visible]
+        return {"throttle_time_ms": 0, "error_code": int(code), "groups": groups}
 
     async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         described = []
         for group_id in request.body.get("groups") or ():
-            code = self.coordinator.coordinator_error(group_id)
+            code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
-            else:
-                described.append(self.coordinator.engine.describe(group_id))
+                continue
+            entry = self.coordinator.engine.describe(group_id)
+            if request.body.get("include_authorized_operations"):
+                entry["authorized_operations"] = self._authz.operations(
+                    ctx, ResourceType.GROUP, group_id)
+            described.append(entry)
         return {"throttle_time_ms": 0, "groups": described}
 
     async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         results = []
         for group_id in request.body.get("groups_names") or ():
-            code = self.coordinator.coordinator_error(group_id)
+            code = self._group_error(ctx, AclOperation.DELETE, group_id)
             if not code:
                 code = await self.coordinator.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": int(code)})
@@ -211,13 +271,18 @@ class GroupHandlers:
     async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body, version = request.body, request.api_version
         group_id = body.get("group_id") or ""
-        code = self.coordinator.coordinator_error(group_id)
+        code = self._group_error(ctx, AclOperation.DELETE, group_id)
+        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
         partitions = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
-                      for p in t.get("partitions") or ()]
+                      if t["name"] in readable for p in t.get("partitions") or ()]
         if not code:
             code, codes = await self.coordinator.delete_offsets(group_id, partitions)
         if code:
             return offset_delete_error(body, version, int(code))
+        codes = dict(codes)
+        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in body.get("topics") or () if t["name"] not in readable
+                     for p in t.get("partitions") or ())
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), c in codes.items():
             topics.setdefault(topic, []).append({"partition_index": partition,

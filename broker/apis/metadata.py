@@ -12,6 +12,7 @@ import random
 import uuid
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from metadata.describe import describe_topic_by_id, describe_topics, metadata_brokers
@@ -20,13 +21,6 @@ from metadata.topic_names import topic_name_error
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).
 OPERATIONS_NOT_REQUESTED = -2147483648
-# AclOperation codes. Without an authorizer every operation of a resource type is allowed.
-_TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE
-#                                                 DESCRIBE_CONFIGS ALTER_CONFIGS
-_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12, 13, 14)  # CREATE ALTER DESCRIBE CLUSTER_ACTION
-#                        DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE CREATE/DESCRIBE_TOKENS
-TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
-CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
 BROKER_ENDPOINT_TYPE = 1
 
 # Creates missing topics for Metadata requests that allow it; returns an error code per
@@ -39,8 +33,10 @@ class MetadataHandlers:
 
     def __init__(self, image: Callable[[], MetadataImage], cluster_id: str, *,
                  auto_create: AutoCreateTopics | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 authz: Authorization = ALLOW_ALL) -> None:
         self._image = image
+        self._authz = authz
         self._cluster_id = cluster_id
         self._auto_create = auto_create
         self._rng = rng or random.Random()
@@ -55,16 +51,24 @@ class MetadataHandlers:
         image = self._image()
         listener = ctx.listener_name
         requested = body.get("topics")
+        authz = self._authz
         if requested is None or (version == 0 and not requested):
-            topics = describe_topics(image, None, listener)  # v0: an empty list means all
+            # v0: an empty list means all. Topics the principal may not describe are left
+            # out, their existence undisclosed.
+            topics = describe_topics(image, None, listener)
+            if authz.enabled:
+                visible = authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                              (t["name"] for t in topics))
+                topics = [t for t in topics if t["name"] in visible]
         else:
             topics = await self._requested_topics(image, requested, version, listener,
                                                   bool(body.get("allow_auto_topic_creation",
-                                                                True)))
+                                                                True)), ctx)
         if body.get("include_topic_authorized_operations"):
             for topic in topics:
                 if topic["error_code"] == ErrorCode.NONE:
-                    topic["topic_authorized_operations"] = TOPIC_AUTHORIZED_OPERATIONS
+                    topic["topic_authorized_operations"] = authz.operations(
+                        ctx, ResourceType.TOPIC, topic["name"])
         brokers = metadata_brokers(image, listener)
         response: dict[str, Any] = {
             "throttle_time_ms": 0,
@@ -74,8 +78,14 @@ class MetadataHandlers:
             "topics": topics,
         }
         if body.get("include_cluster_authorized_operations"):
-            response["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS
+            response["cluster_authorized_operations"] = self._cluster_operations(ctx)
         return response
+
+    def _cluster_operations(self, ctx: RequestContext) -> int:
+        """Kafka answers 0 to a principal that may not describe the cluster."""
+        if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
+            return 0
+        return self._authz.operations(ctx, ResourceType.CLUSTER)
 
     async def handle_describe_cluster(self, request: DecodedRequest,
                                       ctx: RequestContext) -> dict:
@@ -97,13 +107,20 @@ class MetadataHandlers:
             "controller_id": self._controller_id(brokers, "broker_id"),
             "brokers": brokers,
             "cluster_authorized_operations": (
-                CLUSTER_AUTHORIZED_OPERATIONS if body.get("include_cluster_authorized_operations")
+                self._cluster_operations(ctx) if body.get("include_cluster_authorized_operations")
                 else OPERATIONS_NOT_REQUESTED),
         }
 
     async def _requested_topics(self, image: MetadataImage, requested: list[dict],
-                                version: int, listener: str, allow_auto_create: bool
-                                ) -> list[dict[str, Any]]:
+                                version: int, listener: str, allow_auto_create: bool,
+                                ctx: RequestContext) -> list[dict[str, Any]]:
+        authz = self._authz
+        names = {entry["name"] for entry in requested if entry.get("name") is not None}
+        for entry in requested:
+            topic = image.topic_by_id(entry.get("topic_id") or ZERO_UUID)
+            if entry.get("name") is None and topic is not None:
+                names.add(topic.name)
+        describable = authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         topics: list[dict[str, Any]] = []
         missing: list[int] = []
         for entry in requested:
@@ -113,13 +130,28 @@ class MetadataHandlers:
                 # Before v12 Kafka rejects null names and topic ids in the request.
                 topics.append(_topic_error(name, topic_id, ErrorCode.INVALID_REQUEST))
             elif name is None:
-                topics.append(describe_topic_by_id(image, topic_id, listener))
+                described = describe_topic_by_id(image, topic_id, listener)
+                if described["error_code"] == ErrorCode.NONE and \
+                        described["name"] not in describable:
+                    # Topic ids are not secret: Kafka names the id in the refusal.
+                    described = _topic_error(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                topics.append(described)
+            elif name not in describable:
+                topics.append(_topic_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif topic_name_error(name) is not None:
                 topics.append(_topic_error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION))
             else:
                 topics.extend(describe_topics(image, [name], listener))
                 if topics[-1]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     missing.append(len(topics) - 1)
+        if missing and allow_auto_create and self._auto_create is not None:
+            if not authz.cluster(ctx, AclOperation.CREATE):
+                creatable = authz.allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC,
+                                                (topics[i]["name"] for i in missing))
+                for i in missing:
+                    if topics[i]["name"] not in creatable:
+                        topics[i]["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                missing = [i for i in missing if topics[i]["name"] in creatable]
         if missing and allow_auto_create and self._auto_create is not None:
             names = [topics[i]["name"] for i in missing]
             codes = await self._auto_create(names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of
 from broker.log.errors import OffsetOutOfRange
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
@@ -51,8 +52,14 @@ def _duplicate_partitions(topics: list[dict[str, Any]]) -> set[tuple[str, int]]:
 class OffsetHandlers:
     """The offset-lookup and log-start APIs."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, authz: Authorization = ALLOW_ALL) -> None:
         self._replicas = replicas
+        self._authz = authz
+
+    def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
+                        topics: list[dict[str, Any]], key: str = "name") -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
+                                         (t[key] for t in topics))
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.LIST_OFFSETS, self.handle_list_offsets, list_offsets_error_body)
@@ -68,12 +75,15 @@ class OffsetHandlers:
         replica_id = int(body.get("replica_id", CONSUMER_REPLICA_ID))
         isolation_level = int(body.get("isolation_level", 0))
         duplicates = _duplicate_partitions(body.get("topics") or [])
+        describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, body.get("topics") or [])
         topics = []
         for topic in body.get("topics") or ():
             entries = []
             for p in topic.get("partitions") or ():
                 entry = _list_offsets_entry(p["partition_index"])
-                if (topic["name"], p["partition_index"]) in duplicates:
+                if topic["name"] not in describable:
+                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif (topic["name"], p["partition_index"]) in duplicates:
                     entry["error_code"] = ErrorCode.INVALID_REQUEST
                 else:
                     self._list_offset(topic["name"], p, entry, version, replica_id, isolation_level)
@@ -135,11 +145,20 @@ class OffsetHandlers:
 
     async def handle_offset_for_leader_epoch(self, request: DecodedRequest,
                                              ctx: RequestContext) -> dict:
+        requested = request.body.get("topics") or []
+        if self._authz.cluster(ctx, AclOperation.CLUSTER_ACTION):
+            describable = {t["topic"] for t in requested}
+        else:
+            describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, requested, "topic")
         topics = []
-        for topic in request.body.get("topics") or ():
+        for topic in requested:
             entries = []
             for p in topic.get("partitions") or ():
                 entry = _epoch_entry(p["partition"])
+                if topic["topic"] not in describable:
+                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    entries.append(entry)
+                    continue
                 try:
                     partition = self._replicas.leader_partition(
                         topic["topic"], p["partition"], int(p.get("current_leader_epoch", -1)))
@@ -157,11 +176,17 @@ class OffsetHandlers:
 
     async def handle_delete_records(self, request: DecodedRequest,
                                     ctx: RequestContext) -> dict:
+        deletable = self._topics_allowed(ctx, AclOperation.DELETE,
+                                         request.body.get("topics") or [])
         topics = []
         for topic in request.body.get("topics") or ():
             entries = []
             for p in topic.get("partitions") or ():
                 entry = _delete_entry(p["partition_index"])
+                if topic["name"] not in deletable:
+                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    entries.append(entry)
+                    continue
                 try:
                     entry["low_watermark"] = self._delete_records(topic["name"], p)
                 except PARTITION_ERRORS as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.errors import CorruptMessage, InvalidRecord
 from broker.apis.replication_wait import PendingAppend, await_replication
@@ -86,9 +87,11 @@ def _check_payload(records: Any, version: int,
 class ProduceHandler:
     """Handles Produce against the local leader replicas."""
 
-    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier | None = None) -> None:
+    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier | None = None,
+                 authz: Authorization = ALLOW_ALL) -> None:
         self._replicas = replicas
         self.verifier = verifier
+        self._authz = authz
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.PRODUCE, self.handle, produce_error_body)
@@ -97,19 +100,31 @@ class ProduceHandler:
         body, version = request.body, request.api_version
         acks = int(body["acks"])
         transactional_id = body.get("transactional_id")
+        authz = self._authz
+        if transactional_id is not None and not authz.allowed(
+                ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            if acks == 0:
+                raise CloseConnection("acks=0 produce: transactional id not authorized")
+            return produce_error_body(body, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        topic_data = body.get("topic_data") or ()
+        writable = authz.allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                       (t["name"] for t in topic_data))
         responses: list[dict[str, Any]] = []
         pending: list[PendingAppend] = []
         verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
         if transactional_id is not None and self.verifier is not None and acks in (-1, 0, 1):
             verdicts = await self._verify(body, transactional_id)
         timestamp = now_ms()
-        for topic in body.get("topic_data") or ():
+        for topic in topic_data:
             name = topic["name"]
             entries: list[dict[str, Any]] = []
             responses.append({"name": name, "partition_responses": entries})
             for data in topic.get("partition_data") or ():
                 entry = _partition_entry(data["index"])
                 entries.append(entry)
+                if name not in writable:
+                    _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    continue
                 if acks not in (-1, 0, 1):
                     _fail(entry, ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be -1, 0 or 1, not {acks}")
                     continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Protocol
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from clients.protocol import ApiKey, ErrorCode
@@ -29,9 +30,11 @@ class InitProducerIdHandler:
     producer's KIP-360 epoch bump)."""
 
     def __init__(self, producer_ids: ProducerIdManager,
-                 transactions: TransactionalInit | None = None) -> None:
+                 transactions: TransactionalInit | None = None,
+                 authz: Authorization = ALLOW_ALL) -> None:
         self._producer_ids = producer_ids
         self._transactions = transactions
+        self._authz = authz
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.INIT_PRODUCER_ID, self.handle, init_producer_id_error)
@@ -43,6 +46,9 @@ class InitProducerIdHandler:
         transactional_id = body.get("transactional_id")
         if (producer_id < 0) != (epoch < 0) or transactional_id == "":
             return init_producer_id_error(body, request.api_version, ErrorCode.INVALID_REQUEST)
+        code = self._authorization_error(ctx, transactional_id)
+        if code:
+            return init_producer_id_error(body, request.api_version, code)
         if transactional_id is not None and self._transactions is not None:
             expected = None if producer_id < 0 else (producer_id, epoch)
             code, new_id, new_epoch = await self._transactions.init_producer_id(
@@ -66,6 +72,19 @@ class InitProducerIdHandler:
             return init_producer_id_error(body, request.api_version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": new_id,
                 "producer_epoch": 0}
+
+    def _authorization_error(self, ctx: RequestContext, transactional_id: str | None) -> int:
+        """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
+        the cluster or WRITE on some topic."""
+        authz = self._authz
+        if transactional_id is not None:
+            if not authz.allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                 transactional_id):
+                return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not (authz.cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+                  or authz.allowed_on_any(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return ErrorCode.NONE
 
 
 def init_producer_id_error(body: Mapping[str, Any], version: int, error_code: int,

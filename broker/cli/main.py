@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "broker.cli.api_versions",
     "broker.cli.groups",
     "broker.cli.transactions",
+    "broker.cli.acls",
     "broker.cli.configs",
     "broker.cli.manager",
     "broker.cli.leader_election",

@@ -97,6 +97,25 @@ def parse_value(key: ConfigKey, raw: str | None) -> object:
     return value
 
 
+# Values of authorizer.class.name that enable ACLs (Kafka's KRaft authorizer).
+STANDARD_AUTHORIZER_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                             "StandardAuthorizer")
+
+
+def _authorizer_class(key: str, value: object) -> None:
+    if value and value not in STANDARD_AUTHORIZER_NAMES:
+        raise ConfigError(key, f"{value!r} is not supported; use "
+                               f"{STANDARD_AUTHORIZER_NAMES[0]} or leave it empty")
+
+
+def _principals(key: str, value: object) -> None:
+    for part in str(value or "").split(";"):
+        principal = part.strip()
+        kind, sep, name = principal.partition(":")
+        if principal and not (sep and kind and name):
+            raise ConfigError(key, f"{principal!r} is not a principal of the form User:<name>")
+
+
 def _k(name: str, type_: str, default: str | None, doc: str,
        validator: Validator | None = None, required: bool = False) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, validator, required)
@@ -306,4 +325,13 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("unclean.leader.election.enable", "boolean", "false",
        "Elect an out-of-sync replica when no ISR member lives."),
     _k("min.insync.replicas", "int", "1", "Fewest ISR members for acks=all.", at_least(1)),
+    # Authorization (see broker.apis.authorization).
+    _k("authorizer.class.name", "string", "",
+       "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or "
+       "StandardAuthorizer) enables ACLs; empty means no authorization.", _authorizer_class),
+    _k("super.users", "string", "",
+       "Principals allowed everything, separated by semicolons (User:admin;User:broker).",
+       _principals),
+    _k("allow.everyone.if.no.acl.found", "boolean", "false",
+       "Allow an action on a resource no ACL covers (otherwise only super users may)."),
 )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import trio
 
+from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin import ADMIN_ERRORS, describe_quorum_error
 from broker.apis.api_versions import install_api_versions
 from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
@@ -36,6 +37,7 @@ from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumT
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
 from kraft.status import QuorumStatus
+from metadata.controller.acls import create_acls, delete_acls
 from metadata.controller.alter_partition import alter_partition
 from broker.bootstrap_records import read_bootstrap_records
 from metadata.controller.brokers import (
@@ -66,7 +68,8 @@ R = TypeVar("R")
 # (image, now_ms) -> (records to commit, result); runs with the heartbeat tracker locked.
 Decide = Callable[[MetadataImage, int], tuple[list[MetadataRecord], R]]
 # The error answers of the CONTROLLER listener's mutating RPCs (defined in the request layer).
-CONTROLLER_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS, **CONTROLLER_RPC_ERRORS}
+CONTROLLER_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS, **CONTROLLER_RPC_ERRORS,
+                                           **ACL_MUTATION_ERRORS}
 
 
 class _LockedTracker:
@@ -152,6 +155,8 @@ class QuorumController:
                 (ApiKey.UNREGISTER_BROKER, self.handle_unregister_broker),
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids),
+                (ApiKey.CREATE_ACLS, self.handle_create_acls),
+                (ApiKey.DELETE_ACLS, self.handle_delete_acls),
                 (ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
                  self.handle_alter_user_scram_credentials)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
@@ -233,6 +238,16 @@ class QuorumController:
         body = request.body
         return await self.submit(request, lambda image, now: allocate_producer_ids(
             image, body, now, settings=self.settings))
+
+    async def handle_create_acls(self, request: DecodedRequest,
+                                 ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: create_acls(image, body, now))
+
+    async def handle_delete_acls(self, request: DecodedRequest,
+                                 ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: delete_acls(image, body, now))
 
     async def handle_describe_quorum(self, request: DecodedRequest,
                                      ctx: RequestContext) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from clients.admin import cluster_operations as cops
+from clients.admin import acl_operations as acls
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin import transaction_operations as tops
@@ -209,6 +210,15 @@ class Admin:
 
     async def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
         await self._run(tops.abort_transaction(spec))
+    async def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
+        await self._run(acls.create_acls(bindings))
+
+    async def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
+        return await self._run(acls.describe_acls(acl_filter))
+
+    async def delete_acls(self, filters: Iterable[acls.AclBindingFilter]
+                          ) -> list[acls.AclBinding]:
+        return await self._run(acls.delete_acls(filters))
 
     async def _run(self, operation: ops.Operation) -> Any:
         try:
@@ -382,6 +392,14 @@ class BlockingAdmin:
 
     def partitions_on_broker(self, broker_id: int) -> list[ops.TopicPartition]:
         return self._run(tops.partitions_on_broker(broker_id))
+    def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
+        self._run(acls.create_acls(bindings))
+
+    def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
+        return self._run(acls.describe_acls(acl_filter))
+
+    def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
+        return self._run(acls.delete_acls(filters))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

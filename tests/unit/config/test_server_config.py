@@ -151,6 +151,9 @@ def test_unknown_key_warns(caplog) -> None:
     ("controller.quorum.password", {"controller.quorum.voters": "1@10.1.2.3:9093"}),
     ("log.cleaner.dedupe.buffer.size", {"log.cleaner.dedupe.buffer.size": "0"}),
     ("log.cleaner.io.buffer.load.factor", {"log.cleaner.io.buffer.load.factor": "1.5"}),
+    ("authorizer.class.name", {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}),
+    ("super.users", {"super.users": "User:admin;alice"}),
+    ("allow.everyone.if.no.acl.found", {"allow.everyone.if.no.acl.found": "maybe"}),
 ])
 def test_bad_values_name_the_key(key: str, changes: dict[str, str | None]) -> None:
     assert_rejected(key, **changes)

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from metadata.errors import MetadataRecordError
 from metadata.record_codec import decode_record, encode_record
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
@@ -102,6 +103,9 @@ SAMPLES = [
     ProducerIdsRecord(broker_id=1, broker_epoch=5, next_producer_id=2000),
     BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=5, fenced=-1, in_controlled_shutdown=1),
     NoOpRecord(),
+    AccessControlEntryRecord(id=TID, resource_type=2, resource_name="orders-", pattern_type=4,
+                             principal="User:alice", host="*", operation=3, permission_type=3),
+    RemoveAccessControlEntryRecord(id=TID),
     UserScramCredentialRecord(name="alice", mechanism=2, salt=b"s", stored_key=b"k",
                               server_key=b"v", iterations=4096),
     RemoveUserScramCredentialRecord(name="alice", mechanism=2),

@@ -22,6 +22,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
     "WriteTxnMarkers": (0, 1), "DescribeProducers": (0, 0),
+    "DescribeAcls": (0, 3), "CreateAcls": (0, 3), "DeleteAcls": (0, 3),
     "DescribeUserScramCredentials": (0, 0), "AlterUserScramCredentials": (0, 0),
     "ElectLeaders": (0, 2), "DescribeLogDirs": (1, 4),
 }
