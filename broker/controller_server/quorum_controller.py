@@ -26,6 +26,7 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
 from broker.apis.metadata import describe_cluster_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.apis.scram import DescribeScramHandler
 from broker.controller_server.describe_quorum import (
     CaughtUpTimes,
     ControllerEndpoint,
@@ -143,7 +144,7 @@ class QuorumController:
 
     def register(self, router: RequestRouter) -> None:
         """Install the CONTROLLER listener's APIs (controller RPCs, DescribeQuorum,
-        DescribeCluster and ApiVersions) on `router`."""
+        DescribeCluster, DescribeUserScramCredentials and ApiVersions) on `router`."""
         for api_key, handler in (
                 (ApiKey.BROKER_REGISTRATION, self.handle_broker_registration),
                 (ApiKey.BROKER_HEARTBEAT, self.handle_broker_heartbeat),
@@ -164,6 +165,7 @@ class QuorumController:
                         describe_quorum_error)
         router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
                         describe_cluster_error)
+        DescribeScramHandler(lambda: self.state.image).register(router)
         install_api_versions(router)
 
     async def handle_broker_registration(self, request: DecodedRequest,
