@@ -129,6 +129,8 @@ BROKER_CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
+    # Markers come from transaction coordinators, i.e. brokers.
+    ApiKey.WRITE_TXN_MARKERS: AclOperation.CLUSTER_ACTION,
 }
 
 # On the CONTROLLER listener only brokers (and super users) act: the broker RPCs need

@@ -54,7 +54,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     SaslHandlers().register(router)
     MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz).register(router)
     ProduceHandler(replicas, txn_verifier, authz).register(router)
-    TxnMarkerHandlers(replicas, offsets_marker_listener).register(router)
+    TxnMarkerHandlers(replicas, offsets_marker_listener, authz=authz).register(router)
     FetchHandler(replicas, authz).register(router)
     OffsetHandlers(replicas, authz).register(router)
     DescribeConfigsHandler(config, image, authz).register(router)
@@ -64,7 +64,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids, transactions, authz).register(router)
     if transactions is not None:
-        TransactionHandlers(transactions, groups, image).register(router)
+        TransactionHandlers(transactions, groups, image, authz).register(router)
     forwarding = None
     if controller is not None:
         forwarding = ForwardingHandlers(controller, authz=authz, image=image)

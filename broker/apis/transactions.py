@@ -1,13 +1,19 @@
 """The transactional APIs on the wire: AddPartitionsToTxn v0-5 (the client form of v0-3
 and the batched broker form of v4+, with verify_only), AddOffsetsToTxn v0-4, EndTxn v0-4,
 TxnOffsetCommit v0-4, DescribeTransactions v0 and ListTransactions v0-1.
+
+Each checks what Kafka's KafkaApis checks: the client forms need WRITE on the transactional
+id (TxnOffsetCommit and AddOffsetsToTxn also READ on the group, AddPartitionsToTxn WRITE on
+each topic, TxnOffsetCommit READ on each topic), the broker form of AddPartitionsToTxn (v4+)
+needs CLUSTER_ACTION, and the describing APIs show only what the principal may DESCRIBE.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.coordinator import GroupCoordinator
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
@@ -45,10 +51,20 @@ class TransactionHandlers:
     the group coordinator for TxnOffsetCommit)."""
 
     def __init__(self, transactions: TransactionCoordinator, groups: GroupCoordinator,
-                 image: Callable[[], MetadataImage]) -> None:
+                 image: Callable[[], MetadataImage], authz: Authorization = ALLOW_ALL) -> None:
         self.transactions = transactions
         self.groups = groups
         self._image = image
+        self._authz = authz
+
+    def _txn_id_refusal(self, ctx: RequestContext, operation: AclOperation,
+                        transactional_id: str) -> int:
+        return self._authz.refusal(ctx, operation, ResourceType.TRANSACTIONAL_ID,
+                                   transactional_id)
+
+    def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
+                        topics: Iterable[str]) -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC, set(topics))
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -61,19 +77,23 @@ class TransactionHandlers:
             router.register(api_key, handler, TRANSACTION_ERRORS[api_key])
 
     async def _add(self, transactional_id: str, producer_id: int, epoch: int,
-                   wanted: list[TopicPartition], verify_only: bool
-                   ) -> dict[TopicPartition, int]:
-        """Per-partition codes of one transaction's AddPartitionsToTxn entry."""
+                   wanted: list[TopicPartition], verify_only: bool,
+                   writable: set[str] | None = None) -> dict[TopicPartition, int]:
+        """Per-partition codes of one transaction's AddPartitionsToTxn entry; `writable`
+        (the client form) names the topics the principal may WRITE."""
         if verify_only:
             return self.transactions.verify_partitions(transactional_id, producer_id, epoch,
                                                        wanted)
         image = self._image()
-        unknown = {tp for tp in wanted if (topic := image.topic(tp[0])) is None
-                   or tp[1] not in topic.partitions}
-        if unknown:
-            # Kafka adds none of them: the unknown ones say why, the others were not tried.
-            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        failed: dict[TopicPartition, int] = {}
+        for tp in wanted:
+            if writable is not None and tp[0] not in writable:
+                failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif (topic := image.topic(tp[0])) is None or tp[1] not in topic.partitions:
+                failed[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if failed:
+            # Kafka adds none of them: the failed ones say why, the others were not tried.
+            return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
         code = await self.transactions.add_partitions(transactional_id, producer_id, epoch,
                                                       wanted)
         return {tp: code for tp in wanted}
@@ -81,12 +101,21 @@ class TransactionHandlers:
     async def add_partitions_to_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body, version = request.body, request.api_version
         if version < 4:
-            codes = await self._add(body.get("v3_and_below_transactional_id") or "",
-                                    int(body["v3_and_below_producer_id"]),
-                                    int(body["v3_and_below_producer_epoch"]),
-                                    _wanted(body.get("v3_and_below_topics")), False)
+            transactional_id = body.get("v3_and_below_transactional_id") or ""
+            wanted = _wanted(body.get("v3_and_below_topics"))
+            refused = self._txn_id_refusal(ctx, AclOperation.WRITE, transactional_id)
+            if refused:
+                return add_partitions_to_txn_error(body, version, refused)
+            codes = await self._add(transactional_id, int(body["v3_and_below_producer_id"]),
+                                    int(body["v3_and_below_producer_epoch"]), wanted, False,
+                                    self._topics_allowed(ctx, AclOperation.WRITE,
+                                                         (t for t, _ in wanted)))
             codes = {tp: fenced_for_version(c, version) for tp, c in codes.items()}
             return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(codes)}
+        # The batched form comes from brokers verifying transactional produce (KIP-890).
+        if not self._authz.cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return add_partitions_to_txn_error(body, version,
+                                               ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         results = []
         for txn in body.get("transactions") or ():
             codes = await self._add(txn["transactional_id"], int(txn["producer_id"]),
@@ -98,7 +127,13 @@ class TransactionHandlers:
 
     async def add_offsets_to_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        partition = self.groups.engine.partition_for(body.get("group_id") or "")
+        group_id = body.get("group_id") or ""
+        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE,
+                                        body.get("transactional_id") or "")
+                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP, group_id))
+        if refused:
+            return {"throttle_time_ms": 0, "error_code": int(refused)}
+        partition = self.groups.engine.partition_for(group_id)
         code = await self.transactions.add_partitions(
             body.get("transactional_id") or "", int(body["producer_id"]),
             int(body["producer_epoch"]), [(CONSUMER_OFFSETS_TOPIC, partition)])
@@ -107,6 +142,9 @@ class TransactionHandlers:
 
     async def end_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
+        refused = self._txn_id_refusal(ctx, AclOperation.WRITE, body.get("transactional_id") or "")
+        if refused:
+            return {"throttle_time_ms": 0, "error_code": int(refused)}
         code = await self.transactions.end_transaction(
             body.get("transactional_id") or "", int(body["producer_id"]),
             int(body["producer_epoch"]), bool(body["committed"]))
@@ -114,11 +152,27 @@ class TransactionHandlers:
                 "error_code": fenced_for_version(code, request.api_version)}
 
     async def txn_offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self.groups.coordinator_error(body.get("group_id") or "")
-        if code:
-            return txn_offset_commit_error(body, request.api_version, code)
-        codes = (await self.groups.commit_txn_offsets(body, self._topic_exists)).codes
+        body, version = request.body, request.api_version
+        group_id = body.get("group_id") or ""
+        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE,
+                                        body.get("transactional_id") or "")
+                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP, group_id))
+        if refused:
+            return txn_offset_commit_error(body, version, refused)
+        readable = self._topics_allowed(ctx, AclOperation.READ,
+                                        (t["name"] for t in body.get("topics") or ()))
+        allowed = [t for t in body.get("topics") or () if t["name"] in readable]
+        denied = [t for t in body.get("topics") or () if t["name"] not in readable]
+        codes: dict[TopicPartition, int] = {
+            (t["name"], p["partition_index"]): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            for t in denied for p in t.get("partitions") or ()}
+        if allowed or not denied:
+            allowed_body = {**body, "topics": allowed}
+            code = self.groups.coordinator_error(group_id)
+            if code:
+                return _merge_topics(txn_offset_commit_error(allowed_body, version, code), codes)
+            codes.update((await self.groups.commit_txn_offsets(allowed_body,
+                                                               self._topic_exists)).codes)
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), c in codes.items():
             topics.setdefault(topic, []).append({"partition_index": partition,
@@ -132,13 +186,30 @@ class TransactionHandlers:
     async def describe_transactions(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         ids = request.body.get("transactional_ids") or ()
         return {"throttle_time_ms": 0,
-                "transaction_states": [self.transactions.describe(t) for t in ids]}
+                "transaction_states": [self._describe(ctx, t) for t in ids]}
+
+    def _describe(self, ctx: RequestContext, transactional_id: str) -> dict[str, Any]:
+        refused = self._txn_id_refusal(ctx, AclOperation.DESCRIBE, transactional_id)
+        if refused:
+            return _txn_state_error(transactional_id, refused)
+        state = self.transactions.describe(transactional_id)
+        if self._authz.enabled and state.get("topics"):
+            # As Kafka: partitions of topics the principal may not describe are left out.
+            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
+                                           (t["topic"] for t in state["topics"]))
+            state = {**state, "topics": [t for t in state["topics"] if t["topic"] in visible]}
+        return state
 
     async def list_transactions(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
         unknown, found = self.transactions.list_transactions(
             list(body.get("state_filters") or ()), list(body.get("producer_id_filters") or ()),
             int(body.get("duration_filter", -1)))
+        if self._authz.enabled:
+            visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE,
+                                                ResourceType.TRANSACTIONAL_ID,
+                                                {s["transactional_id"] for s in found})
+            found = [s for s in found if s["transactional_id"] in visible]
         return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": unknown,
                 "transaction_states": found}
 
@@ -164,12 +235,28 @@ def txn_offset_commit_error(body: Mapping[str, Any], version: int, code: int,
     return {"throttle_time_ms": 0, "topics": topics}
 
 
+def _merge_topics(response: dict, codes: Mapping[TopicPartition, int]) -> dict:
+    """`response` (a TxnOffsetCommit answer) with the partitions of `codes` added."""
+    for (topic, partition), code in codes.items():
+        entry = next((t for t in response["topics"] if t["name"] == topic), None)
+        if entry is None:
+            entry = {"name": topic, "partitions": []}
+            response["topics"].append(entry)
+        entry["partitions"].append({"partition_index": partition, "error_code": int(code)})
+    return response
+
+
+def _txn_state_error(transactional_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": int(code), "transactional_id": transactional_id,
+            "transaction_state": "", "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1,
+            "topics": []}
+
+
 def describe_transactions_error(body: Mapping[str, Any], version: int, code: int,
                                 message: str | None = None) -> dict:
     return {"throttle_time_ms": 0, "transaction_states": [
-        {"error_code": code, "transactional_id": t, "transaction_state": "",
-         "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-         "producer_epoch": -1, "topics": []} for t in body.get("transactional_ids") or ()]}
+        _txn_state_error(t, code) for t in body.get("transactional_ids") or ()]}
 
 
 def list_transactions_error(body: Mapping[str, Any], version: int, code: int,

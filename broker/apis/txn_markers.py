@@ -6,7 +6,8 @@ semantics (min.insync.replicas, then the high watermark must pass the marker wit
 request timeout). The marker ends the producer's transaction there, moves the LSO, and an
 abort is recorded in the aborted-transaction index. Once a marker on a `__consumer_offsets`
 partition is replicated, the group coordinator hears of it (its pending transactional offset
-commits become visible or are dropped).
+commits become visible or are dropped). WriteTxnMarkers needs CLUSTER_ACTION, checked by the
+router's hook (BROKER_CLUSTER_OPERATIONS); DescribeProducers needs READ on each topic.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import inspect
 import logging
 from typing import Any, Awaitable, Mapping, Protocol
 
+from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
@@ -25,6 +27,8 @@ from clients.protocol import ApiKey, ErrorCode
 logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+# The message Kafka gives with a partition refused by DescribeProducers.
+TOPIC_REFUSED_MESSAGE = "Topic authorization failed."
 # Kafka waits request.timeout.ms (its default) for a marker to replicate.
 DEFAULT_MARKER_TIMEOUT_MS = 30_000
 
@@ -44,8 +48,10 @@ class TxnMarkerHandlers:
     """The leader-side transaction APIs: writing markers and describing producers."""
 
     def __init__(self, replicas: ReplicaManager, offsets_listener: OffsetsMarkerListener | None = None,
-                 timeout_ms: int = DEFAULT_MARKER_TIMEOUT_MS) -> None:
+                 timeout_ms: int = DEFAULT_MARKER_TIMEOUT_MS,
+                 authz: Authorization = ALLOW_ALL) -> None:
         self._replicas = replicas
+        self._authz = authz
         self.offsets_listener = offsets_listener
         self._timeout_ms = timeout_ms
 
@@ -120,10 +126,18 @@ class TxnMarkerHandlers:
 
     async def handle_describe_producers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         topics = []
-        for topic in request.body.get("topics") or ():
+        asked = request.body.get("topics") or ()
+        readable = self._authz.allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                             {t["name"] for t in asked})
+        for topic in asked:
             entries = []
             for index in topic.get("partition_indexes") or ():
                 entry = _producers_entry(index)
+                if topic["name"] not in readable:
+                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    entry["error_message"] = TOPIC_REFUSED_MESSAGE
+                    entries.append(entry)
+                    continue
                 try:
                     partition = self._replicas.leader_partition(topic["name"], index)
                 except PARTITION_ERRORS as exc:
