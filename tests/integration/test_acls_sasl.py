@@ -1,7 +1,9 @@
 """Two SASL/PLAIN principals against one node with the StandardAuthorizer on: alice, granted
 --producer and --consumer on a topic and group, produces and consumes with confluent-kafka;
 bob, granted nothing, gets TOPIC_ and GROUP_AUTHORIZATION_FAILED, does not see the topic in
-Metadata and may not read the ACLs. The node's own traffic and the admin tool use the
+Metadata and may not read the ACLs. alice's transactional producer needs WRITE on its
+transactional id before it may start, and then commits what a read_committed consumer reads.
+The node's own traffic and the admin tool use the
 PLAINTEXT listeners, whose User:ANONYMOUS is the super user."""
 
 from __future__ import annotations
@@ -159,3 +161,65 @@ def test_two_sasl_principals_get_what_their_acls_say(node: tuple[ClusterInfo, st
     assert listed(bob) == {"bob-group"}
     assert listed(alice) == {"pay-group"}
     assert listed({"bootstrap.servers": info.bootstrap_servers}) == {"pay-group", "bob-group"}
+
+
+def test_a_transactional_producer_needs_write_on_its_transactional_id(
+        node: tuple[ClusterInfo, str]) -> None:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+    info, sasl = node
+    alice = as_user("alice", sasl)
+    created = raftka("topics", "--bootstrap-server", info.bootstrap_servers, "--create",
+                     "--topic", "ledger", "--partitions", "1", "--replication-factor", "1")
+    assert created.returncode == 0, created.stderr
+    acls(info, "--add", "--allow-principal", "User:alice", "--operation", "Write",
+         "--topic", "ledger")
+    acls(info, "--add", "--allow-principal", "User:alice", "--consumer", "--topic", "ledger",
+         "--group", "ledger-readers")
+    # DESCRIBE lets alice find the coordinator; starting the producer needs WRITE.
+    acls(info, "--add", "--allow-principal", "User:alice", "--operation", "Describe",
+         "--transactional-id", "ledger-tx")
+    wait_for(lambda: "ledger-tx" in acls(info, "--list").stdout, "the ACLs listed", 15)
+
+    transactional = {**alice, "transactional.id": "ledger-tx"}
+    with pytest.raises(KafkaException) as refused:
+        Producer(transactional).init_transactions(30)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    acls(info, "--add", "--allow-principal", "User:alice", "--operation", "Write",
+         "--transactional-id", "ledger-tx")
+    wait_for(lambda: "operation=WRITE" in acls(info, "--list", "--transactional-id",
+                                               "ledger-tx").stdout, "WRITE listed", 15)
+    producer = Producer(transactional)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("ledger", b"aborted")
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce("ledger", b"committed")
+    producer.commit_transaction(30)
+
+    # A topic alice may describe but not write: the transaction cannot take it in.
+    created = raftka("topics", "--bootstrap-server", info.bootstrap_servers, "--create",
+                     "--topic", "ledger-ro", "--partitions", "1", "--replication-factor", "1")
+    assert created.returncode == 0, created.stderr
+    acls(info, "--add", "--allow-principal", "User:alice", "--operation", "Describe",
+         "--topic", "ledger-ro")
+    wait_for(lambda: "ledger-ro" in acls(info, "--list").stdout, "the ACL listed", 15)
+    producer.begin_transaction()
+    producer.produce("ledger-ro", b"refused")
+    with pytest.raises(KafkaException) as failed:
+        producer.commit_transaction(30)
+    assert failed.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert failed.value.args[0].txn_requires_abort()
+    # No abort here: with no partition added, librdkafka still sends EndTxn, which Kafka's
+    # coordinator (and Raftka's) answers INVALID_TXN_STATE (librdkafka issue #4849).
+
+    consumer = Consumer({**alice, "group.id": "ledger-readers", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition("ledger", 0, 0)])
+        message = wait_for(lambda: consumer.poll(0.5), "the committed record", 30)
+        assert message.error() is None and message.value() == b"committed"
+    finally:
+        consumer.close()
