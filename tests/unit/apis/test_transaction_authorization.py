@@ -218,7 +218,8 @@ async def test_without_an_authorizer_the_transactional_apis_check_nothing(tmp_pa
         listed = await conn.request(ApiKey.LIST_TRANSACTIONS, {"state_filters": [],
                                                                "producer_id_filters": []})
         assert [s["transactional_id"] for s in listed["transaction_states"]] == ["mine"]
-        described = await conn.request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": ["mine"]})
+        described = await conn.request(ApiKey.DESCRIBE_TRANSACTIONS,
+                                       {"transactional_ids": ["mine"]})
         assert described["transaction_states"][0]["topics"] == [{"topic": "closed",
                                                                  "partitions": [0]}]
         added = await conn.request(ApiKey.ADD_PARTITIONS_TO_TXN,
@@ -228,6 +229,7 @@ async def test_without_an_authorizer_the_transactional_apis_check_nothing(tmp_pa
             {"transactional_id": "mine", "producer_id": 1000, "producer_epoch": 0,
              "verify_only": True, "topics": [{"name": "closed", "partitions": [0]}]}]}, 4)
         assert batched["error_code"] == ErrorCode.NONE
-        markers = await conn.request(ApiKey.WRITE_TXN_MARKERS, markers_body(7, True, {"closed": [0]}))
+        markers = await conn.request(ApiKey.WRITE_TXN_MARKERS,
+                                     markers_body(7, True, {"closed": [0]}))
         assert markers["markers"][0]["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
         await conn.aclose()
