@@ -19,6 +19,7 @@ from broker.group.coordinator import GroupCoordinator
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.transaction.coordinator import TransactionCoordinator
 from clients.protocol import ApiKey, ErrorCode
+from metadata.describe import INTERNAL_TOPICS
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,13 @@ class TransactionHandlers:
                         transactional_id: str) -> int:
         return self._authz.refusal(ctx, operation, ResourceType.TRANSACTIONAL_ID,
                                    transactional_id)
+
+    def _writable(self, ctx: RequestContext, topics: set[str]) -> set[str]:
+        """The topics a client may add to its transaction. Under the authorizer, as Kafka,
+        never an internal topic (that takes AddOffsetsToTxn), not even for a super user."""
+        if not self._authz.enabled:
+            return topics
+        return self._topics_allowed(ctx, AclOperation.WRITE, topics - INTERNAL_TOPICS)
 
     def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
                         topics: Iterable[str]) -> set[str]:
@@ -108,8 +116,7 @@ class TransactionHandlers:
                 return add_partitions_to_txn_error(body, version, refused)
             codes = await self._add(transactional_id, int(body["v3_and_below_producer_id"]),
                                     int(body["v3_and_below_producer_epoch"]), wanted, False,
-                                    self._topics_allowed(ctx, AclOperation.WRITE,
-                                                         (t for t, _ in wanted)))
+                                    self._writable(ctx, {t for t, _ in wanted}))
             codes = {tp: fenced_for_version(c, version) for tp, c in codes.items()}
             return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(codes)}
         # The batched form comes from brokers verifying transactional produce (KIP-890).

@@ -72,6 +72,14 @@ async def test_add_partitions_to_txn_needs_the_transactional_id_and_each_topic(t
         code = add_partitions_codes(allowed)["open-a"][0]
         assert code not in REFUSALS and code != ErrorCode.OPERATION_NOT_ATTEMPTED
 
+        # As Kafka: a client never adds an internal topic's partitions, even with WRITE on it.
+        broker.create_topic("__consumer_offsets")
+        broker.publish([grant(Res.TOPIC, "__consumer_offsets", Op.WRITE)])
+        internal = await conn.request(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_v3(
+            {"__consumer_offsets": [0], "open-a": [0]}), 3)
+        assert add_partitions_codes(internal) == {
+            "__consumer_offsets": [TOPIC_DENIED], "open-a": [ErrorCode.OPERATION_NOT_ATTEMPTED]}
+
         # The batched form (v4+) is the brokers' own: CLUSTER_ACTION, whatever the id's ACLs.
         batched = {"transactions": [{"transactional_id": "tx", "producer_id": 1000,
                                      "producer_epoch": 0, "verify_only": True,
