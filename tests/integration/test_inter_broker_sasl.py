@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 import trustme
@@ -63,7 +63,7 @@ class Setup:
         self.security = ClientSecurity.from_config(self.raftka_auth)
 
 
-def sasl_ready(security: ClientSecurity):  # type: ignore[no-untyped-def]
+def sasl_ready(security: ClientSecurity) -> Callable[[ClusterInfo, NodeInfo], bool]:
     """The launcher's check, authenticated: Metadata lists every broker and a controller."""
     def ready(cluster: ClusterInfo, node: NodeInfo) -> bool:
         if node.client_port is None:
