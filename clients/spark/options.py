@@ -25,7 +25,9 @@ _FORBIDDEN_CONSUMER_KEYS = {
 _FORBIDDEN_PRODUCER_KEYS = {
     "key.serializer": "keys are written as binary (cast them first)",
     "value.serializer": "values are written as binary (cast them first)",
+    "transactional.id": "with exactlyOnce=true the sink derives one per task itself",
 }
+DEFAULT_CONTROL_TOPIC = "__raftka_spark_sink_commits"
 _STREAM_ONLY_REFUSED = ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
 _BATCH_REFUSED = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
@@ -98,11 +100,17 @@ class SourceOptions:
 
 @dataclass(frozen=True)
 class SinkOptions:
-    """The sink's settings: the ``topic`` option (it wins over the column) and the
-    producer's ``kafka.*`` settings."""
+    """The sink's settings: the ``topic`` option (it wins over the column), the producer's
+    ``kafka.*`` settings and, with ``exactly_once``, the control topic and the write's
+    stable id (``exactlyOnceWriteId``, batch writes only; None: one id per write).
+    ``crash_before_commit_attempts`` is a fault-injection hook for tests (0: off)."""
 
     topic: str | None
     kafka: dict[str, str]
+    exactly_once: bool = False
+    control_topic: str = DEFAULT_CONTROL_TOPIC
+    write_id: str | None = None
+    crash_before_commit_attempts: int = 0
 
     @property
     def bootstrap_servers(self) -> str:
@@ -322,12 +330,26 @@ def _check_batch_bounds(starting: OffsetSpec, ending: OffsetSpec) -> None:
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check and parse the sink's options."""
     opts = _lookup(options)
-    if _bool_option(opts, "exactlyOnce", False):
-        raise SparkOptionError(
-            "option 'exactlyOnce=true' needs Kafka transactions, which Raftka does not "
-            "support yet; the sink writes at least once")
+    exactly_once = _bool_option(opts, "exactlyOnce", False)
     kafka = _kafka_params(opts, options, _FORBIDDEN_PRODUCER_KEYS)
     topic = _get(opts, "topic")
     if topic is not None and not topic.strip():
         raise SparkOptionError("option 'topic' must not be empty")
-    return SinkOptions(topic=topic.strip() if topic else None, kafka=kafka)
+    control_topic = (_get(opts, "exactlyOnceControlTopic") or DEFAULT_CONTROL_TOPIC).strip()
+    if not control_topic:
+        raise SparkOptionError("option 'exactlyOnceControlTopic' must not be empty")
+    write_id = _get(opts, "exactlyOnceWriteId")
+    if write_id is not None and not write_id.strip():
+        raise SparkOptionError("option 'exactlyOnceWriteId' must not be empty")
+    if not exactly_once:
+        for name in ("exactlyOnceControlTopic", "exactlyOnceWriteId"):
+            if _get(opts, name) is not None:
+                raise SparkOptionError(f"option '{name}' needs exactlyOnce=true")
+    if exactly_once and kafka.get("enable.idempotence", "true").strip().lower() == "false":
+        raise SparkOptionError("option 'kafka.enable.idempotence' cannot be false with "
+                               "exactlyOnce=true: transactions need an idempotent producer")
+    return SinkOptions(
+        topic=topic.strip() if topic else None, kafka=kafka, exactly_once=exactly_once,
+        control_topic=control_topic, write_id=write_id.strip() if write_id else None,
+        crash_before_commit_attempts=_int_option(
+            opts, "test.crashBeforeCommitAttempts", 0, 0) or 0)

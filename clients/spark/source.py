@@ -20,7 +20,8 @@ from clients.spark.options import (
 from clients.spark.reader import RaftkaBatchReader
 from clients.spark.schema import source_schema
 from clients.spark.stream_reader import RaftkaStreamReader
-from clients.spark.writer import RaftkaStreamWriter, RaftkaWriter, sink_columns
+from clients.spark.sink import RaftkaStreamWriter, RaftkaWriter
+from clients.spark.writer import sink_columns
 
 
 class RaftkaDataSource(DataSource):
