@@ -199,9 +199,14 @@ def test_sink_refusals_and_delivery_failures(spark: SparkSession, cluster: Clust
     with pytest.raises(Exception, match="cannot overwrite"):
         df.write.format("raftka").options(**spark_options(cluster, topic="x")) \
             .mode("overwrite").save()
-    with pytest.raises(Exception, match="exactlyOnce=true' needs Kafka transactions"):
-        df.write.format("raftka").options(**spark_options(cluster, topic="x",
-                                                          exactlyOnce="true")).mode("append").save()
+    with pytest.raises(Exception, match="'exactlyOnceWriteId' needs exactlyOnce=true"):
+        df.write.format("raftka").options(**spark_options(
+            cluster, topic="x", exactlyOnceWriteId="w")).mode("append").save()
+    with pytest.raises(Exception, match="'exactlyOnceWriteId' is for batch writes"):
+        spark.readStream.format("rate").load().selectExpr("CAST(value AS STRING) AS value") \
+            .writeStream.format("raftka").options(**spark_options(
+                cluster, topic="x", exactlyOnce="true", exactlyOnceWriteId="w")) \
+            .start().awaitTermination(60)
     with pytest.raises(Exception, match="option 'topic' or a 'topic' column"):
         df.write.format("raftka").options(**spark_options(cluster)).mode("append").save()
     cluster.create_topic("one-partition", partitions=1)
