@@ -26,6 +26,12 @@ from clients.spark.cluster import ClusterClient
 CONTROL_TOPIC_PARTITIONS = 10
 _FETCH_WAIT_MS = 200
 _RETRY_PAUSE_S = 0.1
+# A control topic created a moment ago may still be electing its leaders.
+_LOOKUP_RETRIES = 50
+_LOOKUP_RETRY_INTERVAL_MS = 100
+_LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH,
+                            ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NETWORK_EXCEPTION})
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,8 @@ def last_committed_batch(kafka: dict[str, str], topic: str, partition: int, key:
     """The last batch id committed for ``key`` (None: none yet), read with read_committed
     up to the high watermark seen now: a transaction open in that range (another task's)
     is waited for, up to ``timeout_s``, so no commit earlier than this call is missed."""
-    client = ClusterClient(kafka, read_committed=True)
+    client = ClusterClient(kafka, read_committed=True, retries=_LOOKUP_RETRIES,
+                           retry_interval_ms=_LOOKUP_RETRY_INTERVAL_MS)
     deadline = time.monotonic() + timeout_s
     try:
         tp = (topic, partition)
@@ -102,8 +109,7 @@ def last_committed_batch(kafka: dict[str, str], topic: str, partition: int, key:
                 position = client.earliest([tp])[tp]
                 continue
             if code != ErrorCode.NONE:
-                if not code.retriable and code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                                       ErrorCode.NETWORK_EXCEPTION):
+                if not code.retriable and code not in _LEADER_ERRORS:
                     raise KafkaError(code, f"reading the control topic {topic}")
                 _check_deadline(deadline, topic, tp[1], position)
                 client.refresh([topic])
