@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from pyspark import TaskContext
 
 from clients.producer import BlockingProducer
-from clients.spark.options import SinkOptions
+from clients.spark.sink_options import SinkOptions
 from clients.spark.sink_commits import (
     TaskKey,
     commit_record,

@@ -10,7 +10,8 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
 from clients.spark.exactly_once import write_transactionally
-from clients.spark.options import SinkOptions, SparkOptionError
+from clients.spark.options import SparkOptionError
+from clients.spark.sink_options import SinkOptions
 from clients.spark.writer import RowsWritten, SinkColumns, write_rows
 
 # Local properties Spark's micro-batch execution gives every task of a streaming query.

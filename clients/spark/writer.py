@@ -25,7 +25,8 @@ from pyspark.sql.types import (
 from clients.producer import BlockingProducer
 from clients.producer.future import DeliveryFuture
 from clients.protocol import KafkaError
-from clients.spark.options import SinkOptions, SparkOptionError
+from clients.spark.options import SparkOptionError
+from clients.spark.sink_options import SinkOptions
 
 # Producer defaults for the sink: every record acknowledged by the whole ISR, and (as in
 # Kafka's producer, whose default it is with acks=all) idempotent, so a producer retry

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from broker.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.spark.cluster import ClusterClient
-from clients.spark.options import DEFAULT_CONTROL_TOPIC
+from clients.spark.sink_options import DEFAULT_CONTROL_TOPIC
 from tests.compat.cluster import Cluster
 from tests.spark.conftest import spark_session
 from tests.spark.helpers import produce, spark_options

@@ -8,9 +8,9 @@ from clients.producer.config import ProducerConfig
 from clients.spark.options import (
     SparkOptionError,
     parse_duration_ms,
-    parse_sink_options,
     parse_source_options,
 )
+from clients.spark.sink_options import parse_sink_options
 from clients.spark.sink_commits import TaskKey, batch_of, commit_record
 from clients.spark.writer import producer_settings
 
