@@ -121,7 +121,7 @@ def last_committed_batch(kafka: dict[str, str], topic: str, partition: int, key:
             decoded = decode_fetched(topic, tp[1], answer.get("records"), position, target,
                                      False, txn_filter)
             if decoded.batch is not None:
-                found = _last_match(decoded.batch, wanted, found)
+                found = last_batch_in(decoded.batch, wanted, found)
             if decoded.next_offset > position:
                 position = decoded.next_offset
             elif position < target:
@@ -131,7 +131,9 @@ def last_committed_batch(kafka: dict[str, str], topic: str, partition: int, key:
         client.close()
 
 
-def _last_match(batch: pa.RecordBatch, wanted: bytes, found: int | None) -> int | None:
+def last_batch_in(batch: pa.RecordBatch, wanted: bytes, found: int | None) -> int | None:
+    """The batch id of the last control record keyed ``wanted`` in ``batch`` (columns
+    key, value first), else ``found``."""
     keys = batch.column(0)
     hits = pc.indices_nonzero(pc.fill_null(pc.equal(keys, pa.scalar(wanted, pa.binary())),
                                            False))

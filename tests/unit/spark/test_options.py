@@ -11,7 +11,6 @@ from clients.spark.options import (
     parse_source_options,
 )
 from clients.spark.sink_options import parse_sink_options
-from clients.spark.sink_commits import TaskKey, batch_of, commit_record
 from clients.spark.writer import producer_settings
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
@@ -141,13 +140,3 @@ def test_exactly_once_options() -> None:
     for options, message in cases:
         with pytest.raises(SparkOptionError, match=message):
             parse_sink_options({**BASE, **options})
-
-
-def test_task_keys_and_control_records() -> None:
-    key = TaskKey("query-1", 3)
-    assert key.transactional_id() == "raftka-spark-query-1-3"
-    assert key.encoded() == b'{"id":"query-1","partition":3}'
-    assert 0 <= key.control_partition(10) < 10
-    assert key.control_partition(10) == TaskKey("query-1", 3).control_partition(10)
-    record_key, value = commit_record(key, 7, 120)
-    assert record_key == key.encoded() and batch_of(value) == 7
