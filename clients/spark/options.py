@@ -1,7 +1,7 @@
 """The options of the ``raftka`` data source, parsed and checked (pure, no I/O).
 
 Names, meanings and defaults are those of Spark's own Kafka source. Every refusal raises
-``SparkOptionError`` naming the option at fault.
+``SparkOptionError`` naming the option at fault. The sink's options: ``sink_options``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ _FORBIDDEN_CONSUMER_KEYS = {
     "key.deserializer": "keys are always returned as binary",
     "value.deserializer": "values are always returned as binary",
     "interceptor.classes": "interceptors are not supported",
-}
-_FORBIDDEN_PRODUCER_KEYS = {
-    "key.serializer": "keys are written as binary (cast them first)",
-    "value.serializer": "values are written as binary (cast them first)",
 }
 _STREAM_ONLY_REFUSED = ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
 _BATCH_REFUSED = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
@@ -96,31 +92,18 @@ class SourceOptions:
         return self.kafka["bootstrap.servers"]
 
 
-@dataclass(frozen=True)
-class SinkOptions:
-    """The sink's settings: the ``topic`` option (it wins over the column) and the
-    producer's ``kafka.*`` settings."""
-
-    topic: str | None
-    kafka: dict[str, str]
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return self.kafka["bootstrap.servers"]
-
-
-def _lookup(options: Mapping[str, str]) -> dict[str, str]:
+def lookup_options(options: Mapping[str, str]) -> dict[str, str]:
     # Spark's options are case-insensitive; keep the first spelling the user gave.
     return {str(k).lower(): str(v) for k, v in options.items()}
 
 
-def _get(opts: dict[str, str], name: str) -> str | None:
+def get_option(opts: dict[str, str], name: str) -> str | None:
     return opts.get(name.lower())
 
 
-def _int_option(opts: dict[str, str], name: str, default: int | None, minimum: int
+def int_option(opts: dict[str, str], name: str, default: int | None, minimum: int
                 ) -> int | None:
-    raw = _get(opts, name)
+    raw = get_option(opts, name)
     if raw is None:
         return default
     try:
@@ -132,8 +115,8 @@ def _int_option(opts: dict[str, str], name: str, default: int | None, minimum: i
     return value
 
 
-def _bool_option(opts: dict[str, str], name: str, default: bool) -> bool:
-    raw = _get(opts, name)
+def bool_option(opts: dict[str, str], name: str, default: bool) -> bool:
+    raw = get_option(opts, name)
     if raw is None:
         return default
     text = raw.strip().lower()
@@ -181,7 +164,7 @@ def _per_partition(name: str, raw: str) -> dict[str, dict[int, int]]:
 
 
 def _selection(opts: dict[str, str]) -> TopicSelection:
-    given = [n for n in ("subscribe", "subscribePattern", "assign") if _get(opts, n) is not None]
+    given = [n for n in ("subscribe", "subscribePattern", "assign") if get_option(opts, n) is not None]
     if not given:
         raise SparkOptionError("one of the options 'subscribe', 'subscribePattern' or "
                                "'assign' must be given")
@@ -189,7 +172,7 @@ def _selection(opts: dict[str, str]) -> TopicSelection:
         raise SparkOptionError("only one of the options 'subscribe', 'subscribePattern' and "
                                f"'assign' may be given, got {', '.join(repr(g) for g in given)}")
     name = given[0]
-    raw = _get(opts, name) or ""
+    raw = get_option(opts, name) or ""
     if name == "subscribe":
         topics = tuple(t.strip() for t in raw.split(",") if t.strip())
         if not topics:
@@ -221,24 +204,24 @@ def _offset_spec(opts: dict[str, str], prefix: str, default: str) -> OffsetSpec:
     per-partition timestamps, then offsets."""
     global_name, by_ts_name, offsets_name = (f"{prefix}Timestamp",
                                              f"{prefix}OffsetsByTimestamp", f"{prefix}Offsets")
-    raw = _get(opts, global_name)
+    raw = get_option(opts, global_name)
     if raw is not None:
         try:
             return OffsetSpec("timestamp", timestamp=int(raw.strip()))
         except ValueError:
             raise SparkOptionError(f"option '{global_name}' must be a timestamp in ms, "
                                    f"got {raw!r}") from None
-    raw = _get(opts, by_ts_name)
+    raw = get_option(opts, by_ts_name)
     if raw is not None:
         return OffsetSpec("timestamps", timestamps=_per_partition(by_ts_name, raw))
-    raw = _get(opts, offsets_name)
+    raw = get_option(opts, offsets_name)
     text = (raw if raw is not None else default).strip()
     if text.lower() in ("earliest", "latest"):
         return OffsetSpec(text.lower())
     return OffsetSpec("offsets", offsets=_per_partition(offsets_name, text))
 
 
-def _kafka_params(opts: dict[str, str], original: Mapping[str, str],
+def kafka_params(opts: dict[str, str], original: Mapping[str, str],
                   forbidden: Mapping[str, str]) -> dict[str, str]:
     params: dict[str, str] = {}
     for key, value in original.items():
@@ -256,13 +239,13 @@ def _kafka_params(opts: dict[str, str], original: Mapping[str, str],
 
 def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Check and parse the options of a batch (``streaming=False``) or streaming read."""
-    opts = _lookup(options)
+    opts = lookup_options(options)
     refused = _BATCH_REFUSED if not streaming else _STREAM_ONLY_REFUSED
     for name in refused:
-        if _get(opts, name) is not None:
+        if get_option(opts, name) is not None:
             kind = "batch" if not streaming else "streaming"
             raise SparkOptionError(f"option '{name}' is not valid in {kind} queries")
-    kafka = _kafka_params(opts, options, _FORBIDDEN_CONSUMER_KEYS)
+    kafka = kafka_params(opts, options, _FORBIDDEN_CONSUMER_KEYS)
     isolation = kafka.pop("isolation.level", "read_uncommitted").strip().lower()
     if isolation not in ("read_uncommitted", "read_committed"):
         raise SparkOptionError("option 'kafka.isolation.level' must be read_uncommitted or "
@@ -272,31 +255,31 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     ending = _offset_spec(opts, "ending", "latest")
     if not streaming:
         _check_batch_bounds(starting, ending)
-    strategy = (_get(opts, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    strategy = (get_option(opts, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise SparkOptionError("option 'startingOffsetsByTimestampStrategy' must be error or "
                                f"latest, got {strategy!r}")
-    delay = _get(opts, "maxTriggerDelay")
+    delay = get_option(opts, "maxTriggerDelay")
     return SourceOptions(
         selection=_selection(opts),
         starting=starting,
         ending=ending,
         by_timestamp_strategy=strategy,
-        fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
-        max_offsets_per_trigger=_int_option(opts, "maxOffsetsPerTrigger", None, 1),
-        min_offsets_per_trigger=_int_option(opts, "minOffsetsPerTrigger", None, 1),
+        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
+        max_offsets_per_trigger=int_option(opts, "maxOffsetsPerTrigger", None, 1),
+        min_offsets_per_trigger=int_option(opts, "minOffsetsPerTrigger", None, 1),
         max_trigger_delay_ms=parse_duration_ms("maxTriggerDelay", delay or "15m"),
-        min_partitions=_int_option(opts, "minPartitions", None, 1),
-        max_records_per_partition=_int_option(opts, "maxRecordsPerPartition", None, 1),
-        group_id_prefix=_get(opts, "groupIdPrefix") or (
+        min_partitions=int_option(opts, "minPartitions", None, 1),
+        max_records_per_partition=int_option(opts, "maxRecordsPerPartition", None, 1),
+        group_id_prefix=get_option(opts, "groupIdPrefix") or (
             "spark-kafka-source" if streaming else "spark-kafka-relation"),
         group_id=group_id,
-        include_headers=_bool_option(opts, "includeHeaders", False),
+        include_headers=bool_option(opts, "includeHeaders", False),
         read_committed=isolation == "read_committed",
-        fetch_offset_retries=_int_option(opts, "fetchOffset.numRetries", 3, 0) or 0,
-        fetch_offset_retry_interval_ms=_int_option(opts, "fetchOffset.retryIntervalMs", 10, 0)
+        fetch_offset_retries=int_option(opts, "fetchOffset.numRetries", 3, 0) or 0,
+        fetch_offset_retry_interval_ms=int_option(opts, "fetchOffset.retryIntervalMs", 10, 0)
         or 0,
-        poll_timeout_ms=_int_option(opts, "kafkaConsumer.pollTimeoutMs", 120_000, 1)
+        poll_timeout_ms=int_option(opts, "kafkaConsumer.pollTimeoutMs", 120_000, 1)
         or 120_000,
         kafka=kafka,
     )
@@ -317,17 +300,3 @@ def _check_batch_bounds(starting: OffsetSpec, ending: OffsetSpec) -> None:
             if offset == EARLIEST:
                 raise SparkOptionError(f"option 'endingOffsets': {topic}-{partition} cannot "
                                        "end at earliest (-2) in a batch query")
-
-
-def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
-    """Check and parse the sink's options."""
-    opts = _lookup(options)
-    if _bool_option(opts, "exactlyOnce", False):
-        raise SparkOptionError(
-            "option 'exactlyOnce=true' needs Kafka transactions, which Raftka does not "
-            "support yet; the sink writes at least once")
-    kafka = _kafka_params(opts, options, _FORBIDDEN_PRODUCER_KEYS)
-    topic = _get(opts, "topic")
-    if topic is not None and not topic.strip():
-        raise SparkOptionError("option 'topic' must not be empty")
-    return SinkOptions(topic=topic.strip() if topic else None, kafka=kafka)

@@ -11,16 +11,13 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from clients.spark.options import (
-    SinkOptions,
-    SparkOptionError,
-    parse_sink_options,
-    parse_source_options,
-)
+from clients.spark.options import SparkOptionError, parse_source_options
 from clients.spark.reader import RaftkaBatchReader
 from clients.spark.schema import source_schema
 from clients.spark.stream_reader import RaftkaStreamReader
-from clients.spark.writer import RaftkaStreamWriter, RaftkaWriter, sink_columns
+from clients.spark.sink import RaftkaStreamWriter, RaftkaWriter
+from clients.spark.sink_options import SinkOptions, parse_sink_options
+from clients.spark.writer import sink_columns
 
 
 class RaftkaDataSource(DataSource):

@@ -2,8 +2,9 @@
 
 Columns as Spark's Kafka sink: ``value`` (required), ``key``, ``topic`` (the ``topic``
 option wins), ``partition``, ``headers``; other columns are ignored. Each task flushes its
-producer before it reports success, and any failed delivery fails the task, so every row is
-written at least once (a retried task may write some rows twice).
+idempotent producer before it reports success, and any failed delivery fails the task, so
+every row is written at least once (a retried task may write some rows twice). With
+``exactlyOnce=true`` each task writes in a transaction instead (``exactly_once``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -24,10 +25,13 @@ from pyspark.sql.types import (
 from clients.producer import BlockingProducer
 from clients.producer.future import DeliveryFuture
 from clients.protocol import KafkaError
-from clients.spark.options import SinkOptions, SparkOptionError
+from clients.spark.options import SparkOptionError
+from clients.spark.sink_options import SinkOptions
 
-# Producer defaults for the sink: every record acknowledged by the whole ISR.
-_PRODUCER_DEFAULTS = {"acks": "all", "linger.ms": "5"}
+# Producer defaults for the sink: every record acknowledged by the whole ISR, and (as in
+# Kafka's producer, whose default it is with acks=all) idempotent, so a producer retry
+# never duplicates or reorders a record.
+PRODUCER_DEFAULTS = {"acks": "all", "linger.ms": "5"}
 _TEXT_OR_BYTES = (BinaryType, StringType)
 
 
@@ -91,14 +95,31 @@ class DeliveryFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class RowsWritten(WriterCommitMessage):
-    """A task's report: how many records it delivered."""
+    """A task's report: how many records it delivered (``skipped``: none, because an
+    earlier attempt had committed the same batch)."""
 
     records: int
+    skipped: bool = False
+
+
+def producer_settings(options: SinkOptions) -> dict[str, str]:
+    """The producer configuration of the sink's tasks."""
+    return {**PRODUCER_DEFAULTS, **options.kafka}
 
 
 def write_rows(options: SinkOptions, columns: SinkColumns, rows: Iterator[Any]) -> RowsWritten:
     """Send every row and wait for all acknowledgements; raise on the first failure."""
-    producer = BlockingProducer({**_PRODUCER_DEFAULTS, **options.kafka})
+    producer = BlockingProducer(producer_settings(options))
+    try:
+        count = send_rows(producer, options, columns, rows)
+    finally:
+        producer.close()
+    return RowsWritten(count)
+
+
+def send_rows(producer: BlockingProducer, options: SinkOptions, columns: SinkColumns,
+              rows: Iterator[Any]) -> int:
+    """Send every row and flush; DeliveryFailed on the first failure. Returns the count."""
     failures: list[BaseException] = []
 
     def settled(future: DeliveryFuture) -> None:
@@ -107,58 +128,26 @@ def write_rows(options: SinkOptions, columns: SinkColumns, rows: Iterator[Any]) 
             failures.append(error)
 
     count = 0
-    try:
-        for row in rows:
-            topic = options.topic or (row[columns.topic] if columns.topic is not None else None)
-            if not topic:
-                raise DeliveryFailed("a row has a null topic and the option 'topic' is not set")
-            headers = None
-            if columns.headers is not None and row[columns.headers]:
-                headers = [(h[0], _as_bytes(h[1])) for h in row[columns.headers]]
-            try:
-                future = producer.send(
-                    topic, _as_bytes(row[columns.value]),
-                    key=_as_bytes(row[columns.key]) if columns.key is not None else None,
-                    headers=headers,
-                    partition=row[columns.partition] if columns.partition is not None else None)
-            except KafkaError as exc:
-                raise DeliveryFailed(f"delivery to Kafka failed: {exc}") from exc
-            future.add_callback(settled)
-            count += 1
-            if failures:
-                break
-        producer.flush()
-    finally:
-        producer.close()
+    for row in rows:
+        topic = options.topic or (row[columns.topic] if columns.topic is not None else None)
+        if not topic:
+            raise DeliveryFailed("a row has a null topic and the option 'topic' is not set")
+        headers = None
+        if columns.headers is not None and row[columns.headers]:
+            headers = [(h[0], _as_bytes(h[1])) for h in row[columns.headers]]
+        try:
+            future = producer.send(
+                topic, _as_bytes(row[columns.value]),
+                key=_as_bytes(row[columns.key]) if columns.key is not None else None,
+                headers=headers,
+                partition=row[columns.partition] if columns.partition is not None else None)
+        except KafkaError as exc:
+            raise DeliveryFailed(f"delivery to Kafka failed: {exc}") from exc
+        future.add_callback(settled)
+        count += 1
+        if failures:
+            break
+    producer.flush()
     if failures:
         raise DeliveryFailed(f"delivery to Kafka failed: {failures[0]}") from failures[0]
-    return RowsWritten(count)
-
-
-class RaftkaWriter(DataSourceWriter):
-    """Batch writes (``df.write.format("raftka")``); records are visible once each task
-    has flushed, so commit and abort have nothing left to do."""
-
-    def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator[Any]) -> RowsWritten:
-        return write_rows(self.options, self.columns, iterator)
-
-
-class RaftkaStreamWriter(DataSourceStreamWriter):
-    """Streaming writes (``writeStream.format("raftka")``), at least once per micro-batch."""
-
-    def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator[Any]) -> RowsWritten:
-        return write_rows(self.options, self.columns, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
+    return count

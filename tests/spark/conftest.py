@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -53,8 +54,11 @@ def worker_pythonpath() -> str:
     return str(REPO_ROOT) if not current else f"{REPO_ROOT}{os.pathsep}{current}"
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator["object"]:
+@contextmanager
+def spark_session(master: str = "local[2]") -> Iterator["object"]:
+    """A SparkSession for one module's tests, stopped at the end with the environment
+    restored. ``local[N,F]`` lets each task fail F times before the job fails (plain
+    ``local[N]`` never retries a task)."""
     require_java()
     from pyspark.sql import SparkSession
 
@@ -62,7 +66,7 @@ def spark() -> Iterator["object"]:
     os.environ["PYTHONPATH"] = worker_pythonpath()
     # Spark starts its Python workers with PYSPARK_PYTHON (else whatever python3 is on PATH).
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("raftka-spark-tests")
+    session = (SparkSession.builder.master(master).appName("raftka-spark-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
@@ -81,6 +85,12 @@ def spark() -> Iterator["object"]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator["object"]:
+    with spark_session() as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

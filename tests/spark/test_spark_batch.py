@@ -4,6 +4,7 @@ local[2] SparkSession."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from datetime import timezone
 from typing import Any
 
@@ -194,14 +195,21 @@ def test_sink_writes_keys_headers_and_partitions(spark: SparkSession, cluster: C
     assert len(read(spark, cluster, subscribe="sink-b")) == 30
 
 
-def test_sink_refusals_and_delivery_failures(spark: SparkSession, cluster: Cluster) -> None:
+def test_sink_refusals_and_delivery_failures(spark: SparkSession, cluster: Cluster,
+                                            tmp_path: Path) -> None:
     df = spark.createDataFrame([("a",)], "value string")
     with pytest.raises(Exception, match="cannot overwrite"):
         df.write.format("raftka").options(**spark_options(cluster, topic="x")) \
             .mode("overwrite").save()
-    with pytest.raises(Exception, match="exactlyOnce=true' needs Kafka transactions"):
-        df.write.format("raftka").options(**spark_options(cluster, topic="x",
-                                                          exactlyOnce="true")).mode("append").save()
+    with pytest.raises(Exception, match="'exactlyOnceWriteId' needs exactlyOnce=true"):
+        df.write.format("raftka").options(**spark_options(
+            cluster, topic="x", exactlyOnceWriteId="w")).mode("append").save()
+    with pytest.raises(Exception, match="'exactlyOnceWriteId' is for batch writes"):
+        spark.readStream.format("rate").load().selectExpr("CAST(value AS STRING) AS value") \
+            .writeStream.format("raftka").options(**spark_options(
+                cluster, topic="x", exactlyOnce="true", exactlyOnceWriteId="w")) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")) \
+            .start().awaitTermination(60)
     with pytest.raises(Exception, match="option 'topic' or a 'topic' column"):
         df.write.format("raftka").options(**spark_options(cluster)).mode("append").save()
     cluster.create_topic("one-partition", partitions=1)

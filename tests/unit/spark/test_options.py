@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from clients.producer.config import ProducerConfig
 from clients.spark.options import (
     SparkOptionError,
     parse_duration_ms,
-    parse_sink_options,
     parse_source_options,
 )
+from clients.spark.sink_options import parse_sink_options
+from clients.spark.writer import producer_settings
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -108,7 +110,33 @@ def test_sink_options() -> None:
         parse_sink_options({**BASE, "kafka.value.serializer": "x"})
 
 
-def test_exactly_once_is_refused_until_transactions_exist() -> None:
-    with pytest.raises(SparkOptionError, match="exactlyOnce.*transactions"):
-        parse_sink_options({**BASE, "exactlyOnce": "true"})
-    assert parse_sink_options({**BASE, "exactlyOnce": "false"}).topic is None
+def test_sink_producer_is_idempotent_with_acks_all_by_default() -> None:
+    config = ProducerConfig.from_mapping(producer_settings(parse_sink_options(BASE)))
+    assert config.acks == -1 and config.enable_idempotence
+    assert config.transactional_id is None
+
+
+def test_exactly_once_options() -> None:
+    plain = parse_sink_options({**BASE, "exactlyOnce": "false"})
+    assert not plain.exactly_once and plain.crash_before_commit_attempts == 0
+    parsed = parse_sink_options({**BASE, "exactlyOnce": "true"})
+    assert parsed.exactly_once and parsed.control_topic == "__raftka_spark_sink_commits"
+    assert parsed.write_id is None
+    parsed = parse_sink_options({**BASE, "exactlyOnce": "TRUE",
+                                 "exactlyOnceControlTopic": "commits",
+                                 "exactlyOnceWriteId": "nightly-2026-11-25",
+                                 "test.crashBeforeCommitAttempts": "1"})
+    assert (parsed.control_topic, parsed.write_id, parsed.crash_before_commit_attempts) == (
+        "commits", "nightly-2026-11-25", 1)
+    cases = [
+        ({"exactlyOnce": "yes"}, "'exactlyOnce' must be true or false"),
+        ({"exactlyOnceWriteId": "x"}, "'exactlyOnceWriteId' needs exactlyOnce=true"),
+        ({"exactlyOnceControlTopic": "c"}, "'exactlyOnceControlTopic' needs exactlyOnce=true"),
+        ({"exactlyOnce": "true", "exactlyOnceWriteId": " "}, "'exactlyOnceWriteId' must not"),
+        ({"exactlyOnce": "true", "kafka.enable.idempotence": "false"},
+         "'kafka.enable.idempotence' cannot be false"),
+        ({"kafka.transactional.id": "mine"}, "'kafka.transactional.id' is not supported"),
+    ]
+    for options, message in cases:
+        with pytest.raises(SparkOptionError, match=message):
+            parse_sink_options({**BASE, **options})
