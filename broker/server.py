@@ -148,6 +148,8 @@ class BrokerServer:
         self.broker_channels: BrokerChannels | None = None
         self.collector: BrokerCollector
         self.lifecycle: BrokerLifecycleManager | None = None
+        # Coordinators serve their partitions only once the replayed metadata is current.
+        self.metadata_caught_up = False
 
     async def run(self, shutdown: trio.Event, *,
                   task_status: trio.TaskStatus[Mapping[str, tuple[str, int]]]
@@ -189,6 +191,8 @@ class BrokerServer:
                 broker_identity(config, self.cluster_id), controller,
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
+        else:
+            self.metadata_caught_up = True
         network = self.network
         logs.failures.subscribe(lambda path: self._on_log_dir_failure(path, shutdown))
         remote_offsets = self._remote_offsets(replicas, groups)
@@ -219,6 +223,7 @@ class BrokerServer:
                     await parts.start(self.lifecycle.run)
                     if not await self._wait_caught_up(self.lifecycle, shutdown):
                         return
+                    self._start_coordinators()
                 async with trio.open_nursery() as serving:
                     self.addresses = await serving.start(network.serve)
                     logger.info("broker %d serving clients on %s", config.node_id,
@@ -244,6 +249,14 @@ class BrokerServer:
         await self.group_coordinator.on_metadata(delta, image)
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.on_metadata(delta, image)
+
+    def _start_coordinators(self) -> None:
+        """The metadata is current: the coordinators load what this broker leads now."""
+        self.metadata_caught_up = True
+        image = self.image()
+        self.group_coordinator.reconcile(image)
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.state.reconcile(image)
 
     def _on_log_dir_failure(self, path: Path, shutdown: trio.Event) -> None:
         """Report the failed dir in heartbeats; with no dir left online, shut down (the
@@ -299,7 +312,8 @@ class BrokerServer:
         creator = OffsetsTopicCreator(OffsetsTopicSettings.from_config(config), create)
         log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
         return GroupCoordinator(config.node_id, GroupSettings.from_config(config), log,
-                                image=self.image, topic_creator=creator)
+                                image=self.image, topic_creator=creator,
+                                caught_up=lambda: self.metadata_caught_up)
 
     def _transaction_coordinator(self, replicas: ReplicaManager,
                                  producer_ids: ProducerIdManager | None
@@ -316,7 +330,8 @@ class BrokerServer:
         log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms,
                                 TRANSACTION_STATE_TOPIC)
         state = TransactionStateManager(config.node_id, topic_settings.num_partitions, log,
-                                        clock=wall_clock_ms)
+                                        clock=wall_clock_ms,
+                                        caught_up=lambda: self.metadata_caught_up)
         self.broker_channels = channels = BrokerChannels(
             config.node_id, self.image, config.inter_broker_listener_name)
         coordinator = TransactionCoordinator(

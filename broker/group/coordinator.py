@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import trio
 
+from broker.coordinator_partitions import led_partitions
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupSettings, GroupWrite
 from broker.group.offsets import CommitResult
@@ -72,8 +73,10 @@ class GroupCoordinator:
                  topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,
                  new_member_id: Callable[[str], str] | None = None,
-                 load_settings: LoadSettings = LoadSettings()) -> None:
+                 load_settings: LoadSettings = LoadSettings(),
+                 caught_up: Callable[[], bool] = lambda: True) -> None:
         self.broker_id = broker_id
+        self._caught_up = caught_up
         self.settings = settings
         self.load_settings = load_settings
         self.engine = GroupEngine(settings, new_member_id)
@@ -101,7 +104,7 @@ class GroupCoordinator:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._timer)
-                self._reconcile(self._image())
+                self.reconcile(self._image())
                 task_status.started()
                 await trio.sleep_forever()
         finally:
@@ -111,13 +114,11 @@ class GroupCoordinator:
 
     async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Load partitions this broker now leads; unload those it no longer leads."""
-        self._reconcile(image)
+        self.reconcile(image)
 
-    def _reconcile(self, image: MetadataImage) -> None:
-        topic = image.topic(CONSUMER_OFFSETS_TOPIC)
-        led = {} if topic is None else {
-            p: reg.leader_epoch for p, reg in topic.partitions.items()
-            if reg.leader == self.broker_id}
+    def reconcile(self, image: MetadataImage) -> None:
+        """Load the partitions this broker leads in `image`; unload the others."""
+        led = led_partitions(image, CONSUMER_OFFSETS_TOPIC, self.broker_id, self._caught_up())
         for partition, epoch in [*self._loaded.items(), *self._loading.items(),
                                  *self._failed.items()]:
             if led.get(partition) != epoch:

@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 
 import trio
 
+from broker.coordinator_partitions import led_partitions
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.transaction.metadata import TxnEntry, TxnMetadata, TxnState
 from broker.transaction.records import build_batch, iter_states
@@ -44,8 +45,10 @@ class TransactionStateManager:
 
     def __init__(self, broker_id: int, num_partitions: int, log: OffsetsLog,
                  clock: Callable[[], int],
-                 on_loaded: Callable[[int, list[TxnEntry]], None] | None = None) -> None:
+                 on_loaded: Callable[[int, list[TxnEntry]], None] | None = None,
+                 caught_up: Callable[[], bool] = lambda: True) -> None:
         self.broker_id = broker_id
+        self._caught_up = caught_up
         self.num_partitions = num_partitions
         self._log = log
         self._clock = clock
@@ -91,10 +94,8 @@ class TransactionStateManager:
 
     def reconcile(self, image: MetadataImage) -> None:
         """Load the partitions this broker now leads; drop the ones it stopped leading."""
-        topic = image.topic(TRANSACTION_STATE_TOPIC)
-        led = {} if topic is None else {
-            p: reg.leader_epoch for p, reg in topic.partitions.items()
-            if reg.leader == self.broker_id}
+        led = led_partitions(image, TRANSACTION_STATE_TOPIC, self.broker_id,
+                             self._caught_up())
         for partition, epoch in [*self._loaded.items(), *self._loading.items()]:
             if led.get(partition) != epoch:
                 self._unload(partition)

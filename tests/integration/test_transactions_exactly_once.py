@@ -35,8 +35,14 @@ def cluster(tmp_path: Any) -> Iterator[RaftkaCluster]:
 
 
 def client_config(cluster: RaftkaCluster, **extra: Any) -> dict[str, Any]:
+    # A killed coordinator stays the answer to FindCoordinator until the controller fences
+    # its broker (broker.session.timeout.ms after the kill, counted from the new controller's
+    # election when it was also the active controller). librdkafka asks again only after
+    # each failed attempt to reach it, and its reconnect backoff grows to 10 s by default, so
+    # it could learn the new coordinator 10 s after the move, a third of the transaction's
+    # timeout gone to waiting. A 1 s ceiling keeps the client's share of the failover small.
     return {"bootstrap.servers": cluster.bootstrap_servers, "broker.address.family": "v4",
-            "log_level": 0, **extra}
+            "log_level": 0, "reconnect.backoff.max.ms": 1000, **extra}
 
 
 def transaction_coordinator(cluster: RaftkaCluster) -> int:
