@@ -55,14 +55,14 @@ from broker.producer_id_manager import BlockSource, ProducerIdManager, controlle
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
-from broker.transaction.coordinator import TransactionCoordinator, TransactionSettings
-from broker.transaction.marker_sender import BrokerChannels, MarkerSender
-from broker.transaction.state_manager import TransactionStateManager
-from broker.transaction.state_topic import (
+from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
+from broker.txn.marker_sender import BrokerChannels, MarkerSender
+from broker.txn.state_manager import TransactionStateManager
+from broker.txn.state_topic import (
     TRANSACTION_STATE_TOPIC,
     TransactionStateTopicSettings,
 )
-from broker.transaction.verifier import CoordinatorVerifier
+from broker.txn.verifier import CoordinatorVerifier
 from broker.sasl.sessions import SaslSessions
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage

@@ -25,7 +25,7 @@ from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica.manager import ReplicaManager
-from broker.transaction.coordinator import TransactionCoordinator
+from broker.txn.coordinator import TransactionCoordinator
 from broker.replica.txn_verification import TransactionVerifier
 from metadata.image import MetadataImage
 

@@ -17,7 +17,7 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.coordinator import GroupCoordinator
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from broker.transaction.coordinator import TransactionCoordinator
+from broker.txn.coordinator import TransactionCoordinator
 from clients.protocol import ApiKey, ErrorCode
 from metadata.describe import INTERNAL_TOPICS
 from metadata.image import MetadataImage

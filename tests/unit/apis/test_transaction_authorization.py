@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.transaction.metadata import TxnEntry, TxnMetadata, TxnState
+from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
 from clients.protocol import ApiKey, ErrorCode
 from metadata.acls import CLUSTER_NAME, AclOperation as Op, ResourceType as Res
 from tests.unit.apis.batches import batch, produce_body

@@ -12,8 +12,8 @@ from broker.coordinator_partitions import led_partitions
 from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from broker.transaction.state_manager import TransactionStateManager
-from broker.transaction.state_topic import TRANSACTION_STATE_TOPIC
+from broker.txn.state_manager import TransactionStateManager
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
 from clients.protocol import ErrorCode
 from metadata.delta import apply_records
 from metadata.image import MetadataImage

@@ -10,11 +10,11 @@ from typing import Iterator
 import trio
 
 from broker.group.offsets_log import OffsetsLogError
-from broker.transaction.coordinator import TransactionCoordinator, TransactionSettings
-from broker.transaction.metadata import TxnMetadata, TxnState
-from broker.transaction.records import build_batch, iter_states
-from broker.transaction.state_manager import TransactionStateManager
-from broker.transaction.state_topic import TRANSACTION_STATE_TOPIC
+from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
+from broker.txn.metadata import TxnMetadata, TxnState
+from broker.txn.records import build_batch, iter_states
+from broker.txn.state_manager import TransactionStateManager
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
 from clients.protocol import ErrorCode
 from metadata.delta import apply_records
 from metadata.image import MetadataImage

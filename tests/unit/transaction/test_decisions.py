@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from broker.transaction import decisions
-from broker.transaction.metadata import (
+from broker.txn import decisions
+from broker.txn.metadata import (
     MAX_PRODUCER_EPOCH,
     IllegalTransition,
     TxnEntry,
     TxnMetadata,
     TxnState,
 )
-from broker.transaction.state_topic import partition_for_transactional_id
+from broker.txn.state_topic import partition_for_transactional_id
 from clients.protocol import ErrorCode
 
 MAX_TIMEOUT = 900_000

@@ -9,8 +9,8 @@ import uuid
 import pytest
 import trio
 
-from broker.transaction import marker_sender
-from broker.transaction.marker_sender import MarkerSender, MarkersFenced
+from broker.txn import marker_sender
+from broker.txn.marker_sender import MarkerSender, MarkersFenced
 from clients.net import KafkaConnectionError
 from clients.protocol import ErrorCode
 from metadata.delta import apply_records

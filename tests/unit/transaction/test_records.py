@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from broker.transaction.metadata import TxnMetadata, TxnState
-from broker.transaction.records import (
+from broker.txn.metadata import TxnMetadata, TxnState
+from broker.txn.records import (
     TxnRecordError,
     build_batch,
     decode_key,

@@ -8,7 +8,7 @@ import pytest
 from broker.config import ServerConfig
 from broker.group import offsets_topic
 from broker.group.offsets_topic import OffsetsTopicCreator
-from broker.transaction.state_topic import TransactionStateTopicSettings
+from broker.txn.state_topic import TransactionStateTopicSettings
 from metadata.image import MetadataImage
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from broker.transaction.state_topic import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
-from broker.transaction.verifier import CoordinatorVerifier
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+from broker.txn.verifier import CoordinatorVerifier
 from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode
 from metadata.delta import apply_records

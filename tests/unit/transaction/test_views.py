@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.transaction import views
-from broker.transaction.metadata import TxnEntry, TxnMetadata, TxnState
+from broker.txn import views
+from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
 from clients.protocol import ErrorCode
 
 ENTRIES = [

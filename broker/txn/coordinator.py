@@ -14,11 +14,11 @@ import trio
 
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
-from broker.transaction import decisions, views
-from broker.transaction.marker_sender import MarkersFenced, MarkerSender
-from broker.transaction.metadata import PREPARED, TopicPartition, TxnEntry, TxnMetadata, TxnState
-from broker.transaction.state_manager import TransactionStateManager
-from broker.transaction.state_topic import TRANSACTION_STATE_TOPIC
+from broker.txn import decisions, views
+from broker.txn.marker_sender import MarkersFenced, MarkerSender
+from broker.txn.metadata import PREPARED, TopicPartition, TxnEntry, TxnMetadata, TxnState
+from broker.txn.state_manager import TransactionStateManager
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
 from clients.protocol import ErrorCode
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage

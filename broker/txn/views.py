@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from broker.transaction.metadata import TxnEntry, TxnState
+from broker.txn.metadata import TxnEntry, TxnState
 from clients.protocol import ErrorCode
 
 

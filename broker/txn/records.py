@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, Iterator
 
-from broker.transaction.metadata import TxnMetadata, TxnState
+from broker.txn.metadata import TxnMetadata, TxnState
 from clients.records.batch import Record, decode_batch, encode_batch
 from clients.records.errors import RecordsError
 from clients.records.header import parse_header

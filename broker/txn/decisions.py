@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from broker.transaction.metadata import (
+from broker.txn.metadata import (
     NO_PRODUCER_EPOCH,
     TopicPartition,
     TxnEntry,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from broker.transaction.coordinator import TransactionCoordinator
-from broker.transaction.marker_sender import BrokerChannels
-from broker.transaction.state_topic import TRANSACTION_STATE_TOPIC
+from broker.txn.coordinator import TransactionCoordinator
+from broker.txn.marker_sender import BrokerChannels
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
 from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 from metadata.image import MetadataImage

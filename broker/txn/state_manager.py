@@ -12,9 +12,9 @@ import trio
 
 from broker.coordinator_partitions import led_partitions
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
-from broker.transaction.metadata import TxnEntry, TxnMetadata, TxnState
-from broker.transaction.records import build_batch, iter_states
-from broker.transaction.state_topic import (
+from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
+from broker.txn.records import build_batch, iter_states
+from broker.txn.state_topic import (
     TRANSACTION_STATE_TOPIC,
     partition_for_transactional_id,
 )

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker.transaction.metadata import TopicPartition
+from broker.txn.metadata import TopicPartition
 from clients.net import KafkaConnection, KafkaConnectionError
 from clients.protocol import ErrorCode, KafkaError, ProtocolError
 from metadata.image import MetadataImage
