@@ -3,7 +3,42 @@ coordinator on this broker serves, and at which coordinator epoch."""
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
+import trio
+
+from clients.protocol import ErrorCode
 from metadata.image import MetadataImage
+
+
+class InternalTopicCreator(Protocol):
+    """Creates the internal topic on first use; returns why it cannot yet, or None."""
+
+    def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> str | None: ...
+
+
+def locate_coordinator(image: MetadataImage, topic_name: str, partition: int,
+                       listener_name: str, creator: InternalTopicCreator | None,
+                       nursery: trio.Nursery | None) -> dict[str, Any]:
+    """FindCoordinator's answer for a key whose coordinator leads `partition` of
+    `topic_name`: the leader's endpoint on `listener_name`, or COORDINATOR_NOT_AVAILABLE
+    (asking `creator` to create the topic when it does not exist yet, with its reason)."""
+    unavailable = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1,
+                   "host": "", "port": -1,
+                   "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
+    topic = image.topic(topic_name)
+    if topic is None:
+        if creator is not None:
+            reason = creator.ensure(image, nursery)
+            unavailable["error_message"] = reason or unavailable["error_message"]
+        return unavailable
+    registration = topic.partitions.get(partition)
+    broker = None if registration is None else image.broker(registration.leader)
+    endpoint = None if broker is None or broker.fenced else broker.endpoint(listener_name)
+    if broker is None or endpoint is None:
+        return unavailable
+    return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id,
+            "host": endpoint.host, "port": endpoint.port, "error_message": None}
 
 
 def led_partitions(image: MetadataImage, topic_name: str, broker_id: int,

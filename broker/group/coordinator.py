@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker.coordinator_partitions import led_partitions
+from broker.coordinator_partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupSettings, GroupWrite
 from broker.group.offsets import CommitResult
@@ -248,23 +248,8 @@ class GroupCoordinator:
 
     def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
         """Node id, host and port of `key`'s coordinator on `listener_name`, or an error."""
-        image = self._image()
-        topic = image.topic(CONSUMER_OFFSETS_TOPIC)
-        unavailable = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1,
-                       "host": "", "port": -1,
-                       "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
-        if topic is None:
-            if self._topic_creator is not None:
-                reason = self._topic_creator.ensure(image, self._nursery)
-                unavailable["error_message"] = reason or unavailable["error_message"]
-            return unavailable
-        registration = topic.partitions.get(self.engine.partition_for(key))
-        broker = None if registration is None else image.broker(registration.leader)
-        endpoint = None if broker is None or broker.fenced else broker.endpoint(listener_name)
-        if endpoint is None:
-            return unavailable
-        return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id,  # type: ignore[union-attr]
-                "host": endpoint.host, "port": endpoint.port, "error_message": None}
+        return locate_coordinator(self._image(), CONSUMER_OFFSETS_TOPIC, self.engine.partition_for(key),
+                                  listener_name, self._topic_creator, self._nursery)
 
     # -- effects -------------------------------------------------------------------------
 

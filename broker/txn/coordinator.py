@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 
 import trio
 
+from broker.coordinator_partitions import locate_coordinator
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from broker.txn import decisions, views
@@ -103,23 +104,8 @@ class TransactionCoordinator:
     # -- FindCoordinator -----------------------------------------------------------------
 
     def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
-        image = self._image()
-        topic = image.topic(TRANSACTION_STATE_TOPIC)
-        unavailable = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1,
-                       "host": "", "port": -1,
-                       "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
-        if topic is None:
-            if self._topic_creator is not None:
-                reason = self._topic_creator.ensure(image, self._nursery)
-                unavailable["error_message"] = reason or unavailable["error_message"]
-            return unavailable
-        registration = topic.partitions.get(self.state.partition_for(key))
-        broker = None if registration is None else image.broker(registration.leader)
-        endpoint = None if broker is None or broker.fenced else broker.endpoint(listener_name)
-        if endpoint is None:
-            return unavailable
-        return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id,  # type: ignore[union-attr]
-                "host": endpoint.host, "port": endpoint.port, "error_message": None}
+        return locate_coordinator(self._image(), TRANSACTION_STATE_TOPIC, self.state.partition_for(key),
+                                  listener_name, self._topic_creator, self._nursery)
 
     # -- the client APIs -----------------------------------------------------------------
 
