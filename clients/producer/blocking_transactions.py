@@ -9,65 +9,32 @@ from typing import Any, Callable, Mapping
 from clients.admin.connections import BlockingConnectionPool
 from clients.net import KafkaConnectionError
 from clients.producer.core import ProducerCore
-from clients.producer.transaction_ops import (
-    Flush,
-    Operation,
-    Send,
-    Sleep,
-    add_partitions,
-    end_transaction,
-    init_transactions,
-    send_offsets,
-)
-from clients.producer.transactions import (
-    ConsumerGroupMetadata,
-    TransactionAbortedError,
-    TransactionManager,
-    TransactionStateError,
-)
-from clients.producer.trio_transactions import group_of, offsets_of
-from clients.protocol import ErrorCode, KafkaError, ProtocolError
+from clients.producer.transaction_facade import TransactionFacade
+from clients.producer.transaction_ops import Flush, Operation, Send, Sleep
+from clients.producer.transactions import ConsumerGroupMetadata, TransactionAbortedError
+from clients.protocol import KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
 
-class BlockingTransactions:
+class BlockingTransactions(TransactionFacade):
     """The transactional API of one blocking producer."""
 
     def __init__(self, core: ProducerCore, pool: BlockingConnectionPool,
                  flush: Callable[[], None]) -> None:
-        self._core = core
+        super().__init__(core)
         self._pool = pool
         self._flush = flush
 
-    @property
-    def manager(self) -> TransactionManager:
-        manager = self._core.txn
-        if manager is None:
-            raise TransactionStateError("transactional.id is not set: this producer is "
-                                        "not transactional")
-        return manager
-
-    @property
-    def _backoff_s(self) -> float:
-        return self._core.config.retry_backoff_ms / 1000
-
     def init(self) -> None:
-        self.manager.start_init()
-        self.run(init_transactions(self.manager, self._backoff_s))
+        self.run(self._init_operation())
 
     def send_offsets(self, offsets: Mapping[tuple[str, int], Any],
                      group: ConsumerGroupMetadata | str) -> None:
-        self.manager.check_offsets()
-        self.run(send_offsets(self.manager, offsets_of(offsets), group_of(group),
-                              self._backoff_s))
+        self.run(self._send_offsets_operation(offsets, group))
 
     def end(self, commit: bool) -> None:
-        if commit:
-            self.manager.start_commit()
-        else:
-            self.manager.start_abort()
-        self.run(end_transaction(self.manager, commit, self._backoff_s))
+        self.run(self._end_operation(commit))
 
     def add_pending_partitions(self) -> None:
         """Before sending: add new partitions to the transaction (errors are kept in the
@@ -76,27 +43,22 @@ class BlockingTransactions:
         if manager is None or not manager.pending or manager.in_error:
             return
         try:
-            self.run(add_partitions(manager, self._backoff_s))
+            self.run(self._add_partitions_operation(manager))
         except KafkaError as exc:
             logger.warning("the transaction cannot go on: %s", exc)
 
     def run(self, operation: Operation) -> Any:
-        """Run an operation; KafkaError REQUEST_TIMED_OUT when it is still retrying after
-        ``max.block.ms`` (as Kafka's producer; the call may be repeated)."""
-        deadline = time.monotonic() + self._core.config.max_block_ms / 1000
+        """Run an operation to its end, within ``max.block.ms``."""
+        deadline = time.monotonic() + self._max_block_s
         value: Any = None
         error: BaseException | None = None
         while True:
             try:
-                step = operation.throw(error) if error is not None else operation.send(value)
+                step = self._advance(operation, value, error,
+                                     lambda: time.monotonic() > deadline)
             except StopIteration as stop:
                 return stop.value
             value, error = None, None
-            if not isinstance(step, Flush) and time.monotonic() > deadline:
-                operation.close()
-                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the transactional request "
-                                 "did not complete within max.block.ms "
-                                 f"({self._core.config.max_block_ms} ms)")
             if isinstance(step, Send):
                 try:
                     value = self._send(step)
