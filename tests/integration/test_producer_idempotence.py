@@ -13,13 +13,16 @@ from typing import Callable
 import pytest
 
 from tests.integration.quorum_helpers import (
-    HOST,
     QuorumCluster,
-    create_topics,
     start_cluster,  # noqa: F401  (fixture)
     wait_for,
 )
-from tests.integration.test_replication import read_partitions, views
+from tests.integration.test_replication import (
+    has_full_isrs,
+    read_partitions,
+    replicated_topic,
+    views,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -72,17 +75,8 @@ def test_leader_kills_leave_no_duplicate_and_no_reordering(
         start_cluster: Callable[..., QuorumCluster], tmp_path: Path) -> None:
     cluster = start_cluster(3)
     topic, partitions = "idempotent", 4
-    ports = {n: cluster.client_port(n) for n in cluster.broker_ids}
-    create_topics(ports[1], {topic: (partitions, 3)}, configs={"min.insync.replicas": "2"})
+    ports, bootstrap = replicated_topic(cluster, topic, partitions)
     all_nodes = list(cluster.broker_ids)
-
-    def full_isr() -> bool:
-        current = views(cluster, [n for n in all_nodes if cluster.is_running(n)])
-        return len(current) == partitions and all(
-            len(v.isr) == 3 and v.leader >= 0 for v in current.values())
-
-    wait_for(full_isr, 30, "full ISRs", details=cluster.logs)
-    bootstrap = ",".join(f"{HOST}:{p}" for p in ports.values())
     stop_file, acked_file = tmp_path / "stop", tmp_path / "acked"
     producer = subprocess.Popen(
         [sys.executable, "-c", PRODUCER, bootstrap, topic, str(partitions), str(stop_file),
@@ -98,7 +92,8 @@ def test_leader_kills_leave_no_duplicate_and_no_reordering(
             wait_for(lambda: acked_file.stat().st_size > size + 10_000, 90,
                      f"acks to resume after killing node {leader}", details=cluster.logs)
             cluster.restart(leader)
-            wait_for(full_isr, 90, f"full ISRs after round {round_no}", details=cluster.logs)
+            wait_for(lambda: has_full_isrs(cluster, partitions), 90,
+                     f"full ISRs after round {round_no}", details=cluster.logs)
         stop_file.touch()
         output, _ = producer.communicate(timeout=240)
     finally:

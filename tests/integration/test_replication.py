@@ -127,21 +127,29 @@ def read_partitions(bootstrap: str, topic: str, partitions: int) -> dict[int, li
         consumer.close()
 
 
+def has_full_isrs(cluster: QuorumCluster, partitions: int) -> bool:
+    """Whether the running nodes see `partitions` partitions, each with a leader and 3 in ISR."""
+    current = views(cluster, [n for n in cluster.broker_ids if cluster.is_running(n)])
+    return len(current) == partitions and all(
+        len(v.isr) == 3 and v.leader >= 0 for v in current.values())
+
+
+def replicated_topic(cluster: QuorumCluster, topic: str, partitions: int
+                     ) -> tuple[dict[int, int], str]:
+    """Create `topic` with RF 3 and min.insync.replicas 2 and wait for full ISRs; the nodes'
+    client ports and the bootstrap string."""
+    ports = {n: cluster.client_port(n) for n in cluster.broker_ids}
+    create_topics(ports[1], {topic: (partitions, 3)}, configs={"min.insync.replicas": "2"})
+    wait_for(lambda: has_full_isrs(cluster, partitions), 30, "full ISRs", details=cluster.logs)
+    return ports, ",".join(f"{HOST}:{p}" for p in ports.values())
+
+
 def test_no_acknowledged_record_is_lost_or_duplicated_across_leader_kills(
         start_cluster: Callable[..., QuorumCluster], tmp_path: Path) -> None:
     cluster = start_cluster(3)
     topic, partitions = "numbered", 6
-    ports = {n: cluster.client_port(n) for n in cluster.broker_ids}
-    create_topics(ports[1], {topic: (partitions, 3)}, configs={"min.insync.replicas": "2"})
+    ports, bootstrap = replicated_topic(cluster, topic, partitions)
     all_nodes = list(cluster.broker_ids)
-
-    def full_isr() -> bool:
-        current = views(cluster, [n for n in all_nodes if cluster.is_running(n)])
-        return len(current) == partitions and all(
-            len(v.isr) == 3 and v.leader >= 0 for v in current.values())
-
-    wait_for(full_isr, 30, "full ISRs", details=cluster.logs)
-    bootstrap = ",".join(f"{HOST}:{p}" for p in ports.values())
     stop_file, acked_file = tmp_path / "stop", tmp_path / "acked"
     producer = subprocess.Popen(
         [sys.executable, "-c", PRODUCER, bootstrap, topic, str(partitions), str(stop_file),
@@ -171,7 +179,8 @@ def test_no_acknowledged_record_is_lost_or_duplicated_across_leader_kills(
                 cluster.restart(leader)
             else:
                 cluster.start_nodes(victims)
-            wait_for(full_isr, 60, f"full ISRs after round {round_no}", details=cluster.logs)
+            wait_for(lambda: has_full_isrs(cluster, partitions), 60,
+                     f"full ISRs after round {round_no}", details=cluster.logs)
         stop_file.touch()
         output, _ = producer.communicate(timeout=200)
     finally:
