@@ -11,12 +11,19 @@ Clean restarts: at controlled shutdown the broker writes its epoch to `broker-ep
 `metadata.log.dir` (Kafka keeps it in the log dirs' clean-shutdown marker); the next start
 reads and deletes that file and names the epoch as `previous_broker_epoch`, so the controller
 lets it register at once instead of after its old session expires. A crash leaves no file.
+
+A lapsed session: once the controller has not answered for `broker.session.timeout.ms`, it has
+fenced this broker and moved its leaderships. The broker then stops acting as leader until
+the controller answers again (`on_session_change`), so a leader cut off from the controller
+but still reachable by clients sends them to the new leaders at once rather than letting
+their requests time out (Kafka's leader keeps answering until the request timeout).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -157,6 +164,8 @@ class BrokerLifecycleManager:
         # Ids of this broker's failed log dirs, carried by every heartbeat (Kafka's
         # BrokerHeartbeat offline_log_dirs) so the controller hears of a failure.
         self.offline_log_dirs: tuple[uuid.UUID, ...] = ()
+        # Told True when the session with the controller has lapsed, False when it is back.
+        self.on_session_change: Callable[[bool], None] | None = None
 
     @property
     def broker_epoch(self) -> int:
@@ -184,7 +193,39 @@ class BrokerLifecycleManager:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
         """Register, then heartbeat until cancelled or the controller grants shutdown."""
-        task_status.started()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_session)
+            task_status.started()
+            await self._keep_session()
+            nursery.cancel_scope.cancel()
+
+    async def _watch_session(self) -> None:
+        """Call `on_session_change(True)` once the controller has not answered for a whole
+        session timeout (it has fenced this broker by then), `(False)` when it answers
+        again."""
+        lost = False
+        while True:
+            changed = self._changed
+            contact = self._last_contact
+            if contact is None:
+                await changed.wait()
+                continue
+            expires = contact + self._settings.session_timeout_s
+            if (trio.current_time() >= expires) != lost:
+                lost = not lost
+                if lost:
+                    logger.warning("broker %d: no answer from the controller for %.1f s; not "
+                                   "acting as leader until it answers",
+                                   self.identity.broker_id, self._settings.session_timeout_s)
+                else:
+                    logger.info("broker %d: the controller answers again",
+                                self.identity.broker_id)
+                if self.on_session_change is not None:
+                    self.on_session_change(lost)
+            with trio.move_on_at(math.inf if lost else expires):
+                await changed.wait()
+
+    async def _keep_session(self) -> None:
         backoff = RETRY_BACKOFF_S
         while not self._shut_down_granted.is_set():
             if self.is_registered:
@@ -261,6 +302,7 @@ class BrokerLifecycleManager:
             return False
         self._broker_epoch = int(response["broker_epoch"])
         self._ever_registered = True
+        self._last_contact = trio.current_time()
         self._is_fenced, self._is_caught_up = True, False
         logger.info("broker %d registered with epoch %d (incarnation %s)",
                     self.identity.broker_id, self._broker_epoch, self.identity.incarnation_id)

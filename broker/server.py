@@ -191,6 +191,7 @@ class BrokerServer:
                 broker_identity(config, self.cluster_id), controller,
                 lambda: self.image().offset, self.lifecycle_settings,
                 clean_shutdown_dir=config.metadata_log_dir)
+            self.lifecycle.on_session_change = replicas.set_session_lost
         else:
             self.metadata_caught_up = True
         network = self.network

@@ -18,9 +18,13 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
+import trio
+
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
-from broker.log.errors import CorruptMessage, InvalidRecord
+from broker.log.errors import CorruptMessage, InvalidRecord, KafkaStorageError
+from broker.log.flush_plan import flush_off_loop
+from broker.log.partition_log import PartitionLog
 from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import CloseConnection, DecodedRequest, RequestContext, RequestRouter
 from broker.replica.manager import ReplicaManager
@@ -111,6 +115,7 @@ class ProduceHandler:
                                        (t["name"] for t in topic_data))
         responses: list[dict[str, Any]] = []
         pending: list[PendingAppend] = []
+        flushes: list[tuple[dict[str, Any], PartitionLog]] = []
         verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
         if transactional_id is not None and self.verifier is not None and acks in (-1, 0, 1):
             verdicts = await self._verify(body, transactional_id)
@@ -134,7 +139,10 @@ class ProduceHandler:
                           if verdict == ErrorCode.INVALID_TXN_STATE else "transaction verification failed")
                     continue
                 self._append(name, data, entry, acks, version, transactional_id, timestamp, pending,
-                             verdict)
+                             verdict, flushes)
+        if flushes:
+            await _flush_appended(flushes)
+            pending = [p for p in pending if p.entry["error_code"] == ErrorCode.NONE]
         if pending:
             await await_replication(self._replicas, pending, int(body.get("timeout_ms", 0)), _fail)
         if acks == 0:
@@ -148,11 +156,17 @@ class ProduceHandler:
 
     def _append(self, topic: str, data: dict[str, Any], entry: dict[str, Any], acks: int,
                 version: int, transactional_id: str | None, timestamp: int,
-                pending: list[PendingAppend], verification: VerificationGuard | None = None) -> None:
+                pending: list[PendingAppend], verification: VerificationGuard | None,
+                flushes: list[tuple[dict[str, Any], PartitionLog]]) -> None:
         try:
             partition = self._replicas.leader_partition(topic, data["index"])
             batches = _check_payload(data.get("records"), version, transactional_id)
-            result = partition.append_as_leader(batches, acks, timestamp, verification)
+            # A flush.messages fsync waits until every partition of the request is appended,
+            # then runs off the event loop (a slow disk must not hold up other partitions).
+            with partition.log.flush_deferred():
+                result = partition.append_as_leader(batches, acks, timestamp, verification)
+            if partition.log.flush_pending:
+                flushes.append((entry, partition.log))
         except PARTITION_ERRORS as exc:
             _fail(entry, error_code_of(exc), str(exc), getattr(exc, "record_errors", ()))
             logger.debug("produce to %s-%d failed: %s", topic, data["index"], exc)
@@ -204,6 +218,20 @@ class ProduceHandler:
                 verdicts[key] = produce_error_for(code)
                 partitions[key].end_verification(guard)
         return verdicts
+
+
+async def _flush_appended(flushes: list[tuple[dict[str, Any], PartitionLog]]) -> None:
+    """The deferred flushes of a request's appends, concurrently; an entry whose flush
+    failed answers KAFKA_STORAGE_ERROR (its log went offline), as Kafka's would."""
+    async def flush(entry: dict[str, Any], log: PartitionLog) -> None:
+        try:
+            await flush_off_loop(log)
+        except KafkaStorageError as exc:
+            _fail(entry, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+
+    async with trio.open_nursery() as nursery:
+        for entry, log in flushes:
+            nursery.start_soon(flush, entry, log)
 
 
 def produce_error_body(body: Mapping[str, Any], version: int, error_code: int,

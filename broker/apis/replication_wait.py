@@ -33,6 +33,10 @@ def _settled(replicas: ReplicaManager, item: PendingAppend, fail: FailEntry) -> 
     if current is not partition or not partition.is_leader or partition.leader_epoch != item.leader_epoch:
         fail(item.entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership moved while waiting for acks")
         return True
+    if replicas.session_lost:
+        fail(item.entry, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+             "this broker lost its session with the controller while waiting for acks")
+        return True
     if partition.high_watermark < item.required_offset:
         return False
     if partition.is_under_min_isr:

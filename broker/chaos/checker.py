@@ -6,7 +6,8 @@ checks are Kafka's promises with acks=all and min.insync.replicas >= 2:
 
 - every acknowledged record is in the final log of its partition exactly once, at the
   offset it was acknowledged at, and one producer's records keep their order;
-- every record a consumer read is in the final log at the offset it was read from;
+- every record a consumer read is in the final log at the offset it was read from, and a
+  read_committed consumer never reads a record of an aborted transaction;
 - after healing, every replica of a partition is byte-identical up to the high watermark;
 - controller epochs only increase, and one epoch never has two controllers;
 - a group's committed offset for a partition never goes backwards.
@@ -80,6 +81,8 @@ class History:
     replica_bytes: dict[TopicPartition, dict[int, bytes]] = field(default_factory=dict)
     committed_offsets: list[CommittedOffset] = field(default_factory=list)
     controllers: list[ControllerObservation] = field(default_factory=list)
+    # Values written in transactions known to be aborted (read_committed must not see them).
+    aborted: list[bytes] = field(default_factory=list)
 
 
 @dataclass
@@ -101,6 +104,7 @@ def check(history: History) -> CheckReport:
     """Run every check over `history`."""
     acked = check_acknowledged(history.acknowledged, history.final_logs)
     violations = (acked + check_reads(history.reads, history.final_logs)
+                  + check_aborted_reads(history.reads, history.aborted)
                   + check_replicas(history.replica_bytes)
                   + check_controller_epochs(history.controllers)
                   + check_committed_offsets(history.committed_offsets))
@@ -162,6 +166,15 @@ def check_reads(reads: Iterable[Read],
                                         f"{read.value!r} was read at offset {read.offset}; "
                                         f"the final log has {what} there"))
     return violations
+
+
+def check_aborted_reads(reads: Iterable[Read], aborted: Iterable[bytes]) -> list[Violation]:
+    """No read_committed read returns a record of an aborted transaction."""
+    aborted_values = set(aborted)
+    return [Violation("aborted-read", read.partition,
+                      f"{read.value!r} at offset {read.offset} belongs to an aborted "
+                      f"transaction")
+            for read in reads if read.value in aborted_values]
 
 
 def check_replicas(replica_bytes: Mapping[TopicPartition, Mapping[int, bytes]]

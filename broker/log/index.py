@@ -162,6 +162,15 @@ class _MmapIndex:
         self._map_file(self._entries * self.entry_size)
         self.writable = False
 
+    def take_unflushed(self) -> list[int]:
+        """For an fsync elsewhere: write out what is only in memory and hand over a duplicate
+        of the descriptor when the file needs an fsync (the caller closes it)."""
+        self._write_dirty()
+        if not self._needs_fsync:
+            return []
+        self._needs_fsync = False
+        return [os.dup(self._file.fileno())]
+
     def flush(self) -> None:
         """Make the entries durable: write out what is only in memory, then fsync."""
         self._write_dirty()

@@ -51,7 +51,7 @@ class LogMaintenance:
                                                      map_capacity=self.cleaner_map_capacity))
             nursery.start_soon(self._every, "flush", self.flush_check_ms, self._logs.flush_due)
             nursery.start_soon(self._every, "checkpoint", self.checkpoint_ms,
-                               lambda _now: self._logs.checkpoint())
+                               lambda _now: self._logs.checkpoint_off_loop())
             task_status.started()
 
     async def _every(self, name: str, period_ms: int, job: Callable[[int], object]) -> None:

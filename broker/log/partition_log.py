@@ -9,15 +9,18 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+import os
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from broker.log import errors
 from broker.log.checkpoints import fsync_dir, read_partition_metadata, write_partition_metadata
 from broker.log.config import PRODUCER_ID_EXPIRATION_MS, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.flush_plan import FlushPlan
 from broker.log.loader import load_segments
 from broker.log.markers import marker_at, marker_batch, marker_in
 from broker.log.producer_state import CompletedTxn, ProducerStateManager
@@ -118,6 +121,9 @@ class PartitionLog:
         self._record_policy = RecordPolicy.from_config(config)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._unflushed_messages = 0
+        self._defer_flush = False
+        # A flush.messages flush is due but was deferred (see flush_deferred).
+        self.flush_pending = False
         self._last_flush_ms = now_ms
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.first_dirty_offset = self.log_start_offset  # compaction progress (cleaner checkpoint)
@@ -436,10 +442,60 @@ class PartitionLog:
         return AppendResult(offset, offset, now_ms, offset, -1, self.log_start_offset, 1)
 
     def _after_write(self, records: int, now_ms: int) -> None:
-        """flush.messages: fsync once that many messages are unflushed (1 = every append)."""
+        """flush.messages: fsync once that many messages are unflushed (1 = every append);
+        inside `flush_deferred` the flush is only marked due (`flush_pending`)."""
         self._unflushed_messages += records
         if self._unflushed_messages >= self.config.flush_messages:
-            self.flush(now_ms)
+            if self._defer_flush:
+                self.flush_pending = True
+            else:
+                self.flush(now_ms)
+
+    @contextmanager
+    def flush_deferred(self) -> Iterator[None]:
+        """Appends in the block leave a due flush to the caller, who must run
+        `broker.log.flush_off_loop` on this log before acknowledging them."""
+        self._defer_flush = True
+        try:
+            yield
+        finally:
+            self._defer_flush = False
+
+    @_storage_guarded
+    def take_flush(self) -> FlushPlan:
+        """The first half of a flush off the event loop: write out pending index entries and
+        take the descriptors to fsync. `flushed(plan)` completes it after the fsyncs."""
+        fds: list[int] = []
+        try:
+            for segment in self._segments:
+                if segment.next_offset > self.recovery_point or segment.unflushed:
+                    fds += segment.take_unflushed()
+            if self._directory_unsynced:
+                fds.append(os.open(self.directory, os.O_RDONLY))
+                self._directory_unsynced = False
+            if self._parent_unsynced:
+                fds.append(os.open(self.directory.parent, os.O_RDONLY))
+                self._parent_unsynced = False
+        except BaseException:
+            FlushPlan(fds, 0, 0.0).close()
+            raise
+        plan = FlushPlan(fds, self.log_end_offset, time.perf_counter())
+        self._unflushed_messages = 0
+        self.flush_pending = False
+        return plan
+
+    def flushed(self, plan: FlushPlan) -> None:
+        """Everything below `plan`'s log end offset is on disk: move the recovery point."""
+        self.recovery_point = max(self.recovery_point, plan.log_end_offset)
+        self._last_flush_ms = now_millis()
+        if self.flush_time_ms is not None:
+            self.flush_time_ms.observe((time.perf_counter() - plan.started) * 1000)
+
+    def storage_failed(self, exc: OSError) -> errors.KafkaStorageError:
+        """Take the log offline for an I/O error met outside its own methods."""
+        failure = errors.KafkaStorageError(f"{self.name}: {exc}")
+        self._storage_failed(failure)
+        return failure
 
     def _maybe_roll(self, size: int, last_offset: int, now_ms: int, base_offset: int | None = None) -> None:
         segment = self.active_segment

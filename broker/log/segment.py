@@ -357,6 +357,23 @@ class LogSegment:
             self.first_batch_timestamp = None
         return removed
 
+    def take_unflushed(self) -> list[int]:
+        """Descriptors (duplicates, the caller closes them) whose fsync makes this segment
+        and its indexes durable, for a flush off the event loop; marks them flushed."""
+        fds: list[int] = []
+        try:
+            if self.unflushed:
+                fds.append(os.dup(self.fd))
+                self.unflushed = False
+            fds += self.offset_index.take_unflushed()
+            fds += self.time_index.take_unflushed()
+            fds += self.txn_index.take_unflushed()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
     def flush(self) -> None:
         if self.unflushed:
             os.fsync(self.fd)

@@ -116,6 +116,12 @@ class TransactionIndex:
                 return found, True
         return found, False
 
+    def take_unflushed(self) -> list[int]:
+        """A descriptor to fsync elsewhere, if the file has unsynced entries."""
+        needed = self._unflushed and self.path.exists()
+        self._unflushed = False
+        return [os.open(self.path, os.O_RDONLY)] if needed else []
+
     def flush(self) -> None:
         if self._unflushed and self.path.exists():
             fd = os.open(self.path, os.O_RDONLY)

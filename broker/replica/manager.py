@@ -50,6 +50,7 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.broker_log_defaults = dict(broker_log_defaults or log_manager.broker_defaults)
         self.purgatory: Purgatory[TopicPartition] = Purgatory()
+        self.session_lost = False
         self._partitions: dict[TopicPartition, Partition] = {}
         self._image = MetadataImage.empty()
         self._follower_listeners: list[FollowerListener] = []
@@ -86,6 +87,10 @@ class ReplicaManager:
             raise UnknownTopicOrPartition(f"unknown partition {topic}-{partition}")
         local.check_leader_epoch(current_leader_epoch)
         local.require_leader()
+        if self.session_lost:
+            raise NotLeaderOrFollower(
+                f"broker {self.broker_id} has lost its session with the controller, which "
+                f"may have moved {topic}-{partition}'s leadership elsewhere")
         return local
 
     @property
@@ -157,6 +162,16 @@ class ReplicaManager:
         while True:
             await trio.sleep(max_lag_ms / 2000)
             self.shrink_isrs(int(time.time() * 1000), max_lag_ms)
+
+    def set_session_lost(self, lost: bool) -> None:
+        """While this broker has heard nothing from the controller for a whole session
+        timeout, the controller has fenced it and elected other leaders: refuse to act as
+        leader (NOT_LEADER_OR_FOLLOWER), and fail waiting acks=all produces, so clients go to
+        the new leaders now instead of after their request timeout."""
+        self.session_lost = lost
+        if lost:
+            for key in list(self._partitions):
+                self.purgatory.notify(key)
 
     def notify(self, key: TopicPartition) -> None:
         """Wake requests waiting on `key` (new data, a new HW, or a leadership change)."""

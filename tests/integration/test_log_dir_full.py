@@ -5,15 +5,13 @@ after space is freed, a restart recovers a valid log and the broker catches up."
 
 from __future__ import annotations
 
-import base64
-import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 
-from broker.config.properties import format_properties, load_properties
 from broker.launcher.processes import exit_code, read_pid
+from broker.testing.disks import DiskToolError, move_log_dirs
+from broker.testing.disks import Tmpfs as SharedTmpfs
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
@@ -37,28 +35,15 @@ FREE_AFTER_BALLAST = 300 << 10
 VALUE = b"v" * (40 << 10)
 
 
-class Tmpfs:
+class Tmpfs(SharedTmpfs):
     """A small tmpfs mounted for the test, with a ballast file taking most of it."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        path.mkdir(parents=True)
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}",
-                                 "tmpfs", str(path)], capture_output=True, text=True)
-        if result.returncode != 0:
-            unavailable(f"cannot mount a tmpfs (needs root and CAP_SYS_ADMIN): "
-                        f"{result.stderr.strip()}")
-        self.mounted = True
-        self.ballast = path / "ballast"
-        self.ballast.write_bytes(b"\0" * (TMPFS_SIZE - FREE_AFTER_BALLAST))
-
-    def free_space(self) -> None:
-        self.ballast.unlink()
-
-    def unmount(self) -> None:
-        if self.mounted:
-            subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
-            self.mounted = False
+        try:
+            super().__init__(path, TMPFS_SIZE)
+        except DiskToolError as exc:
+            unavailable(str(exc))
+        self.fill(leave_free=FREE_AFTER_BALLAST)
 
 
 @pytest.fixture
@@ -74,25 +59,6 @@ def tmpfs_dirs(tmp_path: Path):
     finally:
         for fs in mounted:
             fs.unmount()
-
-
-def move_log_dirs(cluster, node: int, dirs: list[Path]) -> None:
-    """Restart `node` with `dirs` as its log.dirs (formatted like storage format does); its
-    metadata log stays where it was."""
-    info = cluster.info.node(node)
-    props = load_properties(info.config_path)
-    old = props["log.dirs"]
-    meta = load_properties(Path(old) / "meta.properties")
-    props.update({"log.dirs": ",".join(str(d) for d in dirs), "metadata.log.dir": old})
-    info.config_path.write_text(format_properties(props))
-    for directory in dirs:
-        text = format_properties({**meta, "directory.id": _dir_id()})
-        (directory / "meta.properties").write_text(text)
-    cluster.restart(node)
-
-
-def _dir_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def create_led_by(addr, topic: str, leader: int, others: list[int]) -> None:

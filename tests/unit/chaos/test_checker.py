@@ -111,3 +111,14 @@ def test_a_committed_offset_going_back_is_reported() -> None:
     violations = check(history).violations
     assert [(v.kind, v.partition, v.detail) for v in violations] == \
         [("committed-offset-went-back", P0, "group 'g': 3 -> 2")]
+
+
+def test_a_read_of_an_aborted_transaction_is_reported() -> None:
+    history = clean_history()
+    history.final_logs[P1].append((3, b"t-0"))
+    history.aborted = [b"t-0"]
+    assert kinds(history) == []
+    history.reads.append(Read(P1, 3, b"t-0"))
+    report = check(history)
+    assert [v.kind for v in report.violations] == ["aborted-read"]
+    assert "offset 3" in report.violations[0].detail
