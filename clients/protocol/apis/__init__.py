@@ -5,13 +5,14 @@ from __future__ import annotations
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.apis import (acls, admin, controller, core, fetch, groups,
                                    legacy_configs, metadata, offsets, operations, produce,
-                                   scram, transactions, txn_markers)
+                                   reassignments, scram, transactions, txn_markers)
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
     for module in (core, metadata, produce, fetch, groups, offsets, admin, controller, acls,
-                   operations, scram, transactions, txn_markers, legacy_configs)
+                   operations, scram, transactions, txn_markers, reassignments,
+                   legacy_configs)
     for api in module.APIS
 }
 
