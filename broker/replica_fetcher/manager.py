@@ -10,8 +10,8 @@ import trio
 
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
-from broker.replica_fetcher.leader_fetcher import LeaderFetcher
 from broker.replica.replication_quota import ReplicationQuota
+from broker.replica_fetcher.leader_fetcher import LeaderFetcher
 from broker.replica_fetcher.settings import FetcherSettings
 
 logger = logging.getLogger(__name__)
