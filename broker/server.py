@@ -175,6 +175,7 @@ class BrokerServer:
         dynamic.subscribe(lambda values, image: apply_throttle_config(quotas, values, image))
         dynamic.subscribe(DynamicLogDefaults(replicas))
         dynamic.subscribe(lambda values, image: maintenance.reconfigure(values))
+        dynamic.apply(self.image())
         fetchers = ReplicaFetcherManager(config.node_id, replicas,
                                          FetcherSettings.from_config(config), quotas.follower)
         isr_changes = None

@@ -70,8 +70,12 @@ class DynamicBrokerConfig:
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         # Topic config changes matter too: the throttled-replica lists are topic configs.
-        if not delta.changed_config_resources():
-            return
+        if delta.changed_config_resources():
+            self.apply(image)
+
+    def apply(self, image: MetadataImage) -> None:
+        """Recompute from `image` and tell every subscriber (also at start-up, for an
+        image that already holds configs)."""
         values = dynamic_values(self._static, image, self._node_id)
         if values != self.values:
             changed = sorted(k for k in values.keys() | self.values.keys()

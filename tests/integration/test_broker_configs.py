@@ -152,6 +152,11 @@ def test_configs_command_for_brokers(cluster: RaftkaCluster) -> None:
         "synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=30000, "
         "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=20000, "
         "DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}"]
+    everything = raftka("configs", *server, "--entity-type", "brokers", "--describe")
+    assert [line for line in everything.stdout.splitlines()
+            if not line.startswith("  ")] == [
+        "Dynamic configs for broker 1 are:", "Dynamic configs for broker 2 are:",
+        "Dynamic configs for broker 3 are:", "Default configs for brokers in the cluster are:"]
     refused = raftka("configs", *server, "--entity-type", "brokers", "--entity-name", "3",
                      "--alter", "--add-config", "log.dirs=/elsewhere")
     assert refused.returncode == 1 and refused.stdout == ""
