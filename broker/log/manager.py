@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 
 import trio
 
-from broker.log.cleaner import DEFAULT_MAP_CAPACITY, STEP_BYTES, clean_log_steps
+from broker.log import cleaner
+from broker.log.cleaner import DEFAULT_MAP_CAPACITY, clean_log_steps
 from broker.log.config import LogConfig
 from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
@@ -279,7 +280,7 @@ class LogManager:
                         if done.value is not None:
                             cleaned += 1
                         break
-                    read += STEP_BYTES
+                    read += cleaner.STEP_BYTES
                     # Kafka's cleaner Throttler: sleep off any lead over the allowed rate.
                     lead = started + read / io_max_bytes_per_second - trio.current_time()
                     if lead > 0:
