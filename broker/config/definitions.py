@@ -222,7 +222,7 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("log.cleaner.backoff.ms", "long", "15000",
        "Pause of the log cleaner between runs.", at_least(0)),
     _k("log.cleaner.threads", "int", "1",
-       "Log cleaner passes run one at a time on the event loop; 0 stops cleaning.",
+       "Log cleaner passes run one at a time on the event loop; a static 0 runs no cleaner.",
        at_least(0)),
     _k("log.cleaner.io.max.bytes.per.second", "double", "1.7976931348623157E308",
        "Bytes per second the log cleaner may read.", at_least(0)),

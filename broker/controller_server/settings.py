@@ -8,7 +8,7 @@ from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.dynamic import dynamic_broker_keys
 from broker.config.log_defaults import log_default_keys
 from broker.log.validator import codec_problem
-from metadata.controller.configs import NotDynamicConfig
+from metadata.controller.configs import InvalidReconfiguration, NotDynamicConfig
 from metadata.settings import ControllerSettings
 
 if TYPE_CHECKING:
@@ -82,7 +82,10 @@ def broker_config_validator() -> Callable[[str, str], None]:
             raise ValueError(f"Unknown broker config name: {name}")
         if name in STATIC_ONLY_KEYS or name not in dynamic:
             raise NotDynamicConfig(f"Cannot update these configs dynamically: {name}")
-        parse_value(definition, value)
+        parsed = parse_value(definition, value)
+        if name == "log.cleaner.threads" and parsed < 1:  # type: ignore[operator]
+            # Kafka's LogCleaner.validateReconfiguration (a static 0 runs no cleaner).
+            raise InvalidReconfiguration("Log cleaner threads should be at least 1")
         check_codec_available(name, value)
 
     return validate

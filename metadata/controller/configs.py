@@ -21,9 +21,14 @@ from metadata.topic_configs import TOPIC_CONFIGS, ConfigValidationError
 
 logger = logging.getLogger(__name__)
 
-class NotDynamicConfig(ValueError):
-    """A known broker key that only the static file may set; Kafka refuses it with
-    INVALID_REQUEST ("Cannot update these configs dynamically")."""
+class InvalidReconfiguration(ValueError):
+    """A broker config change Kafka's brokers refuse as a reconfiguration (their
+    ConfigException becomes INVALID_REQUEST), unlike a value that does not parse."""
+
+
+class NotDynamicConfig(InvalidReconfiguration):
+    """A known broker key that only the static file may set ("Cannot update these configs
+    dynamically")."""
 
 
 OP_SET = 0
@@ -168,7 +173,7 @@ def _validate(rtype: int, name: str, value: str, settings: ControllerSettings) -
             settings.validate_broker_config(name, value)
         elif not name:
             raise ValueError("empty config name")
-    except NotDynamicConfig as exc:
+    except InvalidReconfiguration as exc:
         raise Rejected(ErrorCode.INVALID_REQUEST, str(exc)) from None
     except (ConfigValidationError, ValueError) as exc:
         raise Rejected(ErrorCode.INVALID_CONFIG, str(exc)) from None

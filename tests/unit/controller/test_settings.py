@@ -61,6 +61,7 @@ def test_validator_accepts_known_dynamic_keys_with_good_values(name: str, value:
     ("node.id", "7"),
     ("num.partitions", "4"),
     ("leader.replication.throttled.rate", "-1"),
+    ("log.cleaner.threads", "0"),
     ("listeners", "PLAINTEXT://:1"),
 ])
 def test_validator_rejects_unknown_static_or_bad_values(name: str, value: str) -> None:

@@ -52,6 +52,9 @@ def test_broker_set_is_replaced_and_checked(cluster: Cluster) -> None:
     records, resp = _alter(cluster, 4, "", {"num.partitions": "3"})
     assert (records, resp["error_code"]) == ([], ErrorCode.INVALID_REQUEST)
     assert "Cannot update these configs dynamically" in resp["error_message"]
+    records, resp = _alter(cluster, 4, "1", {"log.cleaner.threads": "0"})
+    assert (records, resp["error_code"]) == ([], ErrorCode.INVALID_REQUEST)
+    assert resp["error_message"] == "Log cleaner threads should be at least 1"
 
 
 @pytest.mark.parametrize("configs,code", [
