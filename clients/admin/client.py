@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from clients.admin import cluster_operations as cops
 from clients.admin import acl_operations as acls
+from clients.admin import broker_config_operations as bcops
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin import transaction_operations as tops
@@ -220,6 +221,17 @@ class Admin:
                           ) -> list[acls.AclBinding]:
         return await self._run(acls.delete_acls(filters))
 
+    async def describe_broker_configs(self, broker_id: int | None,
+                                      keys: Iterable[str] | None = None
+                                      ) -> dict[str, ops.ConfigEntry]:
+        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
+        return await self._run(bcops.describe_broker_configs(broker_id, keys))
+
+    async def incremental_alter_broker_configs(self, broker_id: int | None,
+                                               changes: Mapping[str, str | None]) -> None:
+        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
+        await self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -400,6 +412,16 @@ class BlockingAdmin:
 
     def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
         return self._run(acls.delete_acls(filters))
+
+    def describe_broker_configs(self, broker_id: int | None,
+                                keys: Iterable[str] | None = None) -> dict[str, ops.ConfigEntry]:
+        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
+        return self._run(bcops.describe_broker_configs(broker_id, keys))
+
+    def incremental_alter_broker_configs(self, broker_id: int | None,
+                                         changes: Mapping[str, str | None]) -> None:
+        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
+        self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

@@ -1,0 +1,70 @@
+"""Dynamic broker configs: the admin calls behind `raftka configs --entity-type brokers`.
+
+A broker resource is named by the broker id, or "" for the cluster-wide default that every
+broker falls back to (Kafka's `--entity-default`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from clients.admin.operations import (
+    BROKER_RESOURCE,
+    CONFIG_SOURCES,
+    DELETE_OPERATION,
+    SET_OPERATION,
+    Call,
+    ConfigEntry,
+    Operation,
+    _fixed,
+    _raise_for,
+)
+from clients.protocol import ApiKey
+
+
+def broker_resource_name(broker_id: int | None) -> str:
+    """The ConfigResource name: the id, or "" for the cluster-wide default."""
+    if broker_id is None:
+        return ""
+    if broker_id < 0:
+        raise ValueError(f"invalid broker id {broker_id}")
+    return str(broker_id)
+
+
+def describe_broker_configs(broker_id: int | None,
+                            keys: Iterable[str] | None = None) -> Operation:
+    """{name: ConfigEntry} of broker `broker_id`, asked of that broker (Kafka sends a
+    broker resource to the broker itself); None describes the cluster-wide default."""
+    name = broker_resource_name(broker_id)
+    body = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": name,
+                           "configuration_keys": None if keys is None else list(keys)}],
+            "include_synonyms": False, "include_documentation": False}
+    response = yield Call(ApiKey.DESCRIBE_CONFIGS, _fixed(body), node_id=broker_id)
+    entries: dict[str, ConfigEntry] = {}
+    for result in response["results"]:
+        subject = f"broker {name}" if name else "the cluster-wide broker default"
+        _raise_for(result["error_code"], result.get("error_message"), subject)
+        for c in result["configs"]:
+            entries[c["name"]] = ConfigEntry(
+                c["name"], c["value"], CONFIG_SOURCES.get(c.get("config_source", -1), "UNKNOWN"),
+                c["read_only"], c["is_sensitive"])
+    return entries
+
+
+def incremental_alter_broker_configs(broker_id: int | None,
+                                     changes: Mapping[str, str | None],
+                                     validate_only: bool = False) -> Operation:
+    """Set each key of broker `broker_id` (None: the cluster-wide default) to its value, or
+    delete it for None."""
+    name = broker_resource_name(broker_id)
+    body = {"resources": [{
+        "resource_type": BROKER_RESOURCE, "resource_name": name,
+        "configs": [{"name": k, "value": v,
+                     "config_operation": DELETE_OPERATION if v is None else SET_OPERATION}
+                    for k, v in changes.items()],
+    }], "validate_only": validate_only}
+    response = yield Call(ApiKey.INCREMENTAL_ALTER_CONFIGS, _fixed(body), to_controller=True)
+    for result in response["responses"]:
+        _raise_for(result["error_code"], result.get("error_message"),
+                   f"broker {name}" if name else "the cluster-wide broker default")
+    return None
