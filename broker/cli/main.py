@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "broker.cli.leader_election",
     "broker.cli.log_dirs",
     "broker.cli.cluster",
+    "broker.cli.reassign_partitions",
 )
 
 
