@@ -1,0 +1,198 @@
+"""`raftka reassign-partitions` on a real four-broker cluster: a topic on brokers 1-3 is
+moved onto broker 4 by --generate / --execute / --verify with its records intact, a
+throttled move sets and then removes Kafka's throttle configs, and bad input gets one clear
+line (and the controller's own error code when the tool's checks are bypassed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from broker.testing.waiting import wait_for
+from clients.admin import BlockingAdmin
+from clients.admin.operations import NewTopic
+from clients.protocol.errors import ErrorCode
+from tests.compat.cluster import Cluster, running_cluster
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+RECORDS = 300
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("reassign"), nodes=4) as running:
+        yield running
+
+
+def raftka(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "broker.cli.main", *args], capture_output=True,
+                          text=True, timeout=90, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
+
+
+def reassign(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return raftka("reassign-partitions", "--bootstrap-server", cluster.bootstrap, *args)
+
+
+def admin(cluster: Cluster) -> BlockingAdmin:
+    return BlockingAdmin({"bootstrap.servers": cluster.bootstrap})
+
+
+def create_on_first_three(cluster: Cluster, topic: str, partitions: int) -> None:
+    """A topic whose partitions all live on brokers 1, 2 and 3, with RECORDS records."""
+    from confluent_kafka import Producer
+
+    assignment = {p: [1 + (p + i) % 3 for i in range(3)] for p in range(partitions)}
+    with admin(cluster) as client:
+        client.create_topics([NewTopic(topic, replica_assignments=assignment)])
+    cluster.wait_for_leaders(topic, partitions)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                         "enable.idempotence": True})
+    for i in range(RECORDS):
+        producer.produce(topic, value=f"record-{i}".encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def replicas_of(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
+    with admin(cluster) as client:
+        [description] = client.describe_topics([topic])
+    return {p.partition: tuple(p.replicas) for p in description.partitions}
+
+
+def count_records(cluster: Cluster, topic: str) -> int:
+    result = raftka("console-consumer", "--bootstrap-server", cluster.bootstrap, "--topic",
+                    topic, "--from-beginning", "--max-messages", str(RECORDS),
+                    "--timeout-ms", "20000")
+    assert result.returncode == 0, result.stderr
+    return len(result.stdout.splitlines())
+
+
+def verify_until_done(cluster: Cluster, plan: Path) -> str:
+    def finished() -> str | None:
+        result = reassign(cluster, "--verify", "--reassignment-json-file", str(plan))
+        assert result.returncode == 0, result.stderr
+        return None if "still in progress" in result.stdout else result.stdout
+
+    return wait_for(finished, "the reassignment to complete", 90, interval=0.5)
+
+
+def test_a_generated_plan_moves_a_topic_onto_the_fourth_broker(cluster: Cluster,
+                                                               tmp_path: Path) -> None:
+    create_on_first_three(cluster, "growing", partitions=4)
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"version":1,"topics":[{"topic":"growing"}]}')
+
+    generated = reassign(cluster, "--generate", "--topics-to-move-json-file", str(topics),
+                         "--broker-list", "2,3,4")
+    assert (generated.returncode, generated.stderr) == (0, "")
+    lines = generated.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    assert json.loads(lines[1]) == {"version": 1, "partitions": [
+        {"topic": "growing", "partition": p, "replicas": list(r), "log_dirs": ["any"] * 3}
+        for p, r in sorted(replicas_of(cluster, "growing").items())]}
+    assert lines[2:4] == ["", "Proposed partition reassignment configuration"]
+    proposed = json.loads(lines[4])["partitions"]
+    assert all(sorted(p["replicas"]) == [2, 3, 4] for p in proposed)
+    plan = tmp_path / "plan.json"
+    plan.write_text(lines[4])
+
+    executed = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert (executed.returncode, executed.stderr) == (0, "")
+    assert executed.stdout.splitlines()[0] == "Current partition replica assignment"
+    assert "Save this to use as the --reassignment-json-file option during rollback" \
+        in executed.stdout
+    assert executed.stdout.splitlines()[-1] == ("Successfully started partition reassignments "
+                                                "for growing-0,growing-1,growing-2,growing-3")
+
+    status = verify_until_done(cluster, plan)
+    assert status.splitlines()[:5] == ["Status of partition reassignment:"] + [
+        f"Reassignment of partition growing-{p} is completed." for p in range(4)]
+    assert replicas_of(cluster, "growing") == {p["partition"]: tuple(p["replicas"])
+                                               for p in proposed}
+    wait_for(lambda: not any(cluster.data_dir(1).glob("growing-*")),
+             "broker 1 to delete its copies", 30)
+    assert count_records(cluster, "growing") == RECORDS
+    listed = reassign(cluster, "--list")
+    assert listed.stdout == "No partition reassignments found.\n"
+
+
+def test_a_throttled_move_sets_kafkas_throttles_and_verify_removes_them(
+        cluster: Cluster, tmp_path: Path) -> None:
+    create_on_first_three(cluster, "throttled", partitions=1)
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"throttled","partition":0,'
+                    '"replicas":[2,3,4]}]}')
+    current = replicas_of(cluster, "throttled")[0]
+
+    executed = reassign(cluster, "--execute", "--reassignment-json-file", str(plan),
+                        "--throttle", "50000000")
+    assert (executed.returncode, executed.stderr) == (0, "")
+    assert "Warning: You must run --verify periodically" in executed.stdout
+    assert "The inter-broker throttle limit was set to 50000000 B/s" in executed.stdout
+    with admin(cluster) as client:
+        topic = client.describe_configs("throttled")
+        assert topic["leader.replication.throttled.replicas"].value == ",".join(
+            f"0:{b}" for b in sorted(current))
+        assert topic["follower.replication.throttled.replicas"].value == "0:4"
+        for broker in (1, 2, 3, 4):
+            rates = client.describe_broker_configs(broker)
+            assert rates["leader.replication.throttled.rate"].value == "50000000"
+            assert rates["follower.replication.throttled.rate"].value == "50000000"
+
+    status = verify_until_done(cluster, plan)
+    assert "Reassignment of partition throttled-0 is completed." in status
+    assert status.splitlines()[-3:] == ["Clearing broker-level throttles on brokers 1,2,3,4",
+                                        "Clearing topic-level throttles on topic throttled",
+                                        "Throttle was removed."]
+    with admin(cluster) as client:
+        topic = client.describe_configs("throttled")
+        assert topic["leader.replication.throttled.replicas"].is_default
+        assert topic["follower.replication.throttled.replicas"].is_default
+        rates = client.describe_broker_configs(4)
+        assert rates["leader.replication.throttled.rate"].is_default
+
+
+@pytest.fixture(scope="module")
+def fixed_topic(cluster: Cluster) -> str:
+    cluster.create_topic("fixed", partitions=1, replication_factor=3)
+    return "fixed"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"version":1,"partitions":[{"topic":"fixed","partition":0,"replicas":[1,9]}]}',
+     "Error: Unknown broker id 9"),
+    ('{"version":1,"partitions":[{"topic":"fixed","partition":0,"replicas":[1,2,1]}]}',
+     "Error: Partition replica lists may not contain duplicate entries: fixed-0 contains "
+     "multiple entries for 1"),
+    ('{"version":1,"partitions":[{"topic":"fixed","partition":0,"replicas":[1,2]',
+     "Error: The input string is not a valid JSON: Expecting ',' delimiter at line 1 column"),
+])
+def test_bad_input_gets_one_clear_line_and_changes_nothing(
+        cluster: Cluster, fixed_topic: str, tmp_path: Path, content: str,
+        message: str) -> None:
+    before = replicas_of(cluster, "fixed")
+    plan = tmp_path / "bad.json"
+    plan.write_text(content)
+    result = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
+    assert replicas_of(cluster, "fixed") == before
+
+
+def test_the_controller_answers_bad_targets_with_kafkas_error_codes(cluster: Cluster) -> None:
+    cluster.create_topic("refused", partitions=1, replication_factor=2)
+    with admin(cluster) as client:
+        results = client.alter_partition_reassignments({("refused", 0): [1, 9]})
+        assert [(r.topic, r.partition, r.error_code) for r in results] == [
+            ("refused", 0, ErrorCode.INVALID_REPLICA_ASSIGNMENT)]
+        results = client.alter_partition_reassignments({("refused", 0): [2, 2]})
+        assert [r.error_code for r in results] == [ErrorCode.INVALID_REPLICA_ASSIGNMENT]
+        results = client.alter_partition_reassignments({("refused", 7): [1, 2]})
+        assert [r.error_code for r in results] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
