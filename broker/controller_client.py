@@ -34,6 +34,7 @@ _PER_ENTRY_RESULTS = {
     ApiKey.DELETE_TOPICS: "responses",
     ApiKey.CREATE_PARTITIONS: "results",
     ApiKey.INCREMENTAL_ALTER_CONFIGS: "responses",
+    ApiKey.ALTER_CONFIGS: "responses",
 }
 
 

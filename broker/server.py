@@ -29,6 +29,7 @@ from broker.apis.authorization import (
 )
 from broker.apis.request import Authorizer, RequestRouter
 from broker.auto_create import TopicAutoCreator
+from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
@@ -53,7 +54,9 @@ from broker.metrics.stats import RequestStats
 from broker.network import NetworkServer, ServerSettings
 from broker.producer_id_manager import BlockSource, ProducerIdManager, controller_block_source
 from broker.replica.alter_partition import AlterPartitionManager
+from broker.replica.dynamic_log_defaults import DynamicLogDefaults
 from broker.replica.manager import ReplicaManager
+from broker.replica.replication_quota import ReplicationQuotas, apply_throttle_config
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.marker_sender import BrokerChannels, MarkerSender
@@ -141,6 +144,7 @@ class BrokerServer:
         # Built by `run`.
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager
+        self.dynamic_config: DynamicBrokerConfig
         self.auto_creator: TopicAutoCreator
         self.group_coordinator: GroupCoordinator
         self.transaction_coordinator: TransactionCoordinator | None = None
@@ -163,8 +167,16 @@ class BrokerServer:
         maintenance = LogMaintenance(logs, config)
         self.replica_manager = replicas = ReplicaManager(config.node_id, logs,
                                                          config.log_defaults())
+        quotas = ReplicationQuotas.for_broker(config.node_id,
+                                              config.get("replication.quota.window.num"),
+                                              config.get("replication.quota.window.size.seconds"))
+        replicas.leader_quota = quotas.leader
+        self.dynamic_config = dynamic = DynamicBrokerConfig(config)
+        dynamic.subscribe(lambda values, image: apply_throttle_config(quotas, values, image))
+        dynamic.subscribe(DynamicLogDefaults(replicas))
+        dynamic.subscribe(lambda values, image: maintenance.reconfigure(values))
         fetchers = ReplicaFetcherManager(config.node_id, replicas,
-                                         FetcherSettings.from_config(config))
+                                         FetcherSettings.from_config(config), quotas.follower)
         isr_changes = None
         if controller is not None:
             # Leaders send ISR changes to the controller.
@@ -245,6 +257,7 @@ class BrokerServer:
     async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Act on a new image: replicas first (so a partition is led before the group
         coordinator loads it), then the group coordinator."""
+        self.dynamic_config.on_metadata_update(delta, image)
         self.replica_manager.on_metadata_update(delta, image)
         await self.group_coordinator.on_metadata(delta, image)
         if self.transaction_coordinator is not None:

@@ -77,6 +77,19 @@ def _each_of(*allowed: str) -> Callable[[object], None]:
     return check
 
 
+def _throttled_replicas(value: object) -> None:
+    """Kafka's ThrottledReplicaListValidator: "*" alone, or partition:broker items."""
+    items = list(value)  # type: ignore[call-overload]
+    if items == ["*"]:
+        return
+    for item in items:
+        partition, sep, broker = str(item).partition(":")
+        if not (sep and partition.strip().isdigit() and broker.strip().isdigit()):
+            raise ConfigValidationError(
+                "must be the literal '*' or a list of replicas in the following format: "
+                "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
 def _gzip_level(value: object) -> None:
     if value != -1 and not 1 <= value <= 9:  # type: ignore[operator]
         raise ConfigValidationError(f"value {value} must be -1 or between 1 and 9")
@@ -105,11 +118,13 @@ _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("flush.ms", "long", LONG_MAX, "log.flush.interval.ms",
               "Milliseconds between forced fsyncs.", _at_least(0)),
     ConfigDef("follower.replication.throttled.replicas", "list", [], None,
-              "Replicas whose follower replication is throttled.", _no_check),
+              "Replicas (partition:broker, or *) whose fetching from the leader is throttled "
+              "by follower.replication.throttled.rate.", _throttled_replicas),
     ConfigDef("index.interval.bytes", "int", 4096, "log.index.interval.bytes",
               "Bytes appended between offset-index entries.", _at_least(0)),
     ConfigDef("leader.replication.throttled.replicas", "list", [], None,
-              "Replicas whose leader replication is throttled.", _no_check),
+              "Replicas (partition:broker, or *) that, as leaders, serve followers outside the "
+              "ISR within leader.replication.throttled.rate.", _throttled_replicas),
     ConfigDef("max.compaction.lag.ms", "long", LONG_MAX, "log.cleaner.max.compaction.lag.ms",
               "Longest time a message stays ineligible for compaction.", _at_least(1)),
     ConfigDef("max.message.bytes", "int", 1048588, "message.max.bytes",

@@ -109,6 +109,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_TOPICS: delete_topics_error,
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+    ApiKey.ALTER_CONFIGS: incremental_alter_configs_error,  # the same response shape
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials_error,
     ApiKey.ELECT_LEADERS: elect_leaders_error,
     ApiKey.UNREGISTER_BROKER: unregister_broker_error,

@@ -55,7 +55,7 @@ def split_for_forwarding(api_key: int, body: dict[str, Any], ctx: RequestContext
         return _split_topics(api_key, body, "topics", "results", allowed)
     if api_key == ApiKey.DELETE_TOPICS:
         return _split_delete_topics(body, ctx, authz, image())
-    if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+    if api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
         return _split_configs(body, ctx, authz)
     return Split(body, "")
 

@@ -164,11 +164,11 @@ class DescribeConfigsHandler:
 
     def _broker_entries(self, image: MetadataImage, wanted: set[str] | None,
                         include_synonyms: bool, include_docs: bool) -> Iterable[dict[str, Any]]:
-        from broker.config.log_defaults import log_default_keys
+        from broker.config.dynamic import dynamic_broker_keys
 
         per_broker = image.broker_config(self._config.node_id)
         cluster = image.broker_config(None)
-        dynamic_keys = set(log_default_keys())
+        dynamic_keys = dynamic_broker_keys()
         definitions = _server_key_definitions()
         for described in self._config.describe_all():
             key = described.name

@@ -15,6 +15,7 @@ import logging
 from typing import Any, Mapping
 
 import trio
+from trio import current_time as now
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
@@ -53,6 +54,8 @@ class _FetchPass:
         self.total_bytes = 0
         self.has_error = False
         self.has_divergence = False
+        # When a throttled partition was held back: when the leader quota allows it again.
+        self.throttled_until: float | None = None
 
 
 class FetchHandler:
@@ -93,7 +96,11 @@ class FetchHandler:
                 if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
                         or result.has_divergence or not keys):
                     break
-                if not await waiter.wait(deadline):
+                # A partition held back by the leader throttle is read again once the quota
+                # allows, not only when the wait ends.
+                wake = deadline if result.throttled_until is None else min(
+                    deadline, result.throttled_until)
+                if not await waiter.wait(wake) and wake >= deadline:
                     break
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "session_id": INVALID_SESSION_ID, "responses": result.responses}
@@ -152,7 +159,17 @@ class FetchHandler:
                 # diverging follower, whose offsets may name other records): it may move
                 # the HW and bring the follower back into the ISR.
                 self._replicas.on_follower_fetch(partition, replica_id, fetch_offset, now_ms())
+            quota = self._replicas.leader_quota
+            throttled = (replica_id >= 0 and quota is not None and quota.active
+                         and quota.is_throttled(topic, fp["partition"]))
+            if throttled and replica_id not in partition.isr and quota.is_exceeded(now()):
+                # Kafka's leader throttle: a follower outside the ISR gets nothing this time.
+                limit = 0
+                min_one_batch = False
+                result.throttled_until = now() + max(quota.seconds_until_within(now()), 0.001)
             read = log.read(fetch_offset, limit, bound, min_one_batch)
+            if throttled and read.size:
+                quota.record(read.size, now())
             self._replicas.topic_stats.record_fetch(topic, read.size, replica_id >= 0)
         except PARTITION_ERRORS as exc:
             entry["error_code"] = error_code_of(exc)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from broker.cli import configs_brokers
 from broker.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-configs"
-ENTITY_TYPES = ("users", "topics")
+ENTITY_TYPES = ("users", "topics", "brokers")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "topics: k1=v1,k2=v2")
     parser.add_argument("--delete-config", action="append", default=[], metavar="KEYS",
                         help="users: SCRAM-SHA-256; topics: k1,k2")
+    configs_brokers.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -42,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace, admin: Any) -> Outcome:
+    if args.entity_type == "brokers":
+        return configs_brokers.execute(args, admin)
     if args.alter and not args.entity_name:
         raise ValueError("--alter needs --entity-name")
     if args.alter and not (args.add_config or args.delete_config):

@@ -221,6 +221,11 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("log.cleaner.enable", "boolean", "true", "Run the log cleaner (compaction)."),
     _k("log.cleaner.backoff.ms", "long", "15000",
        "Pause of the log cleaner between runs.", at_least(0)),
+    _k("log.cleaner.threads", "int", "1",
+       "Log cleaner passes run one at a time on the event loop; 0 stops cleaning.",
+       at_least(0)),
+    _k("log.cleaner.io.max.bytes.per.second", "double", "1.7976931348623157E308",
+       "Bytes per second the log cleaner may read.", at_least(0)),
     _k("log.cleaner.dedupe.buffer.size", "long", "134217728",
        "Memory for the cleaner's key map; a pass with more keys cleans up to where it filled.",
        at_least(1)),
@@ -279,6 +284,17 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
        at_least(0)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
+    # Replication throttles (Kafka's ReplicationQuotaManager); the rates are dynamic.
+    _k("leader.replication.throttled.rate", "long", str(LONG_MAX),
+       "Bytes/s a leader serves, in total, to followers outside the ISR of the replicas "
+       "listed in leader.replication.throttled.replicas.", at_least(0)),
+    _k("follower.replication.throttled.rate", "long", str(LONG_MAX),
+       "Bytes/s a follower fetches, in total, for the replicas listed in "
+       "follower.replication.throttled.replicas.", at_least(0)),
+    _k("replication.quota.window.num", "int", "11",
+       "Samples kept to measure the replication throttle rates.", at_least(1)),
+    _k("replication.quota.window.size.seconds", "int", "1",
+       "Length of each replication throttle sample.", at_least(1)),
     # Metrics (Kafka publishes over JMX; Raftka serves Prometheus' format, see broker.metrics).
     _k("raftka.metrics.listener", "string", None,
        "Raftka: http://HOST:PORT serving /metrics for Prometheus; unset means "

@@ -133,6 +133,10 @@ class ServerConfig:
     def describe_all(self) -> list[ConfigValue]:
         return [self.describe(key) for key in sorted(self._definitions)]
 
+    def originals(self) -> dict[str, str]:
+        """The raw key/value pairs as the file gave them."""
+        return dict(self._originals)
+
     def log_defaults(self) -> dict[str, str]:
         """Broker-level topic config defaults set in this file, for
         `metadata.topic_configs.effective_topic_config(overrides, broker_defaults)`."""

@@ -47,7 +47,7 @@ from metadata.controller.brokers import (
     register_broker,
     unregister_broker,
 )
-from metadata.controller.configs import incremental_alter_configs
+from metadata.controller.configs import incremental_alter_configs, legacy_alter_configs
 from metadata.controller.leader_election import elect_leaders, rebalance_changes
 from metadata.controller.reassignments import (
     alter_partition_reassignments,
@@ -159,6 +159,7 @@ class QuorumController:
                 (ApiKey.ELECT_LEADERS, self.handle_elect_leaders),
                 (ApiKey.UNREGISTER_BROKER, self.handle_unregister_broker),
                 (ApiKey.INCREMENTAL_ALTER_CONFIGS, self.handle_incremental_alter_configs),
+                (ApiKey.ALTER_CONFIGS, self.handle_alter_configs),
                 (ApiKey.ALLOCATE_PRODUCER_IDS, self.handle_allocate_producer_ids),
                 (ApiKey.CREATE_ACLS, self.handle_create_acls),
                 (ApiKey.DELETE_ACLS, self.handle_delete_acls),
@@ -236,6 +237,12 @@ class QuorumController:
                                                ctx: RequestContext) -> dict[str, Any]:
         body = request.body
         return await self.submit(request, lambda image, now: incremental_alter_configs(
+            image, body, now, settings=self.settings))
+
+    async def handle_alter_configs(self, request: DecodedRequest,
+                                   ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: legacy_alter_configs(
             image, body, now, settings=self.settings))
 
     async def handle_alter_user_scram_credentials(self, request: DecodedRequest,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
+from broker.config.dynamic import dynamic_broker_keys
 from broker.config.log_defaults import log_default_keys
 from broker.log.validator import codec_problem
+from metadata.controller.configs import NotDynamicConfig
 from metadata.settings import ControllerSettings
 
 if TYPE_CHECKING:
@@ -63,21 +65,23 @@ def check_codec_available(name: str, value: str) -> None:
 
 
 def broker_config_validator() -> Callable[[str, str], None]:
-    """A `ControllerSettings.validate_broker_config`: the name must be a known, dynamically
-    settable server key and the value must parse as that key's type and range.
+    """A `ControllerSettings.validate_broker_config`: the name must be a known server key
+    Kafka lets change at runtime (`broker.config.dynamic`) and the value must parse as that
+    key's type and range.
 
     Raises ValueError (ConfigError) with Kafka-style messages; the decision maps it to
     INVALID_CONFIG.
     """
     definitions: dict[str, ConfigKey] = {name: entry.key for name, entry in log_default_keys().items()}
     definitions.update((key.name, key) for key in SERVER_KEYS)
+    dynamic = dynamic_broker_keys()
 
     def validate(name: str, value: str) -> None:
         definition = definitions.get(name)
         if definition is None:
             raise ValueError(f"Unknown broker config name: {name}")
-        if name in STATIC_ONLY_KEYS:
-            raise ValueError(f"Cannot update {name} dynamically; it is a static broker config")
+        if name in STATIC_ONLY_KEYS or name not in dynamic:
+            raise NotDynamicConfig(f"Cannot update these configs dynamically: {name}")
         parse_value(definition, value)
         check_codec_available(name, value)
 

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 import trio
 
-from broker.log.cleaner import DEFAULT_MAP_CAPACITY, clean_log_steps
+from broker.log.cleaner import DEFAULT_MAP_CAPACITY, STEP_BYTES, clean_log_steps
 from broker.log.config import LogConfig
 from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
@@ -251,10 +251,13 @@ class LogManager:
             log.delete_pending_files(now_ms)
         return deleted
 
-    async def run_cleaner(self, now_ms: int, map_capacity: int = DEFAULT_MAP_CAPACITY) -> int:
+    async def run_cleaner(self, now_ms: int, map_capacity: int = DEFAULT_MAP_CAPACITY,
+                          io_max_bytes_per_second: float = float("inf")) -> int:
         """Compact every compacted log that is due; returns how many logs were cleaned.
 
-        A pass maps at most ``map_capacity`` keys (log.cleaner.dedupe.buffer.size).
+        A pass maps at most ``map_capacity`` keys (log.cleaner.dedupe.buffer.size) and reads
+        at most ``io_max_bytes_per_second`` (log.cleaner.io.max.bytes.per.second), counted per
+        step.
 
         Other tasks run between logs and every `cleaner.STEP_BYTES` of a pass, so a long pass
         does not stall produce and fetch; a pass whose log changed under it (retention,
@@ -262,6 +265,7 @@ class LogManager:
         are skipped (see the class doc).
         """
         cleaned = 0
+        started, read = trio.current_time(), 0
         for log in self._configured_logs():
             await trio.lowlevel.checkpoint()
             if log.closed or not log.config.compact:
@@ -275,7 +279,13 @@ class LogManager:
                         if done.value is not None:
                             cleaned += 1
                         break
-                    await trio.lowlevel.checkpoint()
+                    read += STEP_BYTES
+                    # Kafka's cleaner Throttler: sleep off any lead over the allowed rate.
+                    lead = started + read / io_max_bytes_per_second - trio.current_time()
+                    if lead > 0:
+                        await trio.sleep(lead)
+                    else:
+                        await trio.lowlevel.checkpoint()
             finally:
                 steps.close()  # on cancellation: drop the unfinished .cleaned segment
         return cleaned

@@ -24,6 +24,7 @@ from broker.replica.partition import Partition
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
 from metadata.image import MetadataImage
 from metadata.records import NO_LEADER, TOPIC_RESOURCE
+from broker.replica.replication_quota import ReplicationQuota
 from metadata.topic_configs import effective_topic_config
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class ReplicaManager:
         self.isr_sender: IsrSender | None = None
         self.topic_stats = BrokerTopicStats()
         self.replica_stats = ReplicaStats()
+        # The leader-side replication throttle, read by Fetch for follower requests.
+        self.leader_quota: ReplicationQuota | None = None
 
     @property
     def image(self) -> MetadataImage:

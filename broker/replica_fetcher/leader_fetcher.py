@@ -21,6 +21,7 @@ from broker.config.bind_address import source_address_for
 from broker.log.errors import LogError
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
+from broker.replica.replication_quota import ReplicationQuota
 from broker.replica_fetcher.settings import FetcherSettings
 from broker.replica_fetcher.truncation import divergence_truncation_offset
 from clients.net import KafkaConnection, KafkaConnectionError
@@ -54,13 +55,17 @@ class LeaderFetcher:
     """Fetches the partitions `add`ed to it from broker `leader_id` until stopped."""
 
     def __init__(self, broker_id: int, leader_id: int, replicas: ReplicaManager,
-                 settings: FetcherSettings) -> None:
+                 settings: FetcherSettings, quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self._replicas = replicas
         self._settings = settings
         self._partitions: dict[TopicPartition, Partition] = {}
         self._delayed_until: dict[TopicPartition, float] = {}
+        # The follower throttle and, per partition, the leader's HW minus our LEO at the last
+        # answer: a replica with no lag is in sync and never throttled (Kafka's fetch state).
+        self._quota = quota
+        self._lag: dict[TopicPartition, int] = {}
         self._changed = trio.Event()
         self._scope = trio.CancelScope()
         self._conn: KafkaConnection | None = None
@@ -78,6 +83,7 @@ class LeaderFetcher:
     def remove(self, key: TopicPartition) -> None:
         self._partitions.pop(key, None)
         self._delayed_until.pop(key, None)
+        self._lag.pop(key, None)
 
     def stop(self) -> None:
         self._scope.cancel()
@@ -100,9 +106,20 @@ class LeaderFetcher:
         now = trio.current_time()
         # A replica whose log dir is offline fetches nothing: its fetch offset would claim a
         # log it no longer has, and the leader would count it back into the ISR.
-        return [p for key, p in self._partitions.items()
-                if self._delayed_until.get(key, 0.0) <= now
-                and p.leader_id == self.leader_id and not p.is_leader and not p.log.offline]
+        ready = [p for key, p in self._partitions.items()
+                 if self._delayed_until.get(key, 0.0) <= now
+                 and p.leader_id == self.leader_id and not p.is_leader and not p.log.offline]
+        quota = self._quota
+        if quota is not None and quota.active and ready and quota.is_exceeded(now):
+            wait = max(quota.seconds_until_within(now), 0.01)
+            kept = []
+            for partition in ready:
+                if self._lag.get(partition.key, 1) > 0 and quota.is_throttled(*partition.key):
+                    self._delay(partition.key, wait)
+                else:
+                    kept.append(partition)
+            ready = kept
+        return ready
 
     def _delay(self, key: TopicPartition, seconds: float) -> None:
         self._delayed_until[key] = trio.current_time() + seconds
@@ -195,7 +212,12 @@ class LeaderFetcher:
         try:
             if records:
                 log.append_as_follower(records)
-            log.update_high_watermark(int(entry["high_watermark"]))
+                quota = self._quota
+                if quota is not None and quota.active and quota.is_throttled(*key):
+                    quota.record(len(records), trio.current_time())
+            high_watermark = int(entry["high_watermark"])
+            self._lag[key] = high_watermark - log.log_end_offset
+            log.update_high_watermark(high_watermark)
             leader_start = int(entry.get("log_start_offset", -1))
             if leader_start > log.log_start_offset:
                 log.delete_records_before(min(leader_start, log.high_watermark))

@@ -11,6 +11,7 @@ import trio
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
 from broker.replica_fetcher.leader_fetcher import LeaderFetcher
+from broker.replica.replication_quota import ReplicationQuota
 from broker.replica_fetcher.settings import FetcherSettings
 
 logger = logging.getLogger(__name__)
@@ -20,8 +21,10 @@ class ReplicaFetcherManager:
     """Listens to the ReplicaManager's follower changes; `run` hosts the fetcher tasks."""
 
     def __init__(self, broker_id: int, replicas: ReplicaManager,
-                 settings: FetcherSettings | None = None) -> None:
+                 settings: FetcherSettings | None = None,
+                 quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
+        self._quota = quota
         self._replicas = replicas
         self._settings = settings or FetcherSettings()
         self._fetchers: dict[int, LeaderFetcher] = {}
@@ -49,7 +52,7 @@ class ReplicaFetcherManager:
             fetcher = self._fetchers.get(leader)
             if fetcher is None:
                 fetcher = self._fetchers[leader] = LeaderFetcher(
-                    self.broker_id, leader, self._replicas, self._settings)
+                    self.broker_id, leader, self._replicas, self._settings, self._quota)
                 if self._nursery is not None:
                     self._nursery.start_soon(fetcher.run)
             fetcher.add(partition)

@@ -6,6 +6,7 @@ broker falls back to (Kafka's `--entity-default`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from clients.admin.operations import (
@@ -22,6 +23,22 @@ from clients.admin.operations import (
 from clients.protocol import ApiKey
 
 
+@dataclass(frozen=True)
+class ConfigSynonym:
+    """One place a broker config's value may come from (Kafka's ConfigEntry.ConfigSynonym)."""
+
+    name: str
+    value: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class BrokerConfigEntry(ConfigEntry):
+    """A ConfigEntry with its synonyms, highest priority first."""
+
+    synonyms: tuple[ConfigSynonym, ...] = ()
+
+
 def broker_resource_name(broker_id: int | None) -> str:
     """The ConfigResource name: the id, or "" for the cluster-wide default."""
     if broker_id is None:
@@ -33,21 +50,25 @@ def broker_resource_name(broker_id: int | None) -> str:
 
 def describe_broker_configs(broker_id: int | None,
                             keys: Iterable[str] | None = None) -> Operation:
-    """{name: ConfigEntry} of broker `broker_id`, asked of that broker (Kafka sends a
+    """{name: BrokerConfigEntry} of broker `broker_id`, asked of that broker (Kafka sends a
     broker resource to the broker itself); None describes the cluster-wide default."""
     name = broker_resource_name(broker_id)
     body = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": name,
                            "configuration_keys": None if keys is None else list(keys)}],
-            "include_synonyms": False, "include_documentation": False}
+            "include_synonyms": True, "include_documentation": False}
     response = yield Call(ApiKey.DESCRIBE_CONFIGS, _fixed(body), node_id=broker_id)
     entries: dict[str, ConfigEntry] = {}
     for result in response["results"]:
         subject = f"broker {name}" if name else "the cluster-wide broker default"
         _raise_for(result["error_code"], result.get("error_message"), subject)
         for c in result["configs"]:
-            entries[c["name"]] = ConfigEntry(
+            synonyms = tuple(
+                ConfigSynonym(s["name"], s.get("value"),
+                              CONFIG_SOURCES.get(s.get("source", -1), "UNKNOWN"))
+                for s in c.get("synonyms") or ())
+            entries[c["name"]] = BrokerConfigEntry(
                 c["name"], c["value"], CONFIG_SOURCES.get(c.get("config_source", -1), "UNKNOWN"),
-                c["read_only"], c["is_sensitive"])
+                c["read_only"], c["is_sensitive"], synonyms)
     return entries
 
 

@@ -222,17 +222,6 @@ class Admin:
                           ) -> list[acls.AclBinding]:
         return await self._run(acls.delete_acls(filters))
 
-    async def describe_broker_configs(self, broker_id: int | None,
-                                      keys: Iterable[str] | None = None
-                                      ) -> dict[str, ops.ConfigEntry]:
-        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
-        return await self._run(bcops.describe_broker_configs(broker_id, keys))
-
-    async def incremental_alter_broker_configs(self, broker_id: int | None,
-                                               changes: Mapping[str, str | None]) -> None:
-        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
-        await self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
-
     async def alter_partition_reassignments(
             self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
             timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
@@ -244,6 +233,17 @@ class Admin:
             timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
     ) -> list[reassign_ops.OngoingReassignment]:
         return await self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
+
+    async def describe_broker_configs(self, broker_id: int | None,
+                                      keys: Iterable[str] | None = None
+                                      ) -> dict[str, ops.ConfigEntry]:
+        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
+        return await self._run(bcops.describe_broker_configs(broker_id, keys))
+
+    async def incremental_alter_broker_configs(self, broker_id: int | None,
+                                               changes: Mapping[str, str | None]) -> None:
+        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
+        await self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
 
     async def _run(self, operation: ops.Operation) -> Any:
         try:
@@ -426,16 +426,6 @@ class BlockingAdmin:
     def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
         return self._run(acls.delete_acls(filters))
 
-    def describe_broker_configs(self, broker_id: int | None,
-                                keys: Iterable[str] | None = None) -> dict[str, ops.ConfigEntry]:
-        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
-        return self._run(bcops.describe_broker_configs(broker_id, keys))
-
-    def incremental_alter_broker_configs(self, broker_id: int | None,
-                                         changes: Mapping[str, str | None]) -> None:
-        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
-        self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
-
     def alter_partition_reassignments(
             self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
             timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
@@ -450,6 +440,16 @@ class BlockingAdmin:
     ) -> list[reassign_ops.OngoingReassignment]:
         """The reassignments in progress, of `partitions` (None: all)."""
         return self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
+
+    def describe_broker_configs(self, broker_id: int | None,
+                                keys: Iterable[str] | None = None) -> dict[str, ops.ConfigEntry]:
+        """Configs of broker `broker_id`, or of the cluster-wide default for None."""
+        return self._run(bcops.describe_broker_configs(broker_id, keys))
+
+    def incremental_alter_broker_configs(self, broker_id: int | None,
+                                         changes: Mapping[str, str | None]) -> None:
+        """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
+        self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

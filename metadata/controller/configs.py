@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs for topic (2) and broker (4) resources.
+"""IncrementalAlterConfigs and the legacy AlterConfigs for topic (2) and broker (4)
+resources.
 
 Broker resource names are a broker id or "" for the cluster-wide default. List values are
 comma-separated, as on the wire; APPEND and SUBTRACT start from the current value, else the
@@ -19,6 +20,11 @@ from metadata.settings import ControllerSettings
 from metadata.topic_configs import TOPIC_CONFIGS, ConfigValidationError
 
 logger = logging.getLogger(__name__)
+
+class NotDynamicConfig(ValueError):
+    """A known broker key that only the static file may set; Kafka refuses it with
+    INVALID_REQUEST ("Cannot update these configs dynamically")."""
+
 
 OP_SET = 0
 OP_DELETE = 1
@@ -60,6 +66,30 @@ def incremental_alter_configs(
             {"error_code": code, "error_message": message, "resource_type": rtype, "resource_name": rname}
         )
     return records, {"throttle_time_ms": 0, "responses": responses}
+
+
+def legacy_alter_configs(
+    image: MetadataImage,
+    request: dict[str, Any],
+    now_ms: int,
+    *,
+    settings: ControllerSettings,
+) -> Decision:
+    """AlterConfigsRequest (key 33): each resource's dynamic configs become exactly the given
+    set; keys it leaves out are deleted (a null value deletes too)."""
+    resources = []
+    for res in request.get("resources") or []:
+        given = res.get("configs") or []
+        names = {c["name"] for c in given}
+        ops = [{"name": c["name"], "value": c.get("value"),
+                "config_operation": OP_DELETE if c.get("value") is None else OP_SET}
+               for c in given]
+        current = image.configs.get((res["resource_type"], res["resource_name"]), {})
+        ops.extend({"name": name, "value": None, "config_operation": OP_DELETE}
+                   for name in sorted(current) if name not in names)
+        resources.append({**res, "configs": ops})
+    return incremental_alter_configs(image, {**request, "resources": resources}, now_ms,
+                                     settings=settings)
 
 
 def _alter_one(
@@ -138,5 +168,7 @@ def _validate(rtype: int, name: str, value: str, settings: ControllerSettings) -
             settings.validate_broker_config(name, value)
         elif not name:
             raise ValueError("empty config name")
+    except NotDynamicConfig as exc:
+        raise Rejected(ErrorCode.INVALID_REQUEST, str(exc)) from None
     except (ConfigValidationError, ValueError) as exc:
         raise Rejected(ErrorCode.INVALID_CONFIG, str(exc)) from None

@@ -43,9 +43,12 @@ def test_configured_values_are_used() -> None:
 
 
 @pytest.mark.parametrize("name,value", [
-    ("num.partitions", "4"),
     ("unclean.leader.election.enable", "true"),
     ("log.retention.ms", "60000"),
+    ("leader.replication.throttled.rate", "1048576"),
+    ("follower.replication.throttled.rate", "0"),
+    ("log.cleaner.threads", "2"),
+    ("log.cleaner.io.max.bytes.per.second", "1e6"),
 ])
 def test_validator_accepts_known_dynamic_keys_with_good_values(name: str, value: str) -> None:
     broker_config_validator()(name, value)
@@ -56,8 +59,18 @@ def test_validator_accepts_known_dynamic_keys_with_good_values(name: str, value:
     ("num.partitions", "many"),
     ("num.partitions", "0"),
     ("node.id", "7"),
+    ("num.partitions", "4"),
+    ("leader.replication.throttled.rate", "-1"),
     ("listeners", "PLAINTEXT://:1"),
 ])
 def test_validator_rejects_unknown_static_or_bad_values(name: str, value: str) -> None:
     with pytest.raises(ValueError):
         broker_config_validator()(name, value)
+
+
+@pytest.mark.parametrize("name", ["num.partitions", "node.id", "replica.fetch.max.bytes"])
+def test_static_keys_are_not_dynamic(name: str) -> None:
+    from metadata.controller.configs import NotDynamicConfig
+
+    with pytest.raises(NotDynamicConfig, match="Cannot update these configs dynamically"):
+        broker_config_validator()(name, "1")

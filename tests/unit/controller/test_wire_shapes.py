@@ -24,6 +24,8 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "a", "count": 2}]},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: {"resources": [
         {"resource_type": 2, "resource_name": "a"}, {"resource_type": 4, "resource_name": ""}]},
+    ApiKey.ALTER_CONFIGS: {"resources": [
+        {"resource_type": 2, "resource_name": "a"}, {"resource_type": 4, "resource_name": ""}]},
     ApiKey.ALTER_PARTITION: {"broker_id": 1, "broker_epoch": 5, "topics": []},
     ApiKey.BROKER_REGISTRATION: {"broker_id": 1},
     ApiKey.BROKER_HEARTBEAT: {"broker_id": 1, "broker_epoch": 5},
@@ -43,10 +45,11 @@ REQUESTS: dict[int, dict[str, Any]] = {
 # Where each API carries a controller-wide error: per entry under this key, else top level.
 PER_ENTRY = {ApiKey.CREATE_TOPICS: "topics", ApiKey.DELETE_TOPICS: "responses",
              ApiKey.CREATE_PARTITIONS: "results", ApiKey.INCREMENTAL_ALTER_CONFIGS: "responses",
+             ApiKey.ALTER_CONFIGS: "responses",
              ApiKey.CREATE_ACLS: "results", ApiKey.DELETE_ACLS: "filter_results",
              ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "results"}
 ENTRY_COUNTS = {ApiKey.CREATE_TOPICS: 2, ApiKey.DELETE_TOPICS: 2, ApiKey.CREATE_PARTITIONS: 1,
-                ApiKey.INCREMENTAL_ALTER_CONFIGS: 2, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 2,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS: 2, ApiKey.ALTER_CONFIGS: 2, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 2,
                 ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 2}
 ENDPOINTS = {n: ControllerEndpoint("CONTROLLER", "127.0.0.1", 9092 + n) for n in (1, 2, 3)}
 METADATA_REQUEST = {"topics": [{"topic_name": "__cluster_metadata",

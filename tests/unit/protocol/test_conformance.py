@@ -19,7 +19,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "OffsetCommit": (2, 8), "OffsetFetch": (1, 8), "ListGroups": (0, 4),
     "DescribeGroups": (0, 5), "DeleteGroups": (0, 2), "OffsetDelete": (0, 0), "CreateTopics": (2, 7),
     "DeleteTopics": (1, 6), "CreatePartitions": (0, 3), "DescribeConfigs": (1, 4),
-    "IncrementalAlterConfigs": (0, 1), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
+    "IncrementalAlterConfigs": (0, 1), "AlterConfigs": (0, 2), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
     "DeleteRecords": (0, 2), "SaslHandshake": (0, 1), "SaslAuthenticate": (0, 2),
     "WriteTxnMarkers": (0, 1), "DescribeProducers": (0, 0),
     "DescribeAcls": (0, 3), "CreateAcls": (0, 3), "DeleteAcls": (0, 3),
