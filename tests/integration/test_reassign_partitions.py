@@ -44,8 +44,9 @@ def admin(cluster: Cluster) -> BlockingAdmin:
     return BlockingAdmin({"bootstrap.servers": cluster.bootstrap})
 
 
-def create_on_first_three(cluster: Cluster, topic: str, partitions: int) -> None:
-    """A topic whose partitions all live on brokers 1, 2 and 3, with RECORDS records."""
+def create_on_first_three(cluster: Cluster, topic: str, partitions: int,
+                          record_bytes: int = 10, records: int = RECORDS) -> None:
+    """A topic whose partitions all live on brokers 1, 2 and 3, with `records` records."""
     from confluent_kafka import Producer
 
     assignment = {p: [1 + (p + i) % 3 for i in range(3)] for p in range(partitions)}
@@ -54,8 +55,9 @@ def create_on_first_three(cluster: Cluster, topic: str, partitions: int) -> None
     cluster.wait_for_leaders(topic, partitions)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
                          "enable.idempotence": True})
-    for i in range(RECORDS):
-        producer.produce(topic, value=f"record-{i}".encode(), partition=i % partitions)
+    for i in range(records):
+        producer.produce(topic, value=f"record-{i}".encode().ljust(record_bytes, b"."),
+                         partition=i % partitions)
     assert producer.flush(30) == 0
 
 
@@ -156,6 +158,44 @@ def test_a_throttled_move_sets_kafkas_throttles_and_verify_removes_them(
         assert topic["follower.replication.throttled.replicas"].is_default
         rates = client.describe_broker_configs(4)
         assert rates["leader.replication.throttled.rate"].is_default
+
+
+def test_list_shows_a_slow_move_and_cancel_puts_the_replicas_back(cluster: Cluster,
+                                                                    tmp_path: Path) -> None:
+    # 3 MB behind a 20 kB/s throttle: past the first fetch (at most replica.fetch.max.bytes,
+    # 1 MiB), the move takes minutes, far longer than the commands below.
+    create_on_first_three(cluster, "slow", partitions=1, record_bytes=2000, records=1500)
+    before = replicas_of(cluster, "slow")
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"slow","partition":0,'
+                    '"replicas":[2,3,4]}]}')
+    executed = reassign(cluster, "--execute", "--reassignment-json-file", str(plan),
+                        "--throttle", "20000")
+    assert (executed.returncode, executed.stderr) == (0, "")
+
+    listed = reassign(cluster, "--list").stdout.splitlines()
+    assert listed[0] == "Current partition reassignments:"
+    assert listed[1].startswith("slow-0: replicas: ")
+    assert listed[1].endswith(" adding: 4. removing: 1.")
+    again = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert again.returncode == 1
+    assert again.stderr.startswith("Error: Cannot execute because there is an existing "
+                                   "partition assignment.")
+    status = reassign(cluster, "--verify", "--reassignment-json-file", str(plan)).stdout
+    assert "Reassignment of partition slow-0 is still in progress." in status
+    assert "Throttle was removed." not in status
+
+    cancelled = reassign(cluster, "--cancel", "--reassignment-json-file", str(plan))
+    assert (cancelled.returncode, cancelled.stderr) == (0, "")
+    assert cancelled.stdout.splitlines()[0] == \
+        "Successfully cancelled partition reassignment for: slow-0"
+    assert cancelled.stdout.splitlines()[-1] == "Throttle was removed."
+    # The original replicas again (in the union's order, as Kafka's revert leaves them).
+    assert sorted(replicas_of(cluster, "slow")[0]) == sorted(before[0])
+    assert reassign(cluster, "--list").stdout == "No partition reassignments found.\n"
+    with admin(cluster) as client:
+        assert client.describe_configs("slow")["follower.replication.throttled.replicas"] \
+            .is_default
 
 
 @pytest.fixture(scope="module")
