@@ -24,7 +24,16 @@ from broker.cli.reassignment_json import (Assignment, ReassignmentInputError, To
 
 CLIENT_ID = "reassign-partitions-tool"
 ERROR_PREFIX = "Error: "
-ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+ACTION_HELP = {
+    "generate": "propose a plan moving the topics of --topics-to-move-json-file onto "
+                "--broker-list (changes nothing)",
+    "execute": "start the reassignments of --reassignment-json-file",
+    "verify": "report the progress of --reassignment-json-file; once nothing moves, "
+              "remove the throttles",
+    "cancel": "cancel the running reassignments of --reassignment-json-file",
+    "list": "list the running reassignments",
+}
+ACTIONS = tuple(ACTION_HELP)
 EXISTING_REASSIGNMENT = (
     "Cannot execute because there is an existing partition assignment.  Use --additional to "
     "override this and create a new partition assignment in addition to the existing one. "
@@ -39,8 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reassign-partitions",
         help="move partition replicas between brokers (like kafka-reassign-partitions.sh)")
     add_connection_options(parser)
-    for action in ACTIONS:
-        parser.add_argument(f"--{action}", action="store_true")
+    for action, text in ACTION_HELP.items():
+        parser.add_argument(f"--{action}", action="store_true", help=text)
     parser.add_argument("--topics-to-move-json-file", metavar="FILE",
                         help='with --generate: {"version":1,"topics":[{"topic":"t"}]}')
     parser.add_argument("--broker-list", metavar="1,2,3",
@@ -96,18 +105,18 @@ def _replicas_of(admin: Any, topics: set[str], must_exist: bool = True
                  ) -> dict[TopicPartition, tuple[int, ...]]:
     """The replicas of every partition of `topics`; a missing topic is an error unless
     `must_exist` is false (then it is left out)."""
-    from clients.protocol import KafkaError
+    from clients.protocol import ErrorCode, KafkaError
 
     current: dict[TopicPartition, tuple[int, ...]] = {}
     for topic in sorted(topics):
         try:
             described = admin.describe_topics([topic])
         except KafkaError as exc:
-            if exc.error.name == "UNKNOWN_TOPIC_OR_PARTITION" and not must_exist:
-                continue
-            if exc.error.name == "UNKNOWN_TOPIC_OR_PARTITION":
+            if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise
+            if must_exist:
                 raise ReassignmentInputError(f"Topic {topic} not found.") from None
-            raise
+            continue
         for description in described:
             for info in description.partitions:
                 current[(topic, info.partition)] = tuple(info.replicas)

@@ -219,6 +219,15 @@ def test_bad_input_gets_one_clear_line_and_changes_nothing(
     assert replicas_of(cluster, "fixed") == before
 
 
+def test_generate_names_a_topic_that_does_not_exist(cluster: Cluster, tmp_path: Path) -> None:
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"version":1,"topics":[{"topic":"nosuch"}]}')
+    result = reassign(cluster, "--generate", "--topics-to-move-json-file", str(topics),
+                      "--broker-list", "1,2,3")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "Error: Topic nosuch not found.\n"
+
+
 def test_the_controller_answers_bad_targets_with_kafkas_error_codes(cluster: Cluster) -> None:
     cluster.create_topic("refused", partitions=1, replication_factor=2)
     with admin(cluster) as client:
