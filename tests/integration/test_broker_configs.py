@@ -1,14 +1,12 @@
 """Dynamic broker configs on a real cluster: their sources as DescribeConfigs reports them,
 the legacy AlterConfigs through kafka-python's and confluent-kafka's admin clients,
-`raftka configs --entity-type brokers`, and replication throttles: a follower that was down
-catches up no faster than leader.replication.throttled.rate /
-follower.replication.throttled.rate allow, and much faster without them.
-
-The throttle tests stop and restart nodes, so they come last."""
+`raftka configs --entity-type brokers`, and replication throttles: a partition being
+reassigned moves no faster than leader.replication.throttled.rate /
+follower.replication.throttled.rate allow (at least size/rate), and much faster without
+them."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -18,14 +16,14 @@ from typing import Iterator
 import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
-from clients.admin import BlockingAdmin
+from clients.admin import NewTopic
 from clients.protocol import ErrorCode, KafkaError
 from tests.integration.quorum_helpers import produce
 
 pytestmark = pytest.mark.slow
 
 RATE = 512 * 1024            # bytes/s
-BACKLOG = 4 * 1024 * 1024    # bytes produced while the follower is down
+BACKLOG = 4 * 1024 * 1024    # bytes in the partition being moved
 FETCH_MAX = 256 * 1024       # replica.fetch.max.bytes: the most one fetch may overshoot by
 RECORD = 32 * 1024
 
@@ -168,84 +166,72 @@ def test_configs_command_for_brokers(cluster: RaftkaCluster) -> None:
         assert admin.describe_broker_configs(None) == {}
 
 
-def _leader_and_follower(admin: BlockingAdmin, topic: str) -> tuple[int, int]:
-    (description,) = admin.describe_topics([topic])
-    partition = description.partitions[0]
-    return partition.leader, next(r for r in partition.replicas if r != partition.leader)
-
-
-def _in_isr(admin: BlockingAdmin, topic: str, broker: int) -> bool:
-    try:
-        (description,) = admin.describe_topics([topic])
-    except Exception:  # a node is restarting
-        return False
-    return broker in description.partitions[0].isr
-
-
-def _catch_up_seconds(cluster: RaftkaCluster, topic: str, follower: int) -> float:
-    """Stop `follower`, produce BACKLOG bytes, restart it: seconds from the restart until it
-    is back in the ISR."""
-    cluster.stop(follower)
+def _create_on(cluster: RaftkaCluster, topic: str, replicas: list[int]) -> None:
     with cluster.admin() as admin:
-        deadline = time.monotonic() + 60
-        while _in_isr(admin, topic, follower):
-            assert time.monotonic() < deadline, "the stopped follower stayed in the ISR"
-            time.sleep(0.1)
+        admin.create_topics([NewTopic(topic, replica_assignments={0: replicas})])
+    cluster.wait_for_isr(topic, len(replicas))
     produce(cluster.bootstrap_servers, topic, [bytes(RECORD)] * (BACKLOG // RECORD), 1)
+
+
+def _reassign_seconds(cluster: RaftkaCluster, topic: str, target: list[int]) -> float:
+    """Seconds from AlterPartitionReassignments until partition 0 is on `target` alone."""
     started = time.monotonic()
-    cluster.restart(follower)
     with cluster.admin() as admin:
-        while not _in_isr(admin, topic, follower):
-            assert time.monotonic() - started < 120, "the follower never rejoined the ISR"
+        (result,) = admin.alter_partition_reassignments({(topic, 0): target})
+        assert result.error_code == ErrorCode.NONE, result.error_message
+        while True:
+            if not admin.list_partition_reassignments([(topic, 0)]):
+                (description,) = admin.describe_topics([topic])
+                if sorted(description.partitions[0].replicas) == sorted(target):
+                    return time.monotonic() - started
+            assert time.monotonic() - started < 120, "the reassignment never finished"
             time.sleep(0.05)
-    return time.monotonic() - started
 
 
-# A throttle may let one fetch past the rate: the backlog takes at least this long.
+# A throttle may let one fetch past the rate: moving the backlog takes at least this long.
 LOWER_BOUND_S = (BACKLOG - FETCH_MAX) / RATE
 
 
-def test_leader_throttle_bounds_catch_up(cluster: RaftkaCluster) -> None:
-    topic = "leader-throttled"
-    cluster.create_topic(topic, 1, 3)
-    with cluster.admin() as admin:
-        leader, follower = _leader_and_follower(admin, topic)
-    unthrottled = _catch_up_seconds(cluster, topic, follower)
-    assert unthrottled < LOWER_BOUND_S, f"unthrottled catch-up took {unthrottled:.1f} s"
+def test_unthrottled_reassignment_is_faster_than_the_bound(cluster: RaftkaCluster) -> None:
+    _create_on(cluster, "moved-freely", [1, 2])
+    took = _reassign_seconds(cluster, "moved-freely", [1, 3])
+    assert took < LOWER_BOUND_S, f"an unthrottled move of {BACKLOG} bytes took {took:.1f} s"
 
+
+def test_leader_throttle_bounds_a_reassignment(cluster: RaftkaCluster) -> None:
+    topic = "moved-leader-throttled"
+    _create_on(cluster, topic, [1, 2])
     with cluster.admin() as admin:
+        # kafka-reassign-partitions.sh --throttle's leader side: the current replicas.
         admin.incremental_alter_configs(topic, {
-            "leader.replication.throttled.replicas": f"0:{leader}"})
-        admin.incremental_alter_broker_configs(leader, {
-            "leader.replication.throttled.rate": str(RATE)})
-        assert admin.describe_broker_configs(
-            leader, ["leader.replication.throttled.rate"])[
-            "leader.replication.throttled.rate"].source == "DYNAMIC_BROKER_CONFIG"
+            "leader.replication.throttled.replicas": "0:1,0:2"})
+        for broker in (1, 2):
+            admin.incremental_alter_broker_configs(broker, {
+                "leader.replication.throttled.rate": str(RATE)})
     try:
-        throttled = _catch_up_seconds(cluster, topic, follower)
+        took = _reassign_seconds(cluster, topic, [1, 3])
     finally:
         with cluster.admin() as admin:
-            admin.incremental_alter_broker_configs(leader, {
-                "leader.replication.throttled.rate": None})
-    assert throttled >= LOWER_BOUND_S, (
-        f"{BACKLOG} bytes at {RATE} B/s caught up in {throttled:.1f} s")
+            for broker in (1, 2):
+                admin.incremental_alter_broker_configs(broker, {
+                    "leader.replication.throttled.rate": None})
+    assert took >= LOWER_BOUND_S, f"{BACKLOG} bytes at {RATE} B/s moved in {took:.1f} s"
 
 
-def test_follower_throttle_bounds_catch_up(cluster: RaftkaCluster) -> None:
-    topic = "follower-throttled"
-    cluster.create_topic(topic, 1, 3)
+def test_follower_throttle_bounds_a_reassignment(cluster: RaftkaCluster) -> None:
+    topic = "moved-follower-throttled"
+    _create_on(cluster, topic, [2, 3])
     with cluster.admin() as admin:
-        _, follower = _leader_and_follower(admin, topic)
+        # The follower side: the replica being added.
         admin.incremental_alter_configs(topic, {
-            "follower.replication.throttled.replicas": "*"})
+            "follower.replication.throttled.replicas": "0:1"})
         # The cluster-wide default reaches every broker.
         admin.incremental_alter_broker_configs(None, {
             "follower.replication.throttled.rate": str(RATE)})
     try:
-        throttled = _catch_up_seconds(cluster, topic, follower)
+        took = _reassign_seconds(cluster, topic, [2, 1])
     finally:
         with cluster.admin() as admin:
             admin.incremental_alter_broker_configs(None, {
                 "follower.replication.throttled.rate": None})
-    assert throttled >= LOWER_BOUND_S, (
-        f"{BACKLOG} bytes at {RATE} B/s caught up in {throttled:.1f} s")
+    assert took >= LOWER_BOUND_S, f"{BACKLOG} bytes at {RATE} B/s moved in {took:.1f} s"
