@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "broker.cli.log_dirs",
     "broker.cli.cluster",
     "broker.cli.chaos",
+    "broker.cli.reassign_partitions",
 )
 
 
