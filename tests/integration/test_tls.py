@@ -376,7 +376,7 @@ def test_the_cli_connects_over_ssl_with_command_config(
                            str(settings))
         assert answered.returncode == 0, (command, answered.stderr)
     # Without the settings the same command cannot talk to the TLS listener: one line, exit 1.
-    refused = _raftka("topics", "--bootstrap-server", b, "--list")
+    refused = _raftka("topics", "--bootstrap-server", b, "--list", "--timeout-ms", "2000")
     assert refused.returncode == 1
     assert len(refused.stderr.strip().splitlines()) == 1
     missing = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
