@@ -32,6 +32,8 @@ COMMAND_MODULES = (
     "broker.cli.leader_election",
     "broker.cli.log_dirs",
     "broker.cli.cluster",
+    "broker.cli.producer_perf",
+    "broker.cli.consumer_perf",
 )
 
 
