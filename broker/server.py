@@ -55,6 +55,7 @@ from broker.producer_id_manager import BlockSource, ProducerIdManager, controlle
 from broker.replica.alter_partition import AlterPartitionManager
 from broker.replica.manager import ReplicaManager
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.replica_fetcher.settings import inter_broker_sasl
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.marker_sender import BrokerChannels, MarkerSender
 from broker.txn.state_manager import TransactionStateManager
@@ -292,7 +293,8 @@ class BrokerServer:
                     if replicas.get_partition(*tp) is None]
 
         return RemoteEndOffsets(wanted, admin_end_offsets(
-            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag"))
+            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag",
+            config.inter_broker_security, inter_broker_sasl(config)))
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
