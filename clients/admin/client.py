@@ -2,7 +2,10 @@
 
 Requests that change the cluster go to the controller Metadata names (a broker forwards
 them to the active controller otherwise); reads go to any broker. A connection failure
-refreshes metadata and tries once more on another broker.
+refreshes metadata and tries once more on another broker. Beyond that, as Kafka's admin
+client, retriable failures (see ``retries``) are retried with backoff until
+``default.api.timeout.ms``: a call whose answer failed as a whole is sent again, an
+operation whose coordinator or leader moved starts over.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import trio
 
@@ -84,40 +87,6 @@ def _pick_target(cluster: ClusterMetadata, call: ops.Call,
     ranked = sorted(cluster.brokers.values(), key=lambda node: (
         node.node_id in avoid, (node.host, node.port) not in connected, node.node_id))
     return ranked[0]
-
-
-class _RetryCall(Exception):
-    """The response failed the whole call with a routing error; send the call again."""
-
-    def __init__(self, error: KafkaError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _accepted(call: ops.Call, response: dict[str, Any]) -> dict[str, Any]:
-    """`response` when it answers the call; _RetryCall or (the operation must look its
-    broker up again) KafkaError when a routing error failed the whole call."""
-    verdict = retries.verdict(call.api_key, response, call.node_id is not None)
-    if verdict is retries.Verdict.ACCEPT:
-        return response
-    error = KafkaError(retries.response_error(call.api_key, response) or 0)
-    if verdict is retries.Verdict.RESTART:
-        raise error
-    raise _RetryCall(error)
-
-
-def _failure_of(exc: BaseException) -> BaseException:
-    return exc.error if isinstance(exc, _RetryCall) else exc
-
-
-def _starter(operation: ops.Operation | Callable[..., ops.Operation],
-             args: tuple[Any, ...]) -> Callable[[], ops.Operation]:
-    """A function starting the operation afresh (one-shot iterators among the arguments
-    are read into tuples first); a generator can only be started once."""
-    if not callable(operation):
-        return lambda: operation
-    kept = tuple(tuple(a) if isinstance(a, Iterator) else a for a in args)
-    return lambda: operation(*kept)
 
 
 class Admin:
@@ -270,7 +239,7 @@ class Admin:
         """Run an operation until it returns or `default.api.timeout.ms` passes. Given as
         a generator function and its arguments, it starts over after a retriable failure
         (a moved controller or coordinator); a generator runs once, its calls retried."""
-        start = _starter(operation, args)
+        start = retries.starter(operation, args)
         budget = RetryBudget(trio.current_time() + self.config.default_api_timeout_ms / 1000)
         while True:
             try:
@@ -301,12 +270,12 @@ class Admin:
         while True:
             try:
                 return await self._call(call)
-            except (_RetryCall, KafkaConnectionError) as exc:
+            except (retries.RetryCall, KafkaConnectionError) as exc:
                 if isinstance(exc, KafkaConnectionError) and call.node_id is not None:
                     raise  # the addressed broker is gone: the operation looks again
                 wait = budget.next_wait(trio.current_time())
                 if wait is None:
-                    raise budget.exhausted(_failure_of(exc)) from None
+                    raise budget.exhausted(retries.failure_of(exc)) from None
                 self._cluster = None
                 await trio.sleep(wait)
 
@@ -323,7 +292,7 @@ class Admin:
                 version = conn.pick_version(call.api_key)
                 response = await self._pool.request(node, call.api_key, call.build(version),
                                                     version)
-                return _accepted(call, response)
+                return retries.accepted(call, response)
             except KafkaConnectionError:
                 self._cluster = None
                 failed.add(node.node_id)
@@ -488,7 +457,7 @@ class BlockingAdmin:
     def _run(self, operation: ops.Operation | Callable[..., ops.Operation],
              *args: Any) -> Any:
         """As ``Admin._run``."""
-        start = _starter(operation, args)
+        start = retries.starter(operation, args)
         budget = RetryBudget(time.monotonic() + self.config.default_api_timeout_ms / 1000)
         while True:
             try:
@@ -518,12 +487,12 @@ class BlockingAdmin:
         while True:
             try:
                 return self._call(call)
-            except (_RetryCall, KafkaConnectionError) as exc:
+            except (retries.RetryCall, KafkaConnectionError) as exc:
                 if isinstance(exc, KafkaConnectionError) and call.node_id is not None:
                     raise
                 wait = budget.next_wait(time.monotonic())
                 if wait is None:
-                    raise budget.exhausted(_failure_of(exc)) from None
+                    raise budget.exhausted(retries.failure_of(exc)) from None
                 self._cluster = None
                 time.sleep(wait)
 
@@ -539,7 +508,7 @@ class BlockingAdmin:
                 conn = self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
                 response = self._pool.request(node, call.api_key, call.build(version), version)
-                return _accepted(call, response)
+                return retries.accepted(call, response)
             except KafkaConnectionError:
                 self._cluster = None
                 failed.add(node.node_id)

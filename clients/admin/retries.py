@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from clients.admin.operations import Call, Operation
 from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
@@ -125,3 +126,37 @@ class RetryBudget:
         if isinstance(error, KafkaConnectionError):
             return KafkaConnectionError(str(error) + note)
         return error
+
+
+class RetryCall(Exception):
+    """The response failed the whole call with a routing error; send the call again."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def accepted(call: Call, response: dict[str, Any]) -> dict[str, Any]:
+    """`response` when it answers the call; RetryCall or (the operation must look its
+    broker up again) KafkaError when a routing error failed the whole call."""
+    outcome = verdict(call.api_key, response, call.node_id is not None)
+    if outcome is Verdict.ACCEPT:
+        return response
+    error = KafkaError(response_error(call.api_key, response) or 0)
+    if outcome is Verdict.RESTART:
+        raise error
+    raise RetryCall(error)
+
+
+def failure_of(exc: BaseException) -> BaseException:
+    return exc.error if isinstance(exc, RetryCall) else exc
+
+
+def starter(operation: Operation | Callable[..., Operation],
+            args: tuple[Any, ...]) -> Callable[[], Operation]:
+    """A function starting the operation afresh (one-shot iterators among the arguments
+    are read into tuples first); a generator can only be started once."""
+    if not callable(operation):
+        return lambda: operation
+    kept = tuple(tuple(a) if isinstance(a, Iterator) else a for a in args)
+    return lambda: operation(*kept)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.admin.client import _starter
+from clients.admin.retries import starter as _starter
 from clients.admin.retries import (
     ROUTING_ERRORS,
     RetryBudget,
@@ -91,3 +91,19 @@ def test_an_operation_restarts_with_the_same_arguments_even_from_an_iterator() -
     assert next(start()) == (["a", "b"], True)
     generator = operation(["x"], False)
     assert _starter(generator, ())() is generator
+
+
+def test_a_failed_answer_is_resent_or_restarts_the_operation() -> None:
+    from clients.admin.operations import Call
+    from clients.admin.retries import RetryCall, accepted
+
+    to_controller = Call(ApiKey.CREATE_TOPICS, lambda v: {}, to_controller=True)
+    with pytest.raises(RetryCall) as resend:
+        accepted(to_controller, {"error_code": ErrorCode.NOT_CONTROLLER})
+    assert resend.value.error.code == ErrorCode.NOT_CONTROLLER
+    to_coordinator = Call(ApiKey.OFFSET_DELETE, lambda v: {}, node_id=2)
+    with pytest.raises(KafkaError) as restart:
+        accepted(to_coordinator, {"error_code": ErrorCode.NOT_COORDINATOR, "topics": []})
+    assert restart.value.code == ErrorCode.NOT_COORDINATOR
+    answer = {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []}
+    assert accepted(to_coordinator, answer) is answer
