@@ -271,7 +271,8 @@ class Admin:
             try:
                 return await self._call(call)
             except (retries.RetryCall, KafkaConnectionError) as exc:
-                if isinstance(exc, KafkaConnectionError) and call.node_id is not None:
+                if isinstance(exc, KafkaConnectionError) and (
+                        call.node_id is not None or not retries.should_retry(exc)):
                     raise  # the addressed broker is gone: the operation looks again
                 wait = budget.next_wait(trio.current_time())
                 if wait is None:
@@ -488,7 +489,8 @@ class BlockingAdmin:
             try:
                 return self._call(call)
             except (retries.RetryCall, KafkaConnectionError) as exc:
-                if isinstance(exc, KafkaConnectionError) and call.node_id is not None:
+                if isinstance(exc, KafkaConnectionError) and (
+                        call.node_id is not None or not retries.should_retry(exc)):
                     raise
                 wait = budget.next_wait(time.monotonic())
                 if wait is None:

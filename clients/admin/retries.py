@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, Callable, Iterator, Mapping
 
 from clients.admin.operations import Call, Operation
-from clients.net import KafkaConnectionError
+from clients.net import KafkaConnectionError, TlsHandshakeError
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 # The retriable errors that say the request reached the wrong or a not yet ready broker:
@@ -88,9 +88,10 @@ def verdict(api_key: int, response: Mapping[str, Any], addressed: bool) -> Verdi
 
 def should_retry(error: BaseException) -> bool:
     """Whether an operation that failed with `error` is worth starting over: a broker
-    that could not be reached, or a routing error (Kafka's retriable call failures)."""
+    that could not be reached (not one whose TLS handshake failed), or a routing error
+    (Kafka's retriable call failures)."""
     if isinstance(error, KafkaConnectionError):
-        return True
+        return not isinstance(error, TlsHandshakeError)
     return isinstance(error, KafkaError) and error.code in ROUTING_ERRORS
 
 

@@ -382,3 +382,14 @@ def test_the_cli_connects_over_ssl_with_command_config(
     missing = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
                       str(tmp_path / "absent.properties"))
     assert missing.returncode == 1 and "absent.properties" in missing.stderr
+    # A CA that does not sign the broker's certificate fails the handshake: not retried
+    # until --timeout-ms (60 s by default), as Kafka's SslAuthenticationException is not.
+    other_ca = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other_ca))
+    untrusted = tmp_path / "untrusted.properties"
+    untrusted.write_text(f"security.protocol=SSL\nssl.truststore.location={other_ca}\n")
+    started = time.monotonic()
+    distrusted = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
+                         str(untrusted))
+    assert distrusted.returncode == 1 and "TLS handshake" in distrusted.stderr
+    assert time.monotonic() - started < 30, distrusted.stderr

@@ -15,7 +15,7 @@ from clients.admin.retries import (
     should_retry,
     verdict,
 )
-from clients.net import KafkaConnectionError
+from clients.net import KafkaConnectionError, TlsHandshakeError
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 
@@ -35,6 +35,18 @@ def test_an_answer_about_a_resource_is_not_retried() -> None:
     assert not should_retry(ValueError("bad input"))
     assert should_retry(KafkaError(ErrorCode.NOT_CONTROLLER))
     assert should_retry(KafkaConnectionError("no broker is reachable"))
+    # As Kafka's SslAuthenticationException: the same settings fail the same way again.
+    assert not should_retry(TlsHandshakeError("TLS handshake with h:1 failed"))
+
+
+def test_only_brokers_all_refusing_the_handshake_make_a_handshake_error() -> None:
+    from clients.admin.connections import _unreachable
+
+    refused = KafkaConnectionError("cannot connect to h:2")
+    handshake = TlsHandshakeError("TLS handshake with h:1 failed")
+    assert type(_unreachable([handshake, handshake])) is TlsHandshakeError
+    assert type(_unreachable([handshake, refused])) is KafkaConnectionError
+    assert "h:1" in str(_unreachable([handshake, refused]))
 
 
 def test_a_quorum_without_leader_fails_the_call_and_is_asked_again() -> None:
