@@ -58,6 +58,7 @@ from broker.replica.dynamic_log_defaults import DynamicLogDefaults
 from broker.replica.manager import ReplicaManager
 from broker.replica.replication_quota import ReplicationQuotas, apply_throttle_config
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.replica_fetcher.settings import inter_broker_sasl
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.marker_sender import BrokerChannels, MarkerSender
 from broker.txn.state_manager import TransactionStateManager
@@ -308,7 +309,8 @@ class BrokerServer:
                     if replicas.get_partition(*tp) is None]
 
         return RemoteEndOffsets(wanted, admin_end_offsets(
-            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag"))
+            f"{listener.host}:{listener.port}", f"raftka-broker-{config.node_id}-lag",
+            config.inter_broker_security, inter_broker_sasl(config)))
 
     def _broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch

@@ -101,6 +101,12 @@ class GroupHandlers:
     def _topic_exists(self, topic: str) -> bool:
         return self._image is None or self._image().topic(topic) is not None
 
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        if self._image is None:
+            return True
+        found = self._image().topic(topic)
+        return found is not None and partition in found.partitions
+
     # -- coordinator discovery -----------------------------------------------------------
 
     async def find_coordinator(self, request: DecodedRequest, ctx: RequestContext) -> dict:
@@ -273,13 +279,17 @@ class GroupHandlers:
         group_id = body.get("group_id") or ""
         code = self._group_error(ctx, AclOperation.DELETE, group_id)
         readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
-        partitions = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
-                      if t["name"] in readable for p in t.get("partitions") or ()]
+        named = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
+                 if t["name"] in readable for p in t.get("partitions") or ()]
+        # As Kafka: a partition the metadata does not know is answered, not passed on.
+        unknown = {tp for tp in named if not self._partition_exists(*tp)}
+        partitions = [tp for tp in named if tp not in unknown]
         if not code:
             code, codes = await self.coordinator.delete_offsets(group_id, partitions)
         if code:
             return offset_delete_error(body, version, int(code))
         codes = dict(codes)
+        codes.update((tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown)
         codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                      for t in body.get("topics") or () if t["name"] not in readable
                      for p in t.get("partitions") or ())

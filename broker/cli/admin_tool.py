@@ -11,10 +11,36 @@ from typing import Any, Callable
 Outcome = list[str] | tuple[list[str], int]
 
 
+# Kafka's default.api.timeout.ms: how long an admin call retries retriable errors.
+DEFAULT_API_TIMEOUT_MS = 60_000
+
+
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """`--bootstrap-server` (required) and `--command-config`, as Kafka's admin tools."""
+    """`--bootstrap-server` (required), `--command-config` and `--timeout-ms`, as Kafka's
+    admin tools."""
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
     add_command_config(parser)
+    add_timeout_option(parser)
+
+
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """`--timeout-ms`: how long each admin call retries retriable errors (a moved
+    controller or coordinator, a broker that is not reachable) before the command fails."""
+    parser.add_argument("--timeout-ms", dest="api_timeout_ms", type=int,
+                        default=DEFAULT_API_TIMEOUT_MS, metavar="MS",
+                        help="retry retriable errors of each admin call for this long "
+                             f"(default.api.timeout.ms, default {DEFAULT_API_TIMEOUT_MS})")
+
+
+def api_timeout_ms(args: argparse.Namespace) -> int:
+    """The `--timeout-ms` given (a CommandError if negative), or Kafka's default."""
+    value = getattr(args, "api_timeout_ms", None)
+    if value is None:
+        return DEFAULT_API_TIMEOUT_MS
+    if value < 0:
+        from broker.cli.main import CommandError
+        raise CommandError(f"--timeout-ms must be at least 0, not {value}")
+    return int(value)
 
 
 def add_command_config(parser: argparse.ArgumentParser, *aliases: str) -> None:
@@ -45,9 +71,11 @@ def command_config(args: argparse.Namespace) -> dict[str, str]:
 
 
 def admin_config(args: argparse.Namespace, client_id: str) -> dict[str, str]:
-    """`--command-config` properties, then `--bootstrap-server`; `client_id` unless set."""
+    """`--command-config` properties, then `--bootstrap-server` and `--timeout-ms`;
+    `client_id` unless set."""
     config: dict[str, str] = command_config(args)
     config["bootstrap.servers"] = args.bootstrap_server
+    config["default.api.timeout.ms"] = str(api_timeout_ms(args))
     config.setdefault("client.id", client_id)
     return config
 

@@ -12,7 +12,12 @@ import argparse
 import sys
 from typing import Mapping
 
-from broker.cli.admin_tool import add_command_config, command_config
+from broker.cli.admin_tool import (
+    add_command_config,
+    add_timeout_option,
+    api_timeout_ms,
+    command_config,
+)
 
 CLIENT_ID = "raftka-broker-api-versions"
 
@@ -23,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print each broker's supported API versions (like kafka-broker-api-versions.sh)")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
     add_command_config(parser)
+    add_timeout_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -55,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from clients.protocol import APIS, SUPPORTED_VERSIONS, KafkaError, ProtocolError
 
     config = command_config(args)
-    config.update({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID})
+    config.update({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
+                   "default.api.timeout.ms": str(api_timeout_ms(args))})
     names = {int(key): api.name for key, api in APIS.items()}
     ours = {int(key): v for key, v in SUPPORTED_VERSIONS.items()}
     try:

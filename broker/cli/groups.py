@@ -8,7 +8,12 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from broker.cli.admin_tool import add_command_config, command_config
+from broker.cli.admin_tool import (
+    add_command_config,
+    add_timeout_option,
+    api_timeout_ms,
+    command_config,
+)
 from broker.cli.main import CommandError
 
 if TYPE_CHECKING:
@@ -48,14 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("groups", help="list, describe, reset or delete consumer groups")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
     add_command_config(parser)
+    add_timeout_option(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list every group")
     action.add_argument("--describe", action="store_true", help="describe --group")
     action.add_argument("--reset-offsets", action="store_true",
                         help="reset --group's committed offsets of --topic")
     action.add_argument("--delete", action="store_true", help="delete --group")
+    action.add_argument("--delete-offsets", action="store_true",
+                        help="delete --group's committed offsets of each --topic")
     parser.add_argument("--group", help="the consumer group")
-    parser.add_argument("--topic", help="the topic to reset (TOPIC or TOPIC:P1,P2)")
+    parser.add_argument("--topic", action="append",
+                        help="a topic to reset or whose offsets to delete (TOPIC or "
+                             "TOPIC:P1,P2); may be repeated")
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="with --describe: the members")
     view.add_argument("--state", action="store_true", help="with --describe: the group state")
@@ -79,11 +89,16 @@ def run_groups(args: argparse.Namespace) -> int:
     from clients.protocol import KafkaError
 
     if not args.list and not args.group:
-        raise CommandError("--group is required with --describe, --reset-offsets and --delete")
+        raise CommandError("--group is required with --describe, --reset-offsets, --delete "
+                           "and --delete-offsets")
+    if args.delete_offsets and not args.topic:
+        raise CommandError("--delete-offsets needs --topic")
+    error: str | None = None
     try:
         with BlockingAdmin({"client.id": CLIENT_ID, **command_config(args),
                             "bootstrap.servers": args.bootstrap_server,
-                            "request.timeout.ms": int(args.timeout * 1000)}) as admin:
+                            "request.timeout.ms": int(args.timeout * 1000),
+                            "default.api.timeout.ms": api_timeout_ms(args)}) as admin:
             if args.list:
                 out = "\n".join(listing.group_id for listing in admin.list_groups())
             elif args.describe:
@@ -91,12 +106,20 @@ def run_groups(args: argparse.Namespace) -> int:
             elif args.delete:
                 admin.delete_groups([args.group])
                 out = f"Deletion of requested consumer groups ('{args.group}') was successful."
+            elif args.delete_offsets:
+                from broker.cli.groups_delete_offsets import delete_offsets
+
+                lines, error = delete_offsets(admin, args.group, args.topic)
+                out = "\n".join(lines)
             else:
                 out = _reset(admin, args)
     except (ConfigError, KafkaConnectionError, KafkaError, OSError) as exc:
         raise CommandError(str(exc)) from None
     if out:
         sys.stdout.write(out + "\n")
+    if error is not None:
+        sys.stderr.write(error + "\n")
+        return 1
     return 0
 
 
@@ -212,9 +235,11 @@ def _reset(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
     if described.state not in INACTIVE_STATES:
         raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
                            f"but the current state is {described.state}.")
-    topic, _, listed = args.topic.partition(":")
-    partitions = ([(topic, int(p)) for p in listed.split(",") if p.strip()] if listed
-                  else [(topic, p) for p in _partitions_of(admin, topic)])
+    partitions: list[tuple[str, int]] = []
+    for value in args.topic:
+        topic, _, listed = value.partition(":")
+        partitions += ([(topic, int(p)) for p in listed.split(",") if p.strip()] if listed
+                       else [(topic, p) for p in _partitions_of(admin, topic)])
     try:
         # Every target is bounded by these: without them nothing is committed (a guess such
         # as 0 would silently move the group back to the start).

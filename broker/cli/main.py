@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "broker.cli.delete_records",
     "broker.cli.console_producer",
     "broker.cli.console_consumer",
+    "broker.cli.producer_perf",
+    "broker.cli.consumer_perf",
     "broker.cli.api_versions",
     "broker.cli.groups",
     "broker.cli.transactions",

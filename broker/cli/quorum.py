@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any, Mapping, Sequence
 
 from broker.cli.admin_tool import add_command_config, command_config
 from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 
 CLIENT_ID = "raftka-metadata-quorum"
-DEFAULT_TIMEOUT_MS = 30_000
+DEFAULT_TIMEOUT_MS = 60_000
 # Kafka pads the --status keys to this width.
 _STATUS_KEY_WIDTH = 24
 REPLICATION_HEADER = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp",
@@ -38,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     describe.add_argument("--json", action="store_true", help="print one JSON object")
     add_command_config(describe)
     describe.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS,
-                          help=f"connect and request timeout (default {DEFAULT_TIMEOUT_MS})")
+                          help="retry an unreachable server or a quorum without a leader "
+                               f"for this long (default {DEFAULT_TIMEOUT_MS})")
     describe.set_defaults(func=run_describe)
 
 
@@ -166,6 +168,7 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
         KafkaConnectionError,
         parse_bootstrap_servers,
     )
+    from clients.admin.retries import RetryBudget
     from clients.net.tls import TlsConfigError
     from clients.protocol import ApiKey, KafkaError, ProtocolError
 
@@ -178,24 +181,54 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
         addresses = parse_bootstrap_servers(server)
     except ValueError as exc:
         raise CommandError(f"--bootstrap-server: {exc}") from None
-    failures: list[str] = []
-    for host, port in addresses:
-        name = f"{host}:{port}"
-        try:
-            with BlockingKafkaConnection(host, port, client_id=CLIENT_ID,
-                                         timeout=timeout_s, security=security) as conn:
-                response = conn.request(ApiKey.DESCRIBE_QUORUM, {"topics": [{
-                    "topic_name": METADATA_TOPIC,
-                    "partitions": [{"partition_index": METADATA_PARTITION}]}]})
-                partition = metadata_partition(response, name)
-                cluster_id = _cluster_id(conn, name) if want_cluster_id else None
-                return partition, cluster_id
-        except KafkaConnectionError as exc:
-            failures.append(str(exc))
-        except (KafkaError, ProtocolError) as exc:
-            raise CommandError(f"DescribeQuorum to {name} failed: {exc}") from None
-    raise CommandError(f"no server in --bootstrap-server {server} is reachable: "
-                       + "; ".join(failures))
+    budget = RetryBudget(time.monotonic() + timeout_s)
+    while True:
+        failures: list[str] = []
+        for host, port in addresses:
+            name = f"{host}:{port}"
+            try:
+                with BlockingKafkaConnection(host, port, client_id=CLIENT_ID,
+                                             timeout=max(0.1, budget.deadline - time.monotonic()),
+                                             security=security) as conn:
+                    response = conn.request(ApiKey.DESCRIBE_QUORUM, {"topics": [{
+                        "topic_name": METADATA_TOPIC,
+                        "partitions": [{"partition_index": METADATA_PARTITION}]}]})
+                    retriable = _routing_error(response)
+                    if retriable is not None:
+                        failures.append(f"{name} answered DescribeQuorum with "
+                                        f"{retriable.name} ({int(retriable)}): "
+                                        f"{retriable.message}")
+                        continue
+                    partition = metadata_partition(response, name)
+                    cluster_id = _cluster_id(conn, name) if want_cluster_id else None
+                    return partition, cluster_id
+            except KafkaConnectionError as exc:
+                failures.append(str(exc))
+            except (KafkaError, ProtocolError) as exc:
+                raise CommandError(f"DescribeQuorum to {name} failed: {exc}") from None
+        # A controller election or a restarting node: ask again until the timeout, as
+        # Kafka's admin client retries a retriable DescribeQuorum failure.
+        wait = budget.next_wait(time.monotonic())
+        if wait is None:
+            raise CommandError(f"no server in --bootstrap-server {server} answered within "
+                               f"the timeout: " + "; ".join(failures))
+        time.sleep(wait)
+
+
+def _routing_error(response: Mapping[str, Any]) -> Any:
+    """The retriable error (no leader yet, not the controller) of a DescribeQuorum answer,
+    at top level or for the metadata partition; None otherwise."""
+    from clients.admin.retries import ROUTING_ERRORS
+    from clients.protocol import ErrorCode
+
+    codes = [response.get("error_code", 0)] + [
+        p.get("error_code", 0) for t in response.get("topics") or ()
+        for p in t.get("partitions") or ()]
+    for code in codes:
+        error = ErrorCode.from_code(int(code))
+        if error in ROUTING_ERRORS:
+            return error
+    return None
 
 
 def _cluster_id(conn: Any, server: str) -> str | None:

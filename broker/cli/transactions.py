@@ -12,6 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Sequence
 
+from broker.cli.admin_tool import DEFAULT_API_TIMEOUT_MS, api_timeout_ms
 from broker.cli.main import CommandError
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for sub in (listing, describe, producers, abort, hanging):
         _connection_options(sub, argparse.SUPPRESS)
     parser.set_defaults(func=run_transactions, bootstrap_server=None,
-                        timeout=DEFAULT_TIMEOUT_S)
+                        timeout=DEFAULT_TIMEOUT_S, api_timeout_ms=DEFAULT_API_TIMEOUT_MS)
 
 
 def _connection_options(parser: argparse.ArgumentParser, default: object) -> None:
@@ -99,6 +100,9 @@ def _connection_options(parser: argparse.ArgumentParser, default: object) -> Non
                         default=default, help="the brokers to connect to (required)")
     parser.add_argument("--timeout", type=float, default=default,
                         help=f"seconds per request (default {DEFAULT_TIMEOUT_S:.0f})")
+    parser.add_argument("--timeout-ms", dest="api_timeout_ms", type=int, default=default,
+                        metavar="MS", help="retry retriable errors of each admin call for "
+                        f"this long (default {DEFAULT_API_TIMEOUT_MS})")
 
 
 def run_transactions(args: argparse.Namespace) -> int:
@@ -110,7 +114,8 @@ def run_transactions(args: argparse.Namespace) -> int:
         raise CommandError("--bootstrap-server is required")
     try:
         with BlockingAdmin({"bootstrap.servers": args.bootstrap_server, "client.id": CLIENT_ID,
-                            "request.timeout.ms": int(args.timeout * 1000)}) as admin:
+                            "request.timeout.ms": int(args.timeout * 1000),
+                            "default.api.timeout.ms": api_timeout_ms(args)}) as admin:
             out = _COMMANDS[args.subcommand](admin, args)
     except (ConfigError, KafkaConnectionError, KafkaError, OSError) as exc:
         raise CommandError(str(exc)) from None

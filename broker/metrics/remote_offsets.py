@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Mapping
 
 import trio
+
+if TYPE_CHECKING:
+    from clients.net import ClientSecurity
+    from clients.net.sasl import SaslCredentials
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +61,24 @@ class RemoteEndOffsets:
             await self.refresh()
 
 
-def admin_end_offsets(bootstrap: str, client_id: str) -> ReadEndOffsets:
-    """A reader using the admin client's ListOffsets (latest: the high watermark)."""
+def admin_end_offsets(bootstrap: str, client_id: str, security: "ClientSecurity | None" = None,
+                      sasl: "SaslCredentials | None" = None,
+                      timeout_ms: int = int(DEFAULT_INTERVAL_S * 1000)) -> ReadEndOffsets:
+    """A reader using the admin client's ListOffsets (latest: the high watermark), over a
+    listener with `security` and, on a SASL listener, authenticating with `sasl` (the
+    broker's inter-broker credentials); one read gives up after `timeout_ms`."""
     from clients.admin import Admin
+    from clients.admin.client import AdminConfig
     from clients.admin.operations import LATEST_TIMESTAMP, ListedOffset
+    from clients.net import PLAINTEXT, parse_bootstrap_servers
+
+    config = AdminConfig(parse_bootstrap_servers(bootstrap), client_id,
+                         request_timeout_ms=timeout_ms, connect_timeout_ms=timeout_ms,
+                         default_api_timeout_ms=timeout_ms,
+                         security=security or PLAINTEXT, sasl=sasl)
 
     async def read(partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]:
-        async with Admin({"bootstrap.servers": bootstrap, "client.id": client_id}) as admin:
+        async with Admin(config) as admin:
             listed = await admin.list_offsets({tp: LATEST_TIMESTAMP for tp in partitions})
         return {tp: answer.offset for tp, answer in listed.items()
                 if isinstance(answer, ListedOffset)}

@@ -2,23 +2,32 @@
 
 Requests that change the cluster go to the controller Metadata names (a broker forwards
 them to the active controller otherwise); reads go to any broker. A connection failure
-refreshes metadata and tries once more on another broker.
+refreshes metadata and tries once more on another broker. Beyond that, as Kafka's admin
+client, retriable failures (see ``retries``) are retried with backoff until
+``default.api.timeout.ms``: a call whose answer failed as a whole is sent again, an
+operation whose coordinator or leader moved starts over.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
+
+import trio
 
 from clients.admin import cluster_operations as cops
 from clients.admin import acl_operations as acls
 from clients.admin import broker_config_operations as bcops
 from clients.admin import group_operations as gops
 from clients.admin import operations as ops
+from clients.admin import retries
 from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
+from clients.admin.retries import RetryBudget
 from clients.admin import scram_operations as scram_ops
 from clients.admin import reassignment_operations as reassign_ops
 from clients.admin.settings import (
@@ -33,7 +42,7 @@ from clients.admin.settings import (
 )
 from clients.net import PLAINTEXT, ClientSecurity, KafkaConnectionError, parse_bootstrap_servers
 from clients.net.sasl import SaslCredentials
-from clients.protocol import ApiKey, KafkaError
+from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
@@ -108,119 +117,125 @@ class Admin:
 
     async def create_topics(self, topics: Iterable[ops.NewTopic], validate_only: bool = False
                             ) -> dict[str, uuid.UUID]:
-        return await self._run(ops.create_topics(topics, validate_only))
+        return await self._retrying(ops.create_topics, topics, validate_only)
 
     async def delete_topics(self, names: Iterable[str]) -> None:
-        await self._run(ops.delete_topics(names))
+        await self._retrying(ops.delete_topics, names)
 
     async def list_topics(self, include_internal: bool = False) -> list[str]:
-        return await self._run(ops.list_topics(include_internal))
+        return await self._retrying(ops.list_topics, include_internal)
 
     async def describe_topics(self, names: Iterable[str] | None = None
                               ) -> list[ops.TopicDescription]:
-        return await self._run(ops.describe_topics(names))
+        return await self._retrying(ops.describe_topics, names)
 
     async def create_partitions(self, new_totals: Mapping[str, int],
                                 validate_only: bool = False) -> None:
-        await self._run(ops.create_partitions(new_totals, validate_only))
+        await self._retrying(ops.create_partitions, new_totals, validate_only)
 
     async def elect_leaders(self, election_type: int,
                             partitions: Iterable[ops.TopicPartition] | None = None
                             ) -> list[cops.ElectionResult]:
-        return await self._run(cops.elect_leaders(election_type, partitions))
+        return await self._retrying(cops.elect_leaders, election_type, partitions)
 
     async def describe_log_dirs(self, broker_id: int, topics: Iterable[str] | None = None
                                 ) -> list[cops.LogDirDescription]:
-        return await self._run(cops.describe_log_dirs(broker_id, topics))
+        return await self._retrying(cops.describe_log_dirs, broker_id, topics)
 
     async def unregister_broker(self, broker_id: int) -> None:
-        await self._run(cops.unregister_broker(broker_id))
+        await self._retrying(cops.unregister_broker, broker_id)
 
     async def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                                ) -> dict[str, ops.ConfigEntry]:
-        return await self._run(ops.describe_configs(topic, ops.TOPIC_RESOURCE, keys))
+        return await self._retrying(ops.describe_configs, topic, ops.TOPIC_RESOURCE, keys)
 
     async def incremental_alter_configs(self, topic: str, changes: Mapping[str, str | None],
                                         validate_only: bool = False) -> None:
-        await self._run(ops.incremental_alter_configs(topic, changes, ops.TOPIC_RESOURCE,
-                                                      validate_only))
+        await self._retrying(ops.incremental_alter_configs, topic, changes, ops.TOPIC_RESOURCE,
+                             validate_only)
 
     async def describe_cluster(self) -> ops.ClusterDescription:
-        return await self._run(ops.describe_cluster())
+        return await self._retrying(ops.describe_cluster)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
-        await self._run(gops.delete_groups(group_ids))
+        await self._retrying(gops.delete_groups, group_ids)
 
     async def alter_group_offsets(self, group_id: str,
                                   offsets: Mapping[ops.TopicPartition, int]) -> None:
-        await self._run(gops.alter_group_offsets(group_id, offsets))
+        await self._retrying(gops.alter_group_offsets, group_id, offsets)
 
     async def delete_group_offsets(self, group_id: str,
                                    partitions: Iterable[ops.TopicPartition]) -> None:
-        await self._run(gops.delete_group_offsets(group_id, partitions))
+        await self._retrying(gops.delete_group_offsets, group_id, partitions)
+
+    async def delete_group_offsets_each(self, group_id: str,
+                                        partitions: Iterable[ops.TopicPartition]
+                                        ) -> dict[ops.TopicPartition, ErrorCode]:
+        """OffsetDelete's outcome per partition; a group-level error raises KafkaError."""
+        return await self._retrying(gops.delete_group_offsets_each, group_id, partitions)
 
     async def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                            isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
         """{partition: ListedOffset | None | KafkaError}; see ``operations.list_offsets``."""
-        return await self._run(ops.list_offsets(timestamps, isolation_level))
+        return await self._retrying(ops.list_offsets, timestamps, isolation_level)
 
     async def upsert_scram_credential(self, user: str, mechanism: str, password: str,
                                       iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
-        await self._run(scram_ops.upsert_scram_credential(user, mechanism, password,
-                                                          iterations))
+        await self._retrying(scram_ops.upsert_scram_credential, user, mechanism, password,
+                             iterations)
 
     async def delete_scram_credential(self, user: str, mechanism: str) -> None:
-        await self._run(scram_ops.delete_scram_credential(user, mechanism))
+        await self._retrying(scram_ops.delete_scram_credential, user, mechanism)
 
     async def describe_scram_credentials(self, users: Iterable[str] | None = None
                                          ) -> dict[str, list[tuple[str, int]]]:
-        return await self._run(scram_ops.describe_scram_credentials(users))
+        return await self._retrying(scram_ops.describe_scram_credentials, users)
 
     async def delete_records(self, before: Mapping[ops.TopicPartition, int]
                              ) -> dict[ops.TopicPartition, int | KafkaError]:
         """{partition: low watermark | KafkaError}; see ``operations.delete_records``."""
-        return await self._run(ops.delete_records(before))
+        return await self._retrying(ops.delete_records, before)
 
     async def list_groups(self) -> list[gops.GroupListing]:
-        return await self._run(gops.list_groups())
+        return await self._retrying(gops.list_groups)
 
     async def describe_groups(self, groups: Iterable[str]
                               ) -> dict[str, gops.GroupDescription | KafkaError]:
-        return await self._run(gops.describe_groups(groups))
+        return await self._retrying(gops.describe_groups, groups)
 
     async def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
-        return await self._run(gops.list_group_offsets(group))
+        return await self._retrying(gops.list_group_offsets, group)
 
     async def describe_quorum(self) -> gops.QuorumInfo:
-        return await self._run(gops.describe_quorum())
+        return await self._retrying(gops.describe_quorum)
 
     async def list_transactions(self, state_filters: Iterable[str] = (),
                                 producer_id_filters: Iterable[int] = (),
                                 duration_filter_ms: int = -1) -> list[tops.TransactionListing]:
-        return await self._run(tops.list_transactions(state_filters, producer_id_filters,
-                                                      duration_filter_ms))
+        return await self._retrying(tops.list_transactions, state_filters, producer_id_filters,
+                                    duration_filter_ms)
 
     async def describe_transactions(self, transactional_ids: Iterable[str]
                                     ) -> dict[str, tops.TransactionDescription | KafkaError]:
-        return await self._run(tops.describe_transactions(transactional_ids))
+        return await self._retrying(tops.describe_transactions, transactional_ids)
 
     async def describe_producers(self, partitions: Iterable[ops.TopicPartition],
                                  broker_id: int | None = None
                                  ) -> dict[ops.TopicPartition, Any]:
         """{partition: [ProducerState] or KafkaError}, from the leaders (or ``broker_id``)."""
-        return await self._run(tops.describe_producers(partitions, broker_id))
+        return await self._retrying(tops.describe_producers, partitions, broker_id)
 
     async def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
-        await self._run(tops.abort_transaction(spec))
+        await self._retrying(tops.abort_transaction, spec)
     async def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
-        await self._run(acls.create_acls(bindings))
+        await self._retrying(acls.create_acls, bindings)
 
     async def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
-        return await self._run(acls.describe_acls(acl_filter))
+        return await self._retrying(acls.describe_acls, acl_filter)
 
     async def delete_acls(self, filters: Iterable[acls.AclBindingFilter]
                           ) -> list[acls.AclBinding]:
-        return await self._run(acls.delete_acls(filters))
+        return await self._retrying(acls.delete_acls, filters)
 
     async def alter_partition_reassignments(
             self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
@@ -246,16 +261,54 @@ class Admin:
         await self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
 
     async def _run(self, operation: ops.Operation) -> Any:
+        """Run a started operation once; its calls are retried (see ``_retrying``)."""
+        return await self._retrying(operation)
+
+    async def _retrying(self, operation: ops.Operation | Callable[..., ops.Operation],
+                        *args: Any) -> Any:
+        """Run an operation until it returns or `default.api.timeout.ms` passes. Given as
+        a generator function and its arguments, it starts over after a retriable failure
+        (a moved controller or coordinator); a generator runs once, its calls retried."""
+        start = retries.starter(operation, args)
+        budget = RetryBudget(trio.current_time() + self.config.default_api_timeout_ms / 1000)
+        while True:
+            try:
+                return await self._drive(start(), budget)
+            except (KafkaError, KafkaConnectionError) as exc:
+                if not (callable(operation) and retries.should_retry(exc)):
+                    raise
+                wait = budget.next_wait(trio.current_time())
+                if wait is None:
+                    raise budget.exhausted(exc) from None
+                self._cluster = None
+                await trio.sleep(wait)
+
+    async def _drive(self, operation: ops.Operation, budget: RetryBudget) -> Any:
         try:
             call = next(operation)
         except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
             return stop.value
         while True:
-            response = await self._call(call)
+            response = await self._call_retrying(call, budget)
             try:
                 call = operation.send(response)
             except StopIteration as stop:
                 return stop.value
+
+    async def _call_retrying(self, call: ops.Call, budget: RetryBudget) -> dict[str, Any]:
+        """`_call`, repeated after a routing error or a lost broker while time is left."""
+        while True:
+            try:
+                return await self._call(call)
+            except (retries.RetryCall, KafkaConnectionError) as exc:
+                if isinstance(exc, KafkaConnectionError) and (
+                        call.node_id is not None or not retries.should_retry(exc)):
+                    raise  # the addressed broker is gone: the operation looks again
+                wait = budget.next_wait(trio.current_time())
+                if wait is None:
+                    raise budget.exhausted(retries.failure_of(exc)) from None
+                self._cluster = None
+                await trio.sleep(wait)
 
     async def _call(self, call: ops.Call) -> dict[str, Any]:
         failed: set[int] = set()
@@ -268,8 +321,9 @@ class Admin:
             try:
                 conn = await self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
-                return await self._pool.request(node, call.api_key, call.build(version),
-                                                version)
+                response = await self._pool.request(node, call.api_key, call.build(version),
+                                                    version)
+                return retries.accepted(call, response)
             except KafkaConnectionError:
                 self._cluster = None
                 failed.add(node.node_id)
@@ -302,83 +356,88 @@ class BlockingAdmin:
 
     def create_topics(self, topics: Iterable[ops.NewTopic], validate_only: bool = False
                       ) -> dict[str, uuid.UUID]:
-        return self._run(ops.create_topics(topics, validate_only))
+        return self._retrying(ops.create_topics, topics, validate_only)
 
     def delete_topics(self, names: Iterable[str]) -> None:
-        self._run(ops.delete_topics(names))
+        self._retrying(ops.delete_topics, names)
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
-        return self._run(ops.list_topics(include_internal))
+        return self._retrying(ops.list_topics, include_internal)
 
     def describe_topics(self, names: Iterable[str] | None = None
                         ) -> list[ops.TopicDescription]:
-        return self._run(ops.describe_topics(names))
+        return self._retrying(ops.describe_topics, names)
 
     def create_partitions(self, new_totals: Mapping[str, int],
                           validate_only: bool = False) -> None:
-        self._run(ops.create_partitions(new_totals, validate_only))
+        self._retrying(ops.create_partitions, new_totals, validate_only)
 
     def elect_leaders(self, election_type: int,
                       partitions: Iterable[ops.TopicPartition] | None = None
                       ) -> list[cops.ElectionResult]:
         """ElectLeaders (cluster_operations.PREFERRED or UNCLEAN) for `partitions` (None:
         all); Kafka's per-partition outcomes."""
-        return self._run(cops.elect_leaders(election_type, partitions))
+        return self._retrying(cops.elect_leaders, election_type, partitions)
 
     def describe_log_dirs(self, broker_id: int, topics: Iterable[str] | None = None
                           ) -> list[cops.LogDirDescription]:
         """Broker `broker_id`'s log directories and the replicas in each."""
-        return self._run(cops.describe_log_dirs(broker_id, topics))
+        return self._retrying(cops.describe_log_dirs, broker_id, topics)
 
     def unregister_broker(self, broker_id: int) -> None:
         """Remove broker `broker_id`, gone for good, from the cluster (UnregisterBroker)."""
-        self._run(cops.unregister_broker(broker_id))
+        self._retrying(cops.unregister_broker, broker_id)
 
     def describe_configs(self, topic: str, keys: Iterable[str] | None = None
                          ) -> dict[str, ops.ConfigEntry]:
-        return self._run(ops.describe_configs(topic, ops.TOPIC_RESOURCE, keys))
+        return self._retrying(ops.describe_configs, topic, ops.TOPIC_RESOURCE, keys)
 
     def incremental_alter_configs(self, topic: str, changes: Mapping[str, str | None],
                                   validate_only: bool = False) -> None:
-        self._run(ops.incremental_alter_configs(topic, changes, ops.TOPIC_RESOURCE,
-                                                validate_only))
+        self._retrying(ops.incremental_alter_configs, topic, changes, ops.TOPIC_RESOURCE,
+                       validate_only)
 
     def describe_cluster(self) -> ops.ClusterDescription:
-        return self._run(ops.describe_cluster())
+        return self._retrying(ops.describe_cluster)
 
     def delete_groups(self, group_ids: Iterable[str]) -> None:
-        self._run(gops.delete_groups(group_ids))
+        self._retrying(gops.delete_groups, group_ids)
 
     def alter_group_offsets(self, group_id: str,
                             offsets: Mapping[ops.TopicPartition, int]) -> None:
-        self._run(gops.alter_group_offsets(group_id, offsets))
+        self._retrying(gops.alter_group_offsets, group_id, offsets)
 
     def delete_group_offsets(self, group_id: str,
                              partitions: Iterable[ops.TopicPartition]) -> None:
-        self._run(gops.delete_group_offsets(group_id, partitions))
+        self._retrying(gops.delete_group_offsets, group_id, partitions)
+
+    def delete_group_offsets_each(self, group_id: str,
+                                  partitions: Iterable[ops.TopicPartition]
+                                  ) -> dict[ops.TopicPartition, ErrorCode]:
+        return self._retrying(gops.delete_group_offsets_each, group_id, partitions)
 
     def list_offsets(self, timestamps: Mapping[ops.TopicPartition, int],
                      isolation_level: int = 0) -> dict[ops.TopicPartition, Any]:
-        return self._run(ops.list_offsets(timestamps, isolation_level))
+        return self._retrying(ops.list_offsets, timestamps, isolation_level)
 
     def upsert_scram_credential(self, user: str, mechanism: str, password: str,
                                 iterations: int = scram_ops.DEFAULT_ITERATIONS) -> None:
-        self._run(scram_ops.upsert_scram_credential(user, mechanism, password, iterations))
+        self._retrying(scram_ops.upsert_scram_credential, user, mechanism, password, iterations)
 
     def delete_scram_credential(self, user: str, mechanism: str) -> None:
-        self._run(scram_ops.delete_scram_credential(user, mechanism))
+        self._retrying(scram_ops.delete_scram_credential, user, mechanism)
 
     def describe_scram_credentials(self, users: Iterable[str] | None = None
                                    ) -> dict[str, list[tuple[str, int]]]:
-        return self._run(scram_ops.describe_scram_credentials(users))
+        return self._retrying(scram_ops.describe_scram_credentials, users)
 
     def delete_records(self, before: Mapping[ops.TopicPartition, int]
                        ) -> dict[ops.TopicPartition, int | KafkaError]:
-        return self._run(ops.delete_records(before))
+        return self._retrying(ops.delete_records, before)
 
     def broker_versions(self) -> dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]]:
         """Each broker's (node, {api key: (min, max)}) from its ApiVersions answer."""
-        cluster: ClusterMetadata = self._run(ops.metadata([]))
+        cluster: ClusterMetadata = self._retrying(ops.metadata, [])
         out: dict[int, tuple[BrokerNode, dict[int, tuple[int, int]]]] = {}
         for node_id in sorted(cluster.brokers):
             node = cluster.brokers[node_id]
@@ -386,45 +445,45 @@ class BlockingAdmin:
         return out
 
     def list_groups(self) -> list[gops.GroupListing]:
-        return self._run(gops.list_groups())
+        return self._retrying(gops.list_groups)
 
     def describe_groups(self, groups: Iterable[str]
                         ) -> dict[str, gops.GroupDescription | KafkaError]:
-        return self._run(gops.describe_groups(groups))
+        return self._retrying(gops.describe_groups, groups)
 
     def list_group_offsets(self, group: str) -> dict[ops.TopicPartition, int]:
-        return self._run(gops.list_group_offsets(group))
+        return self._retrying(gops.list_group_offsets, group)
 
     def describe_quorum(self) -> gops.QuorumInfo:
-        return self._run(gops.describe_quorum())
+        return self._retrying(gops.describe_quorum)
 
     def list_transactions(self, state_filters: Iterable[str] = (),
                           producer_id_filters: Iterable[int] = (),
                           duration_filter_ms: int = -1) -> list[tops.TransactionListing]:
-        return self._run(tops.list_transactions(state_filters, producer_id_filters,
-                                                duration_filter_ms))
+        return self._retrying(tops.list_transactions, state_filters, producer_id_filters,
+                              duration_filter_ms)
 
     def describe_transactions(self, transactional_ids: Iterable[str]
                               ) -> dict[str, tops.TransactionDescription | KafkaError]:
-        return self._run(tops.describe_transactions(transactional_ids))
+        return self._retrying(tops.describe_transactions, transactional_ids)
 
     def describe_producers(self, partitions: Iterable[ops.TopicPartition],
                            broker_id: int | None = None) -> dict[ops.TopicPartition, Any]:
-        return self._run(tops.describe_producers(partitions, broker_id))
+        return self._retrying(tops.describe_producers, partitions, broker_id)
 
     def abort_transaction(self, spec: tops.AbortTransactionSpec) -> None:
-        self._run(tops.abort_transaction(spec))
+        self._retrying(tops.abort_transaction, spec)
 
     def partitions_on_broker(self, broker_id: int) -> list[ops.TopicPartition]:
-        return self._run(tops.partitions_on_broker(broker_id))
+        return self._retrying(tops.partitions_on_broker, broker_id)
     def create_acls(self, bindings: Iterable[acls.AclBinding]) -> None:
-        self._run(acls.create_acls(bindings))
+        self._retrying(acls.create_acls, bindings)
 
     def describe_acls(self, acl_filter: acls.AclBindingFilter) -> list[acls.AclBinding]:
-        return self._run(acls.describe_acls(acl_filter))
+        return self._retrying(acls.describe_acls, acl_filter)
 
     def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
-        return self._run(acls.delete_acls(filters))
+        return self._retrying(acls.delete_acls, filters)
 
     def alter_partition_reassignments(
             self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
@@ -452,16 +511,51 @@ class BlockingAdmin:
         self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
 
     def _run(self, operation: ops.Operation) -> Any:
+        """Run a started operation once; its calls are retried (see ``_retrying``)."""
+        return self._retrying(operation)
+
+    def _retrying(self, operation: ops.Operation | Callable[..., ops.Operation],
+                  *args: Any) -> Any:
+        """As ``Admin._retrying``."""
+        start = retries.starter(operation, args)
+        budget = RetryBudget(time.monotonic() + self.config.default_api_timeout_ms / 1000)
+        while True:
+            try:
+                return self._drive(start(), budget)
+            except (KafkaError, KafkaConnectionError) as exc:
+                if not (callable(operation) and retries.should_retry(exc)):
+                    raise
+                wait = budget.next_wait(time.monotonic())
+                if wait is None:
+                    raise budget.exhausted(exc) from None
+                self._cluster = None
+                time.sleep(wait)
+
+    def _drive(self, operation: ops.Operation, budget: RetryBudget) -> Any:
         try:
             call = next(operation)
         except StopIteration as stop:  # nothing to ask (e.g. describing no groups)
             return stop.value
         while True:
-            response = self._call(call)
+            response = self._call_retrying(call, budget)
             try:
                 call = operation.send(response)
             except StopIteration as stop:
                 return stop.value
+
+    def _call_retrying(self, call: ops.Call, budget: RetryBudget) -> dict[str, Any]:
+        while True:
+            try:
+                return self._call(call)
+            except (retries.RetryCall, KafkaConnectionError) as exc:
+                if isinstance(exc, KafkaConnectionError) and (
+                        call.node_id is not None or not retries.should_retry(exc)):
+                    raise
+                wait = budget.next_wait(time.monotonic())
+                if wait is None:
+                    raise budget.exhausted(retries.failure_of(exc)) from None
+                self._cluster = None
+                time.sleep(wait)
 
     def _call(self, call: ops.Call) -> dict[str, Any]:
         failed: set[int] = set()
@@ -474,7 +568,8 @@ class BlockingAdmin:
             try:
                 conn = self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
-                return self._pool.request(node, call.api_key, call.build(version), version)
+                response = self._pool.request(node, call.api_key, call.build(version), version)
+                return retries.accepted(call, response)
             except KafkaConnectionError:
                 self._cluster = None
                 failed.add(node.node_id)

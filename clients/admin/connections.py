@@ -19,6 +19,7 @@ from clients.net import (
     ClientSecurity,
     KafkaConnection,
     KafkaConnectionError,
+    TlsHandshakeError,
 )
 from clients.net.sasl import SaslCredentials
 
@@ -38,6 +39,14 @@ def _candidates(bootstrap: list[tuple[str, int]], brokers: Iterable[BrokerNode]
             seen.add((host, port))
             out.append((None, host, port))
     return out
+
+
+def _unreachable(failures: list[KafkaConnectionError]) -> KafkaConnectionError:
+    """The error of a request no broker answered: a TlsHandshakeError when every broker
+    refused the handshake (retrying cannot help), else a KafkaConnectionError."""
+    kind = (TlsHandshakeError if failures and all(isinstance(f, TlsHandshakeError)
+                                                  for f in failures) else KafkaConnectionError)
+    return kind("no broker is reachable: " + "; ".join(str(f) for f in failures))
 
 
 class TrioConnectionPool:
@@ -95,7 +104,7 @@ class TrioConnectionPool:
                           brokers: Iterable[BrokerNode] = (),
                           version: int | None = None) -> dict[str, Any]:
         """Send to the first reachable broker; KafkaConnectionError if none answers."""
-        failures: list[str] = []
+        failures: list[KafkaConnectionError] = []
         # A snapshot: other tasks may drop or replace connections while this one waits.
         open_first = [(k, c) for k, c in self._connections.items() if not c.closed]
         for key, open_conn in open_first:
@@ -104,7 +113,7 @@ class TrioConnectionPool:
                     api_key, body, version, timeout=self.request_timeout_s)
             except KafkaConnectionError as exc:
                 self._forget(key, open_conn)
-                failures.append(str(exc))
+                failures.append(exc)
         for node_id, host, port in _candidates(self.bootstrap, brokers):
             key = node_id if node_id is not None else self._bootstrap_keys[(host, port)]
             conn = None
@@ -115,8 +124,8 @@ class TrioConnectionPool:
             except KafkaConnectionError as exc:
                 if conn is not None:
                     self._forget(key, conn)
-                failures.append(str(exc))
-        raise KafkaConnectionError("no broker is reachable: " + "; ".join(failures))
+                failures.append(exc)
+        raise _unreachable(failures)
 
     async def aclose(self) -> None:
         connections, self._connections = list(self._connections.values()), {}
@@ -166,21 +175,21 @@ class BlockingConnectionPool:
     def request_any(self, api_key: int, body: dict[str, Any],
                     brokers: Iterable[BrokerNode] = (),
                     version: int | None = None) -> dict[str, Any]:
-        failures: list[str] = []
+        failures: list[KafkaConnectionError] = []
         for key in [k for k, c in self._connections.items() if not c.closed]:
             try:
                 return self._connections[key].request(api_key, body, version)
             except KafkaConnectionError as exc:
                 self._connections.pop(key, None)
-                failures.append(str(exc))
+                failures.append(exc)
         for node_id, host, port in _candidates(self.bootstrap, brokers):
             key = node_id if node_id is not None else self._bootstrap_keys[(host, port)]
             try:
                 return self._connect(key, host, port).request(api_key, body, version)
             except KafkaConnectionError as exc:
                 self._connections.pop(key, None)
-                failures.append(str(exc))
-        raise KafkaConnectionError("no broker is reachable: " + "; ".join(failures))
+                failures.append(exc)
+        raise _unreachable(failures)
 
     def close(self) -> None:
         connections, self._connections = list(self._connections.values()), {}

@@ -172,6 +172,14 @@ def alter_group_offsets(group: str, offsets: Mapping[TopicPartition, int]) -> Op
 def delete_group_offsets(group: str, partitions: Iterable[TopicPartition]) -> Operation:
     """Delete the group's committed offsets of `partitions` (OffsetDelete); a partition of a
     topic the group's members consume is refused (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    codes = yield from delete_group_offsets_each(group, partitions)
+    for (topic, partition), code in sorted(codes.items()):
+        _raise_for(code, None, f"deleting the offset of {topic}-{partition}")
+
+
+def delete_group_offsets_each(group: str, partitions: Iterable[TopicPartition]) -> Operation:
+    """OffsetDelete with each partition's outcome: {partition: ErrorCode}. A group-level
+    error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) raises KafkaError."""
     node_id = yield from find_coordinator(group)
     topics: dict[str, list[dict[str, int]]] = {}
     for topic, partition in sorted(set(partitions)):
@@ -180,10 +188,9 @@ def delete_group_offsets(group: str, partitions: Iterable[TopicPartition]) -> Op
         {"name": name, "partitions": parts} for name, parts in topics.items()]}),
         node_id=node_id)
     _raise_for(response["error_code"], None, f"deleting offsets of group {group}")
-    for topic in response["topics"]:
-        for p in topic["partitions"]:
-            _raise_for(p["error_code"], None,
-                       f"deleting the offset of {topic['name']}-{p['partition_index']}")
+    return {(topic["name"], p["partition_index"]): ErrorCode.from_code(p["error_code"])
+            for topic in response["topics"] for p in topic["partitions"]}
+
 
 def _replicas(entries: Iterable[dict[str, Any]]) -> tuple[ReplicaState, ...]:
     return tuple(ReplicaState(r["replica_id"], r["log_end_offset"],

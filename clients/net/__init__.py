@@ -2,7 +2,7 @@
 
 from clients.net.addresses import parse_bootstrap_servers, parse_host_port
 from clients.net.blocking_connection import BlockingKafkaConnection
-from clients.net.errors import NO_ANSWER, KafkaConnectionError
+from clients.net.errors import NO_ANSWER, KafkaConnectionError, TlsHandshakeError
 from clients.net.security import PLAINTEXT, ClientSecurity
 from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
 from clients.net.trio_connection import KafkaConnection
@@ -13,6 +13,7 @@ __all__ = [
     "FrameBuffer",
     "KafkaConnection",
     "KafkaConnectionError",
+    "TlsHandshakeError",
     "NO_ANSWER",
     "OutgoingRequest",
     "PLAINTEXT",

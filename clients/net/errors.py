@@ -12,6 +12,12 @@ class KafkaConnectionError(ConnectionError):
     """
 
 
+class TlsHandshakeError(KafkaConnectionError):
+    """The TLS handshake failed (an untrusted certificate, a listener that does not speak
+    TLS): trying again with the same settings fails again, as Kafka's
+    SslAuthenticationException says."""
+
+
 # A request that got no usable answer: the connection failed (KafkaConnectionError is an
 # OSError) or the answer could not be decoded.
 NO_ANSWER = (OSError, ProtocolError)

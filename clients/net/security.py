@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import trio
 
-from clients.net.errors import KafkaConnectionError
+from clients.net.errors import KafkaConnectionError, TlsHandshakeError
 from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings
 from clients.net.tls_context import build_context
 
@@ -76,7 +76,7 @@ async def open_transport(host: str, port: int, security: ClientSecurity,
         await stream.do_handshake()
     except (trio.BrokenResourceError, ssl.SSLError) as exc:
         await trio.aclose_forcefully(tcp)
-        raise KafkaConnectionError(
+        raise TlsHandshakeError(
             f"TLS handshake with {host}:{port} failed: {_tls_reason(exc)}") from None
     except BaseException:
         await trio.aclose_forcefully(tcp)
@@ -98,7 +98,7 @@ def open_blocking_socket(host: str, port: int, security: ClientSecurity,
         return security.ssl_context.wrap_socket(sock, server_hostname=host)
     except (OSError, ssl.SSLError) as exc:
         sock.close()
-        raise KafkaConnectionError(
+        raise TlsHandshakeError(
             f"TLS handshake with {host}:{port} failed: {_tls_reason(exc)}") from None
 
 

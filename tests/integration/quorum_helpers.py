@@ -147,7 +147,8 @@ def quorum_status_cli(port: int) -> dict[str, Any] | None:
     raftka = Path(sys.executable).parent / "raftka"
     result = subprocess.run(
         [str(raftka), "quorum", "describe", "--bootstrap-server", f"{HOST}:{port}",
-         "--status", "--json"], capture_output=True, text=True, timeout=60)
+         "--status", "--json", "--timeout-ms", "5000"], capture_output=True, text=True,
+        timeout=60)
     if result.returncode != 0:
         return None
     status: dict[str, Any] = json.loads(result.stdout)

@@ -134,7 +134,8 @@ def test_topic_is_a_regex_for_describe_alter_and_delete(cluster: ClusterInfo) ->
 
     bad = topics(cluster, "--describe", "--topic", "re-(")
     assert one_error_line(bad, TOPIC_ERROR).startswith("Invalid topic regex 're-(': ")
-    unreachable = raftka("topics", "--bootstrap-server", dead_server(), "--describe")
+    unreachable = raftka("topics", "--bootstrap-server", dead_server(), "--describe",
+                         "--timeout-ms", "500")
     assert "no broker is reachable" in one_error_line(unreachable, TOPIC_ERROR)
 
 
@@ -206,7 +207,8 @@ def test_get_offsets_errors_are_one_line(cluster: ClusterInfo) -> None:
     without_topic = get_offsets(cluster, "--partitions", "0")
     assert one_error_line(without_topic, OFFSETS_ERROR) == (
         "--partitions can only be used with --topic")
-    unreachable = raftka("get-offsets", "--bootstrap-server", dead_server())
+    unreachable = raftka("get-offsets", "--bootstrap-server", dead_server(),
+                         "--timeout-ms", "500")
     assert "no broker is reachable" in one_error_line(unreachable, OFFSETS_ERROR)
 
 
@@ -216,8 +218,9 @@ def delete_records(cluster: ClusterInfo, tmp_path: Path, document: object,
                    servers: str | None = None) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "offsets.json"
     path.write_text(document if isinstance(document, str) else json.dumps(document))
+    bounded = ["--timeout-ms", "500"] if servers else []
     return raftka("delete-records", "--bootstrap-server", servers or cluster.bootstrap_servers,
-                  "--offset-json-file", str(path))
+                  "--offset-json-file", str(path), *bounded)
 
 
 def spec(*entries: tuple[str, int, int]) -> dict[str, object]:

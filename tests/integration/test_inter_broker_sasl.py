@@ -1,7 +1,8 @@
 """Three brokers whose only client and inter-broker listener is SASL_PLAINTEXT or SASL_SSL:
 followers authenticate to leaders with sasl.mechanism.inter.broker.protocol and the listener's
 JAAS username and password (over TLS, trusting the CA in ssl.truststore.location), replicate,
-and a kill -9 of a leader loses nothing acknowledged."""
+and a kill -9 of a leader loses nothing acknowledged. A group coordinator reads the lag of
+partitions it holds no replica of through that listener too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import trustme
 from broker.launcher import LauncherError, bootstrap_quorum, stop_quorum
 from broker.launcher.layout import ClusterInfo, NodeInfo
 from broker.launcher.ports import pick_base_port
+from broker.testing.metrics import metrics_url, scrape, value
 from broker.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.admin.operations import NewTopic
@@ -118,6 +120,38 @@ def isr(bootstrap: str, topic: str, setup: Setup) -> tuple[int, tuple[int, ...]]
         return None
     partition = described.partitions[0]
     return partition.leader, tuple(sorted(partition.isr))
+
+
+def test_group_lag_of_a_partition_led_elsewhere_is_read_over_sasl(cluster: ClusterInfo,
+                                                                   setup: Setup) -> None:
+    bootstrap = cluster.bootstrap_servers
+    group = "sasl-lag"
+    with BlockingAdmin({"bootstrap.servers": bootstrap, **setup.raftka_auth}) as client:
+        client.create_topics([NewTopic("lag-near", 1, 1)])
+        wait_for(lambda: isr(bootstrap, "lag-near", setup), "lag-near led", timeout=30)
+        client.alter_group_offsets(group, {("lag-near", 0): 0})
+        described = client.describe_groups([group])[group]
+        assert not isinstance(described, KafkaError), described
+        coordinator = described.coordinator_id
+        elsewhere = next(n.node_id for n in cluster.brokers if n.node_id != coordinator)
+        client.create_topics([NewTopic("lag-far", -1, -1,
+                                       replica_assignments={0: [elsewhere]})])
+    wait_for(lambda: isr(bootstrap, "lag-far", setup), "lag-far led", timeout=30)
+    # One replica, under the cluster's min.insync.replicas=2: acks=1.
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "1",
+                                         "broker.address.family": "v4", **setup.auth})
+    for i in range(10):
+        producer.produce("lag-far", b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    with BlockingAdmin({"bootstrap.servers": bootstrap, **setup.raftka_auth}) as client:
+        client.alter_group_offsets(group, {("lag-far", 0): 4})
+    port = cluster.node(coordinator).metrics_port
+    assert port is not None
+    labels = {"consumergroup": group, "topic": "lag-far", "partition": "0"}
+    # The coordinator reads the leader's high watermark every 10 s, authenticating with the
+    # broker's inter-broker credentials.
+    wait_for(lambda: value(scrape(metrics_url(HOST, port)), "kafka_consumergroup_lag",
+                           labels) == 6, f"lag 6 on coordinator {coordinator}", timeout=40)
 
 
 def test_replication_over_sasl_survives_a_leader_kill(cluster: ClusterInfo,

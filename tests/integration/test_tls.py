@@ -376,9 +376,20 @@ def test_the_cli_connects_over_ssl_with_command_config(
                            str(settings))
         assert answered.returncode == 0, (command, answered.stderr)
     # Without the settings the same command cannot talk to the TLS listener: one line, exit 1.
-    refused = _raftka("topics", "--bootstrap-server", b, "--list")
+    refused = _raftka("topics", "--bootstrap-server", b, "--list", "--timeout-ms", "2000")
     assert refused.returncode == 1
     assert len(refused.stderr.strip().splitlines()) == 1
     missing = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
                       str(tmp_path / "absent.properties"))
     assert missing.returncode == 1 and "absent.properties" in missing.stderr
+    # A CA that does not sign the broker's certificate fails the handshake: not retried
+    # until --timeout-ms (60 s by default), as Kafka's SslAuthenticationException is not.
+    other_ca = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other_ca))
+    untrusted = tmp_path / "untrusted.properties"
+    untrusted.write_text(f"security.protocol=SSL\nssl.truststore.location={other_ca}\n")
+    started = time.monotonic()
+    distrusted = _raftka("topics", "--bootstrap-server", b, "--list", "--command-config",
+                         str(untrusted))
+    assert distrusted.returncode == 1 and "TLS handshake" in distrusted.stderr
+    assert time.monotonic() - started < 30, distrusted.stderr

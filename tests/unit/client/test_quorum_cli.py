@@ -161,13 +161,14 @@ async def test_partition_error_exits_1(nursery: trio.Nursery,
 
     stub = await start_stub(nursery, DESCRIBE_QUORUM=not_leader)
     assert await run_cli("--bootstrap-server", f"127.0.0.1:{stub.port}",
-                         "--replication") == 1
+                         "--replication", "--timeout-ms", "300") == 1
     assert "NOT_LEADER_OR_FOLLOWER (6)" in capsys.readouterr().err
 
 
 async def test_unreachable_server_exits_1_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
     port = free_port_without_listener()
-    assert await run_cli("--bootstrap-server", f"127.0.0.1:{port}", "--status") == 1
+    assert await run_cli("--bootstrap-server", f"127.0.0.1:{port}", "--status",
+                         "--timeout-ms", "300") == 1
     err = capsys.readouterr().err
     assert f"127.0.0.1:{port}" in err and "Traceback" not in err
 
