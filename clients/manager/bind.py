@@ -24,3 +24,16 @@ def check_bind(host: str, password_file: str | None) -> None:
     if not is_loopback(host) and not password_file:
         raise ManagerConfigError(
             f"--listen {host} is beyond loopback: give --password-file to require a password")
+
+
+def parse_metrics_endpoints(values: list[str]) -> dict[int, str]:
+    """``BROKER_ID=URL`` options (``http://host:9404/metrics``) as {broker id: URL}."""
+    endpoints: dict[int, str] = {}
+    for text in values:
+        broker, sep, url = text.partition("=")
+        if not sep or not broker.strip().isdigit() or not url.startswith(("http://",
+                                                                           "https://")):
+            raise ManagerConfigError(
+                f"--metrics-endpoint {text!r}: expected BROKER_ID=http://HOST:PORT/metrics")
+        endpoints[int(broker)] = url.strip()
+    return endpoints

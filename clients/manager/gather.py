@@ -173,6 +173,21 @@ class ClusterReader:
         lags = views.lag_rows(committed, ends, owners)
         return GroupPage(answer, lags, views.total_lag(lags))
 
+    async def traffic_offsets(self) -> tuple[dict[TopicPartition, int],
+                                             dict[TopicPartition, int],
+                                             dict[str, dict[TopicPartition, int]]]:
+        """Each partition's leader and log end offset, and each group's committed offsets
+        (one ListOffsets batch; one OffsetFetch per group)."""
+        async with self._lock:
+            described = await self._admin.describe_topics(None)
+            leaders = {(p.topic, p.partition): p.leader
+                       for t in described for p in t.partitions if p.leader >= 0}
+            ends = await self._offsets(leaders, LATEST_TIMESTAMP)
+            listings = await self._admin.list_groups()
+            committed = {g.group_id: await self._admin.list_group_offsets(g.group_id)
+                         for g in listings}
+        return leaders, ends, committed
+
     async def messages(self, topic: str, partition: int, page_size: int,
                        from_offset: int | None, from_timestamp: int | None,
                        timeout_s: float) -> MessagesPage:

@@ -78,6 +78,7 @@ def _start_manager(servers: str, port: int, *extra: str,
                                 "--bootstrap-server", servers,
                                 "--listen", f"127.0.0.1:{port}",
                                 "--refresh", str(REFRESH_S), "--lag-interval", "1",
+                                "--throughput-interval", "1",
                                 *extra])
     url = f"http://127.0.0.1:{port}/topics"
     wait_for(lambda: process.poll() is not None or _status(url, headers) in (200, 401),
@@ -412,6 +413,70 @@ def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403
     assert "forged" not in _raftka(cluster.bootstrap_servers, "--list").split()
+
+
+def _busiest(page: Any, url: str, chart_id: str) -> float:
+    """The highest rate of the chart ``chart_id`` on the throughput page (0 until it has
+    two points)."""
+    page.goto(url)
+    svg = page.locator(f"svg[id='{chart_id}']")
+    if svg.count() == 0 or int(svg.get_attribute("data-points")) < 2:
+        return 0.0
+    return float(svg.get_attribute("data-max"))
+
+
+def test_throughput_from_offsets_charts_messages_in_per_topic_and_broker(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    # The module's console has no metrics endpoints: rates come from log end offsets.
+    with cluster.admin() as admin:
+        leader = next(p.leader for p in admin.describe_topics([TOPIC])[0].partitions
+                      if p.partition == 1)
+    url = console + "/throughput"
+
+    def charted() -> bool:
+        _produce(cluster, [(b"t", b"x" * 100, [])] * 20, partition=1)
+        return (_busiest(page, url, f"messages_in-topic-{TOPIC}") > 0
+                and _busiest(page, url, f"messages_in-broker-{leader}") > 0)
+
+    wait_for(charted, "messages in/s charted for the topic and its leader", 60, interval=0.5)
+    assert "From offsets" in page.locator("#throughput-source").inner_text()
+    page.screenshot(path=str(shots / "throughput-offsets.png"), full_page=True)
+    page.goto(console + "/topics")
+    rate = page.locator(f"#topics tr[data-topic='{TOPIC}'] td.rate").inner_text()
+    assert float(rate) >= 0
+
+
+def test_throughput_from_metrics_charts_bytes_in_and_out(
+        cluster: RaftkaCluster, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+
+    endpoints = [f"{n}={cluster.metrics_url(n)}" for n in cluster.node_ids]
+    port = _free_port()
+    process = _start_manager(cluster.bootstrap_servers, port,
+                             *[arg for e in endpoints for arg in ("--metrics-endpoint", e)])
+    url = f"http://127.0.0.1:{port}/throughput"
+    with cluster.admin() as admin:
+        leader = next(p.leader for p in admin.describe_topics([TOPIC])[0].partitions
+                      if p.partition == 0)
+    try:
+        with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                               "group.id": "manager-throughput",
+                               "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([(TOPIC, 0)])
+
+            def charted() -> bool:
+                _produce(cluster, [(b"t", b"y" * 200, [])] * 20, partition=0)
+                consumer.poll(200)
+                return all(_busiest(page, url, chart) > 0 for chart in (
+                    f"bytes_in-topic-{TOPIC}", f"bytes_out-topic-{TOPIC}",
+                    f"bytes_in-broker-{leader}", f"messages_in-topic-{TOPIC}"))
+
+            wait_for(charted, "bytes in and out charted from the metrics endpoints", 90,
+                     interval=0.5)
+        assert "metrics endpoints" in page.locator("#throughput-source").inner_text()
+        page.screenshot(path=str(shots / "throughput-metrics.png"), full_page=True)
+    finally:
+        _stop(process)
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(
