@@ -19,9 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_connection_options(parser)
     parser.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                         help=f"address to serve on (default {DEFAULT_LISTEN}; beyond "
-                             "loopback needs --password-file)")
+                             "loopback needs --password-file or --certfile/--keyfile)")
     parser.add_argument("--password-file", metavar="FILE",
                         help="USER:PASSWORD lines; every page then asks for HTTP basic auth")
+    parser.add_argument("--certfile", metavar="FILE",
+                        help="PEM certificate (chain) to serve HTTPS with; needs --keyfile")
+    parser.add_argument("--keyfile", metavar="FILE",
+                        help="PEM unencrypted private key of --certfile")
     parser.add_argument("--refresh", type=int, default=DEFAULT_REFRESH_S, metavar="SECONDS",
                         help=f"how often the overview pages reload (default "
                              f"{DEFAULT_REFRESH_S})")
@@ -47,10 +51,12 @@ def run_manager_command(args: argparse.Namespace) -> int:
     from clients.manager.bind import (ManagerConfigError, check_bind, parse_listen,
                                       parse_metrics_endpoints)
     from clients.manager.server import run_manager
+    from clients.manager.tls import console_tls
 
     try:
         host, port = parse_listen(args.listen)
-        check_bind(host, args.password_file)
+        tls = console_tls(args.certfile, args.keyfile)
+        check_bind(host, args.password_file, tls is not None)
         users = read_password_file(args.password_file) if args.password_file else None
         endpoints = parse_metrics_endpoints(args.metrics_endpoint)
     except ManagerConfigError as exc:
@@ -59,8 +65,9 @@ def run_manager_command(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1 second")
     config = admin_config(args, "raftka-manager")
-    print(f"raftka manager on http://{args.listen}/", file=sys.stderr, flush=True)
+    scheme = "https" if tls is not None else "http"
+    print(f"raftka manager on {scheme}://{args.listen}/", file=sys.stderr, flush=True)
     run_manager(host, port, ManagerSettings(
         config, args.refresh, users=users, lag_interval_s=args.lag_interval,
-        metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval))
+        metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval), tls)
     return 0

@@ -1,4 +1,5 @@
-"""Where the console may listen: loopback freely, anywhere else only behind a password."""
+"""Where the console may listen: loopback freely, anywhere else only behind a password or
+TLS."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def check_bind(host: str, password_file: str | None) -> None:
-    """Refuse to listen beyond loopback without HTTP basic auth."""
-    if not is_loopback(host) and not password_file:
+def check_bind(host: str, password_file: str | None, tls: bool = False) -> None:
+    """Refuse to listen beyond loopback without HTTP basic auth or TLS."""
+    if not is_loopback(host) and not password_file and not tls:
         raise ManagerConfigError(
-            f"--listen {host} is beyond loopback: give --password-file to require a password")
+            f"--listen {host} is beyond loopback: give --password-file to require a password, "
+            f"or --certfile and --keyfile to serve HTTPS")
 
 
 def parse_metrics_endpoints(values: list[str]) -> dict[int, str]:

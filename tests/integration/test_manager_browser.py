@@ -256,6 +256,47 @@ def test_console_with_a_password_file_answers_401_without_it(
         _stop(process)
 
 
+def test_console_with_tls_serves_https_only(cluster: RaftkaCluster, tmp_path: Path) -> None:
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1")
+    cert, key = tmp_path / "console-cert.pem", tmp_path / "console-key.pem"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
+                                "--bootstrap-server", cluster.bootstrap_servers,
+                                "--listen", f"127.0.0.1:{port}",
+                                "--certfile", str(cert), "--keyfile", str(key)])
+
+    def https_status() -> int:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/topics", timeout=10,
+                                        context=trusting) as response:
+                return response.status
+        except (OSError, ssl.SSLError):
+            return 0
+
+    try:
+        wait_for(lambda: process.poll() is not None or https_status() == 200,
+                 "the console to answer over HTTPS", 60)
+        assert process.poll() is None, "the console exited"
+        # The same port in plaintext: no HTTP answer at all, only a failed handshake.
+        assert _status(f"http://127.0.0.1:{port}/topics") == 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as plain:
+            plain.sendall(b"GET /topics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert not plain.recv(4096).startswith(b"HTTP/")
+        with pytest.raises(urllib.error.URLError):  # a client that does not trust it
+            urllib.request.urlopen(f"https://127.0.0.1:{port}/", timeout=10)
+    finally:
+        _stop(process)
+
+
 def test_group_page_lists_active_members_and_their_partitions(
         cluster: RaftkaCluster, console: str, page: Any) -> None:
     from clients.consumer import BlockingConsumer
