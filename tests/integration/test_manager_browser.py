@@ -7,8 +7,6 @@ Screenshots of the main pages are saved under pytest's temporary directory."""
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,81 +19,12 @@ import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
 from broker.testing.waiting import wait_for
+from tests.integration.manager_support import chromium, free_port, start_manager, status, stop
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-REFRESH_S = 2
 TOPIC = "manager-orders"
 GROUP = "manager-billing"
 
 pytestmark = pytest.mark.slow
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests cannot run: {reason}")
-    pytest.skip(reason)
-
-
-def _install_missing() -> None:
-    """Debian's chromium and Playwright's Python package, installed when root can."""
-    if not os.path.exists(CHROMIUM):
-        if os.geteuid() != 0 or shutil.which("apt-get") is None:
-            _unavailable(f"{CHROMIUM} is missing and apt-get as root is not available")
-        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-            if subprocess.run(command, capture_output=True).returncode != 0:
-                _unavailable(f"`{' '.join(command)}` failed")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        if subprocess.run([sys.executable, "-m", "pip", "install", "playwright"],
-                          capture_output=True).returncode != 0:
-            _unavailable("the playwright package is missing and pip could not install it")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _status(url: str, headers: dict[str, str] | None = None) -> int:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
-                                    timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
-
-
-def _start_manager(servers: str, port: int, *extra: str,
-                   headers: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
-                                "--bootstrap-server", servers,
-                                "--listen", f"127.0.0.1:{port}",
-                                "--refresh", str(REFRESH_S), "--lag-interval", "1",
-                                "--throughput-interval", "1",
-                                *extra])
-    url = f"http://127.0.0.1:{port}/topics"
-    wait_for(lambda: process.poll() is not None or _status(url, headers) in (200, 401),
-             "the console to answer", 60)
-    assert process.poll() is None, "the console exited"
-    return process
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM: the console stops cleanly, exit 0."""
-    process.terminate()
-    try:
-        assert process.wait(20) == 0
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
 
 
 @pytest.fixture(scope="module")
@@ -111,27 +40,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaftkaCluster]
 
 @pytest.fixture(scope="module")
 def console(cluster: RaftkaCluster) -> Iterator[str]:
-    port = _free_port()
-    process = _start_manager(cluster.bootstrap_servers, port)
+    port = free_port()
+    process = start_manager(cluster.bootstrap_servers, port)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(process)
+        stop(process)
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    _install_missing()
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield context
-        finally:
-            context.close()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 @pytest.fixture
@@ -243,17 +163,17 @@ def test_console_with_a_password_file_answers_401_without_it(
         cluster: RaftkaCluster, tmp_path: Path) -> None:
     secrets = tmp_path / "console-users"
     secrets.write_text("admin:s3cret\n")
-    port = _free_port()
+    port = free_port()
     good = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
-    process = _start_manager(cluster.bootstrap_servers, port, "--password-file", str(secrets))
+    process = start_manager(cluster.bootstrap_servers, port, "--password-file", str(secrets))
     try:
         url = f"http://127.0.0.1:{port}/"
-        assert _status(url) == 401
+        assert status(url) == 401
         bad = {"Authorization": "Basic " + base64.b64encode(b"admin:wrong").decode()}
-        assert _status(url, bad) == 401
-        assert _status(url, good) == 200
+        assert status(url, bad) == 401
+        assert status(url, good) == 200
     finally:
-        _stop(process)
+        stop(process)
 
 
 def test_console_with_tls_serves_https_only(cluster: RaftkaCluster, tmp_path: Path) -> None:
@@ -268,13 +188,13 @@ def test_console_with_tls_serves_https_only(cluster: RaftkaCluster, tmp_path: Pa
     issued.private_key_pem.write_to_path(str(key))
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
                                 "--bootstrap-server", cluster.bootstrap_servers,
                                 "--listen", f"127.0.0.1:{port}",
                                 "--certfile", str(cert), "--keyfile", str(key)])
 
-    def https_status() -> int:
+    def httpsstatus() -> int:
         try:
             with urllib.request.urlopen(f"https://127.0.0.1:{port}/topics", timeout=10,
                                         context=trusting) as response:
@@ -283,18 +203,18 @@ def test_console_with_tls_serves_https_only(cluster: RaftkaCluster, tmp_path: Pa
             return 0
 
     try:
-        wait_for(lambda: process.poll() is not None or https_status() == 200,
+        wait_for(lambda: process.poll() is not None or httpsstatus() == 200,
                  "the console to answer over HTTPS", 60)
         assert process.poll() is None, "the console exited"
         # The same port in plaintext: no HTTP answer at all, only a failed handshake.
-        assert _status(f"http://127.0.0.1:{port}/topics") == 0
+        assert status(f"http://127.0.0.1:{port}/topics") == 0
         with socket.create_connection(("127.0.0.1", port), timeout=10) as plain:
             plain.sendall(b"GET /topics HTTP/1.1\r\nHost: x\r\n\r\n")
             assert not plain.recv(4096).startswith(b"HTTP/")
         with pytest.raises(urllib.error.URLError):  # a client that does not trust it
             urllib.request.urlopen(f"https://127.0.0.1:{port}/", timeout=10)
     finally:
-        _stop(process)
+        stop(process)
 
 
 def test_group_page_lists_active_members_and_their_partitions(
@@ -492,8 +412,8 @@ def test_throughput_from_metrics_charts_bytes_in_and_out(
     from clients.consumer import BlockingConsumer
 
     endpoints = [f"{n}={cluster.metrics_url(n)}" for n in cluster.node_ids]
-    port = _free_port()
-    process = _start_manager(cluster.bootstrap_servers, port,
+    port = free_port()
+    process = start_manager(cluster.bootstrap_servers, port,
                              *[arg for e in endpoints for arg in ("--metrics-endpoint", e)])
     url = f"http://127.0.0.1:{port}/throughput"
     with cluster.admin() as admin:
@@ -517,7 +437,7 @@ def test_throughput_from_metrics_charts_bytes_in_and_out(
         assert "metrics endpoints" in page.locator("#throughput-source").inner_text()
         page.screenshot(path=str(shots / "throughput-metrics.png"), full_page=True)
     finally:
-        _stop(process)
+        stop(process)
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(
