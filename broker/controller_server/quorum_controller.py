@@ -49,6 +49,10 @@ from metadata.controller.brokers import (
 )
 from metadata.controller.configs import incremental_alter_configs
 from metadata.controller.leader_election import elect_leaders, rebalance_changes
+from metadata.controller.reassignments import (
+    alter_partition_reassignments,
+    list_partition_reassignments,
+)
 from metadata.controller.scram import alter_user_scram_credentials
 from metadata.controller.partitions import create_partitions
 from metadata.controller.producer_ids import allocate_producer_ids
@@ -159,7 +163,11 @@ class QuorumController:
                 (ApiKey.CREATE_ACLS, self.handle_create_acls),
                 (ApiKey.DELETE_ACLS, self.handle_delete_acls),
                 (ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-                 self.handle_alter_user_scram_credentials)):
+                 self.handle_alter_user_scram_credentials),
+                (ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                 self.handle_alter_partition_reassignments),
+                (ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                 self.handle_list_partition_reassignments)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
         router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
                         describe_quorum_error)
@@ -234,6 +242,19 @@ class QuorumController:
                                                   ctx: RequestContext) -> dict[str, Any]:
         return await self.submit(request, lambda image, now: alter_user_scram_credentials(
             image, request.body, now))
+
+    async def handle_alter_partition_reassignments(self, request: DecodedRequest,
+                                                   ctx: RequestContext) -> dict[str, Any]:
+        body = request.body
+        return await self.submit(request, lambda image, now: alter_partition_reassignments(
+            image, body, now))
+
+    async def handle_list_partition_reassignments(self, request: DecodedRequest,
+                                                  ctx: RequestContext) -> dict[str, Any]:
+        # A decision without records: answered from the active controller's latest image.
+        body = request.body
+        return await self.submit(request, lambda image, now: list_partition_reassignments(
+            image, body, now))
 
     async def handle_allocate_producer_ids(self, request: DecodedRequest,
                                            ctx: RequestContext) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from clients.admin import cluster_operations as cops
 from clients.admin import acl_operations as acls
@@ -19,6 +19,7 @@ from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin import scram_operations as scram_ops
+from clients.admin import reassignment_operations as reassign_ops
 from clients.admin.settings import (
     COMMON_KEYS,
     ConfigError,
@@ -220,6 +221,18 @@ class Admin:
                           ) -> list[acls.AclBinding]:
         return await self._run(acls.delete_acls(filters))
 
+    async def alter_partition_reassignments(
+            self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
+            timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
+    ) -> list[reassign_ops.ReassignmentResult]:
+        return await self._run(reassign_ops.alter_partition_reassignments(targets, timeout_ms))
+
+    async def list_partition_reassignments(
+            self, partitions: Iterable[ops.TopicPartition] | None = None,
+            timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
+    ) -> list[reassign_ops.OngoingReassignment]:
+        return await self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -400,6 +413,21 @@ class BlockingAdmin:
 
     def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
         return self._run(acls.delete_acls(filters))
+
+    def alter_partition_reassignments(
+            self, targets: Mapping[ops.TopicPartition, Sequence[int] | None],
+            timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
+    ) -> list[reassign_ops.ReassignmentResult]:
+        """Start (a target replica list) or cancel (None) each partition's reassignment;
+        per-partition results, errors included."""
+        return self._run(reassign_ops.alter_partition_reassignments(targets, timeout_ms))
+
+    def list_partition_reassignments(
+            self, partitions: Iterable[ops.TopicPartition] | None = None,
+            timeout_ms: int = reassign_ops.DEFAULT_REASSIGNMENT_TIMEOUT_MS
+    ) -> list[reassign_ops.OngoingReassignment]:
+        """The reassignments in progress, of `partitions` (None: all)."""
+        return self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

@@ -8,6 +8,7 @@ from typing import Any
 from clients.protocol import ZERO_UUID, ErrorCode
 from metadata.controller import Decision
 from metadata.controller.brokers import check_broker_epoch
+from metadata.controller.reassignments import with_reassignment_finished
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.records import (
     LEADER_RECOVERED,
@@ -103,6 +104,8 @@ def _alter_one(
         ),
     )
     logger.debug("%s-%d: ISR %s -> %s", topic.name, index, part.isr, new_isr)
+    record = with_reassignment_finished(topic.topic_id, index, part, record,
+                                        image.is_active_broker)
     return record, _success(index, part.merge(record))
 
 

@@ -36,6 +36,9 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.UNREGISTER_BROKER: {"broker_id": 4},
     ApiKey.ELECT_LEADERS: {"election_type": 0, "topic_partitions": [
         {"topic": "a", "partitions": [0, 1]}]},
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: {"topics": [{"name": "a", "partitions": [
+        {"partition_index": 0, "replicas": [1, 2]}, {"partition_index": 1, "replicas": None}]}]},
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: {"topics": None},
 }
 # Where each API carries a controller-wide error: per entry under this key, else top level.
 PER_ENTRY = {ApiKey.CREATE_TOPICS: "topics", ApiKey.DELETE_TOPICS: "responses",
@@ -73,6 +76,12 @@ def test_not_controller_answer_encodes_in_every_version(api_key: int) -> None:
             assert [p["error_code"] for p in topic["partition_result"]] == [
                 ErrorCode.NOT_CONTROLLER] * 2
             assert version == 0 or decoded["error_code"] == ErrorCode.NOT_CONTROLLER
+        elif api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+            # At top level and on every partition named.
+            (topic,) = decoded["responses"]
+            assert [p["error_code"] for p in topic["partitions"]] == [
+                ErrorCode.NOT_CONTROLLER] * 2
+            assert decoded["error_code"] == ErrorCode.NOT_CONTROLLER
         elif api_key in PER_ENTRY:
             entries = decoded[PER_ENTRY[api_key]]
             assert len(entries) == ENTRY_COUNTS[api_key]
