@@ -6,11 +6,14 @@ from __future__ import annotations
 import hmac
 import logging
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 from urllib.parse import parse_qs
 
 from clients.admin import NewTopic
 from clients.manager.gather import ClusterReader
+from clients.manager.reassign_plan import (Layout, PlanError, decode_plan, encode_plan,
+                                           generate_plan)
+from clients.protocol import ErrorCode, KafkaError
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +29,12 @@ class Action:
     kind: str
     summary: str
     fields: Mapping[str, str]
+    # (partition, replicas now, replicas after) rows the confirmation page shows
+    plan: Sequence[tuple[int, str, str]] = ()
+
+
+# Fields a form may repeat (checkboxes); their values are joined with commas.
+REPEATED_FIELDS = frozenset({"brokers"})
 
 
 def parse_form(body: bytes) -> dict[str, str]:
@@ -34,7 +43,39 @@ def parse_form(body: bytes) -> dict[str, str]:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ActionError("the form is not UTF-8") from None
-    return {key: values[-1] for key, values in parse_qs(text, keep_blank_values=True).items()}
+    return {key: ",".join(values) if key in REPEATED_FIELDS else values[-1]
+            for key, values in parse_qs(text, keep_blank_values=True).items()}
+
+
+def _brokers(text: str) -> list[int]:
+    try:
+        return sorted({int(b) for b in text.split(",") if b.strip()})
+    except ValueError:
+        raise ActionError(f"brokers must be broker ids, not {text!r}") from None
+
+
+def _reassignment(form: Mapping[str, str], layout: Layout) -> Action:
+    """The plan to confirm: generated from the chosen brokers, or (when confirming) the
+    plan the confirmation page showed."""
+    name = form.get("topic", "").strip()
+    try:
+        if form.get("plan"):
+            plan = decode_plan(form["plan"])
+            unknown = sorted(set(plan) - set(layout))
+            if unknown:
+                raise ActionError(f"topic {name} has no partition {unknown[0]}")
+        else:
+            plan = generate_plan(layout, _brokers(form.get("brokers", "")))
+    except PlanError as exc:
+        raise ActionError(str(exc)) from None
+    if not plan:
+        raise ActionError(f"topic {name}'s replicas are already spread over those brokers: "
+                          f"nothing to move")
+    show = ", ".join
+    rows = [(p, show(map(str, layout[p])), show(map(str, plan[p]))) for p in sorted(plan)]
+    return Action("reassign-partitions",
+                  f"Move the replicas of {len(plan)} of topic {name}'s {len(layout)} "
+                  f"partitions", {"topic": name, "plan": encode_plan(plan)}, rows)
 
 
 def token_matches(form: Mapping[str, str], token: str) -> bool:
@@ -65,8 +106,9 @@ def parse_configs(text: str) -> dict[str, str]:
     return configs
 
 
-def describe(kind: str, form: Mapping[str, str]) -> Action:
-    """Check an action's form and say what it will do."""
+def describe(kind: str, form: Mapping[str, str], layout: Layout | None = None) -> Action:
+    """Check an action's form and say what it will do (a reassignment needs the topic's
+    replica ``layout``)."""
     if kind == "create-topic":
         name = form.get("topic", "").strip()
         if not name:
@@ -87,6 +129,8 @@ def describe(kind: str, form: Mapping[str, str]) -> Action:
         total = _int(form, "partitions", 1)
         return Action(kind, f"Raise topic {name} to {total} partitions",
                       {"topic": name, "partitions": str(total)})
+    if kind == "reassign-partitions" and layout is not None:
+        return _reassignment(form, layout)
     raise ActionError(f"unknown action {kind!r}")
 
 
@@ -100,8 +144,25 @@ async def execute(reader: ClusterReader, action: Action) -> str:
                 fields["topic"], int(fields["partitions"]), int(fields["replication_factor"]),
                 parse_configs(fields["configs"]))])
             done = f"Created topic {fields['topic']}."
-        else:
+        elif action.kind == "add-partitions":
             await admin.create_partitions({fields["topic"]: int(fields["partitions"])})
             done = f"Topic {fields['topic']} now has {fields['partitions']} partitions."
+        else:
+            done = await _start_reassignment(admin, fields["topic"],
+                                             decode_plan(fields["plan"]))
     logger.info("action %s done: %s", action.kind, done)
     return done
+
+
+async def _start_reassignment(admin: Any, topic: str, plan: Mapping[int, Sequence[int]]
+                              ) -> str:
+    """AlterPartitionReassignments for the plan; KafkaError naming every refused
+    partition."""
+    results = await admin.alter_partition_reassignments(
+        {(topic, p): list(replicas) for p, replicas in plan.items()})
+    refused = [r for r in results if r.error_code != ErrorCode.NONE]
+    if refused:
+        raise KafkaError(refused[0].error_code, "; ".join(
+            f"partition {r.partition}: {ErrorCode.from_code(r.error_code).name}"
+            f"{': ' + r.error_message if r.error_message else ''}" for r in refused))
+    return f"Started moving {len(plan)} partitions of topic {topic}."

@@ -22,6 +22,7 @@ from clients.manager.auth import BasicAuth
 from clients.manager.charts import line_chart, show_number
 from clients.manager.gather import ClusterReader
 from clients.manager.history import LagHistory
+from clients.manager.reassign_progress import read_progress
 from clients.manager.sampler import sample_lag_forever, sample_throughput_forever
 from clients.manager.throughput import ThroughputHistory, throughput_sections
 from clients.manager.views import show_bytes, show_time
@@ -126,8 +127,12 @@ def build_app(settings: ManagerSettings) -> Any:
         if not token_matches(form, csrf_token):
             return render(request, "error.html", 403, message="the form's CSRF token is "
                           "missing or wrong: reload the page and try again")
+        kind = request.path_params["kind"]
         try:
-            planned = describe(request.path_params["kind"], form)
+            layout = None
+            if kind == "reassign-partitions":
+                layout = await state["reader"].replica_layout(form.get("topic", "").strip())
+            planned = describe(kind, form, layout)
         except ActionError as exc:
             return render(request, "error.html", 400, message=str(exc))
         if form.get("confirm") != "yes":
@@ -167,6 +172,9 @@ def build_app(settings: ManagerSettings) -> Any:
             "topic.html", lambda reader, request: reader.topic(request.path_params["name"]),
             refresh=False)),
         Route("/topics/{name}/messages", messages),
+        Route("/topics/{name}/reassignment", overview(
+            "reassignment.html",
+            lambda reader, request: read_progress(reader, request.path_params["name"]))),
         Route("/actions/create-topic", create_topic_form, methods=["GET"]),
         Route("/actions/{kind}", action, methods=["POST"]),
         Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),

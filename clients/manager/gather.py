@@ -37,6 +37,7 @@ class TopicPage:
     name: str
     partitions: list[views.PartitionRow]
     configs: list[ConfigEntry]
+    brokers: list[int]  # the live brokers, the reassignment form's choices
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,10 @@ class ClusterReader:
         async with self._lock:
             _, rows = await self._partition_rows([name], with_offsets=True)
             configs = await self._admin.describe_configs(name)
+            cluster = await self._admin.describe_cluster()
         return TopicPage(name, sorted(rows, key=lambda r: r.partition),
-                         sorted(configs.values(), key=lambda c: c.name))
+                         sorted(configs.values(), key=lambda c: c.name),
+                         sorted(b.node_id for b in cluster.brokers))
 
     async def groups(self) -> list[GroupRow]:
         async with self._lock:
@@ -172,6 +175,12 @@ class ClusterReader:
             ends = await self._offsets(set(committed) | set(owners), LATEST_TIMESTAMP)
         lags = views.lag_rows(committed, ends, owners)
         return GroupPage(answer, lags, views.total_lag(lags))
+
+    async def replica_layout(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Each partition's replicas, preferred leader first."""
+        async with self._lock:
+            described = await self._admin.describe_topics([topic])
+        return {p.partition: tuple(p.replicas) for t in described for p in t.partitions}
 
     async def traffic_offsets(self) -> tuple[dict[TopicPartition, int],
                                              dict[TopicPartition, int],

@@ -440,6 +440,58 @@ def test_throughput_from_metrics_charts_bytes_in_and_out(
         stop(process)
 
 
+def test_reassignment_started_in_the_console_completes(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.producer import BlockingProducer
+
+    topic = "move-in-console"
+    cluster.create_topic(topic, partitions=3, replication_factor=1)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for p in range(3):
+            for i in range(10):
+                producer.send(topic, b"m%d" % i, partition=p)
+        producer.flush(30)
+    with cluster.admin() as admin:
+        [leaving] = admin.describe_topics([topic])[0].partitions[0].replicas
+        on_leaving = [p.partition for p in admin.describe_topics([topic])[0].partitions
+                      if leaving in p.replicas]
+
+    page.goto(console + f"/topics/{topic}")
+    page.uncheck(f"#reassign-partitions input[name=brokers][value='{leaving}']")
+    page.click("#reassign-partitions button")
+    planned = page.locator("#plan tr[data-partition]").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].innerText, r.cells[1].innerText, "
+        "r.cells[2].innerText])")
+    assert sorted(int(p) for p, _, _ in planned) == on_leaving
+    assert all(now == str(leaving) and after != str(leaving) for _, now, after in planned)
+    page.screenshot(path=str(shots / "reassign-plan.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Started moving {len(on_leaving)} partitions of topic {topic}.")
+    page.click("#progress")
+    # The progress page reloads itself until no partition is moving.
+    page.wait_for_selector("#reassignment-state[data-moving='0']", timeout=90_000)
+    page.screenshot(path=str(shots / "reassign-done.png"), full_page=True)
+    with cluster.admin() as admin:
+        partitions = admin.describe_topics([topic])[0].partitions
+        assert all(leaving not in p.replicas for p in partitions)
+        assert admin.list_partition_reassignments() == []
+        ends = admin.list_offsets({(topic, p): -1 for p in range(3)})
+    assert [ends[(topic, p)].offset for p in range(3)] == [10, 10, 10]
+    shown = page.locator("#moves tr[data-partition]").evaluate_all(
+        "rows => rows.map(r => r.cells[1].innerText)")
+    assert shown == [", ".join(map(str, p.replicas)) for p in partitions]
+
+    # A plan the cluster refuses (no broker 99): Kafka's error, per partition.
+    page.goto(console + f"/topics/{topic}")
+    token = page.locator("#reassign-partitions input[name=csrf]").get_attribute("value")
+    refused = page.request.post(console + "/actions/reassign-partitions", form={
+        "csrf": token, "topic": topic, "plan": "0:99", "confirm": "yes"})
+    assert refused.status == 400
+    assert "partition 0: INVALID_REPLICA_ASSIGNMENT" in refused.text()
+
+
 def test_killed_broker_shows_its_partitions_under_replicated(
         cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
     # Last in the module: it leaves the cluster one broker short.
