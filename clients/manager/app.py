@@ -17,7 +17,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from clients.manager.actions import ActionError, describe, execute, parse_form, token_matches
+from clients.manager.action_runs import execute, prepare
+from clients.manager.actions import ActionError, ActionRefused, parse_form, token_matches
 from clients.manager.auth import BasicAuth
 from clients.manager.charts import line_chart, show_number
 from clients.manager.gather import ClusterReader
@@ -96,6 +97,9 @@ def build_app(settings: ManagerSettings) -> Any:
             return render(request, template, page=page, refresh=refresh)
         return handler
 
+    async def group_actions(request: Request) -> Response:
+        return render(request, "group_actions.html", group=request.path_params["name"])
+
     async def throughput(request: Request) -> Response:
         return render(request, "throughput.html", refresh=True,
                       sections=throughput_sections(traffic, MAX_CHARTED_TOPICS),
@@ -127,19 +131,15 @@ def build_app(settings: ManagerSettings) -> Any:
         if not token_matches(form, csrf_token):
             return render(request, "error.html", 403, message="the form's CSRF token is "
                           "missing or wrong: reload the page and try again")
-        kind = request.path_params["kind"]
         try:
-            layout = None
-            if kind == "reassign-partitions":
-                layout = await state["reader"].replica_layout(form.get("topic", "").strip())
-            planned = describe(kind, form, layout)
+            planned = await prepare(state["reader"], request.path_params["kind"], form)
         except ActionError as exc:
             return render(request, "error.html", 400, message=str(exc))
         if form.get("confirm") != "yes":
             return render(request, "confirm.html", action=planned)
         try:
             done = await execute(state["reader"], planned)
-        except KafkaError as exc:
+        except (KafkaError, ActionRefused) as exc:
             logger.warning("action %s refused: %s", planned.kind, exc)
             return render(request, "action_result.html", 400, action=planned, ok=False,
                           message=str(exc))
@@ -179,6 +179,7 @@ def build_app(settings: ManagerSettings) -> Any:
         Route("/actions/{kind}", action, methods=["POST"]),
         Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),
         Route("/throughput", throughput),
+        Route("/groups/{name}/actions", group_actions),
         Route("/groups/{name}", overview(
             "group.html", lambda reader, request: reader.group(request.path_params["name"]))),
     ], exception_handlers={

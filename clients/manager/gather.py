@@ -75,6 +75,14 @@ class ClusterReader:
         self._admin = Admin(self._config)
         self._lock = trio.Lock()
 
+    def client_config(self, **extra: Any) -> dict[str, Any]:
+        """A consumer's or producer's config reaching the cluster as the admin client does
+        (security.protocol, ssl.*, sasl.* carry over)."""
+        security = {k: v for k, v in self._config.items()
+                    if k in CLIENT_SECURITY_KEYS or k.startswith("sasl.")}
+        return {**security, "bootstrap.servers": self._config["bootstrap.servers"],
+                "client.id": self._config.get("client.id", "raftka-manager"), **extra}
+
     async def aclose(self) -> None:
         await self._admin.close()
 
@@ -222,12 +230,7 @@ class ClusterReader:
         records: list[ConsumerRecord] = []
         if first >= last:
             return records
-        # The cluster's connection settings (security.protocol, ssl.*) carry over.
-        security = {k: v for k, v in self._config.items() if k in CLIENT_SECURITY_KEYS}
-        config = {**security, "bootstrap.servers": self._config["bootstrap.servers"],
-                  "client.id": self._config.get("client.id", "raftka-manager"),
-                  "enable.auto.commit": False}
-        async with Consumer(config) as consumer:
+        async with Consumer(self.client_config(**{"enable.auto.commit": False})) as consumer:
             consumer.assign([tp])
             consumer.seek(tp, first)
             with trio.move_on_after(timeout_s):

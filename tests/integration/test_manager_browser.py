@@ -492,6 +492,121 @@ def test_reassignment_started_in_the_console_completes(
     assert "partition 0: INVALID_REPLICA_ASSIGNMENT" in refused.text()
 
 
+def _confirm(page: Any, form: str, summary: str) -> Any:
+    """Submit ``form``, check the confirmation page's summary, confirm: the result."""
+    page.click(f"{form} button")
+    assert page.locator("#summary").inner_text() == summary
+    with page.expect_navigation() as confirmed:
+        page.click("#confirm")
+    return confirmed.value
+
+
+def test_topic_configs_test_message_leader_election_and_deletion_in_the_console(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    topic = "acted-on-in-console"
+    cluster.create_topic(topic, partitions=2, replication_factor=3)
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#edit-configs textarea[name=set]", "retention.ms=7200000")
+    _confirm(page, "#edit-configs", f"On topic {topic}: set retention.ms=7200000")
+    assert page.locator("#result.ok").inner_text() == f"Changed 1 configs of topic {topic}."
+    with cluster.admin() as admin:
+        assert admin.describe_configs(topic)["retention.ms"].value == "7200000"
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#edit-configs input[name=delete]", "retention.ms")
+    _confirm(page, "#edit-configs",
+             f"On topic {topic}: delete retention.ms (back to its default)")
+    with cluster.admin() as admin:
+        assert admin.describe_configs(topic)["retention.ms"].is_default
+
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#produce input[name=partition]", "1")
+    page.fill("#produce input[name=key]", "console-key")
+    page.fill("#produce input[name=value]", "made <here>")
+    page.fill("#produce textarea[name=headers]", "source=console")
+    _confirm(page, "#produce", f"Produce one record to topic {topic} (partition 1): key "
+                               f"'console-key', value 'made <here>', 1 headers")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Produced a record to {topic} partition 1 at offset 0.")
+    page.goto(console + f"/topics/{topic}/messages?partition=1")
+    row = page.locator("#messages tr[data-offset='0'] td")
+    assert [row.nth(i).inner_text() for i in (2, 3, 4)] == [
+        "console-key", "made <here>", "source=console"]
+
+    page.goto(console + f"/topics/{topic}")
+    _confirm(page, "#elect-leaders",
+             f"Elect the preferred leader of every partition of topic {topic}")
+    assert page.locator("#result.ok").inner_text().startswith("Preferred leaders elected: ")
+
+    page.goto(console + f"/topics/{topic}")
+    _confirm(page, "#delete-topic", f"Delete topic {topic} and all its records")
+    assert page.locator("#result.ok").inner_text() == f"Deleted topic {topic}."
+    assert topic not in _raftka(cluster.bootstrap_servers, "--list").split()
+    page.screenshot(path=str(shots / "topic-deleted.png"), full_page=True)
+
+
+def test_group_offsets_reset_and_group_deleted_in_the_console(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+    from clients.producer import BlockingProducer
+
+    topic, group = "rewind-in-console", "manager-rewind"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for i in range(6):
+            producer.send(topic, b"r%d" % i, partition=0)
+        producer.flush(30)
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as consumer:
+        consumer.assign([(topic, 0)])
+        consumer.commit({(topic, 0): 6})
+
+    page.goto(console + f"/groups/{group}")
+    page.click("#group-actions")
+    page.select_option("#reset-offsets select[name=to]", "offset")
+    page.fill("#reset-offsets input[name=value]", "2")
+    page.fill("#reset-offsets input[name=topic]", topic)
+    page.click("#reset-offsets button")
+    assert page.locator("#summary").inner_text() == (
+        f"Reset group {group}'s offsets on topic {topic} to offset 2")
+    cells = page.locator("#plan tr[data-partition] td")
+    assert [cells.nth(i).inner_text() for i in range(4)] == [topic, "0", "6", "2"]
+    page.screenshot(path=str(shots / "reset-offsets-plan.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Reset group {group}'s offsets on 1 partitions.")
+    with cluster.admin() as admin:
+        assert admin.list_group_offsets(group) == {(topic, 0): 2}
+
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as member:
+        member.subscribe([topic])
+        wait_for(lambda: member.poll(200) is not None and member.assignment(),
+                 "the member to join", 60)
+        page.goto(console + f"/groups/{group}/actions")
+        page.select_option("#reset-offsets select[name=to]", "earliest")
+        page.click("#reset-offsets button")
+        with page.expect_navigation() as refused:
+            page.click("#confirm")
+        assert refused.value.status == 400
+        assert "its state is Stable: stop its consumers" in page.locator(
+            "#result.bad").inner_text()
+        page.goto(console + f"/groups/{group}/actions")
+        assert _confirm(page, "#delete-group",
+                        f"Delete group {group} and its committed offsets").status == 400
+        assert "NON_EMPTY_GROUP" in page.locator("#result.bad").inner_text()
+    with cluster.admin() as admin:
+        wait_for(lambda: admin.describe_groups([group])[group].state == "Empty",
+                 "the group to empty", 60)
+        assert admin.list_group_offsets(group) == {(topic, 0): 2}
+    page.goto(console + f"/groups/{group}/actions")
+    assert _confirm(page, "#delete-group",
+                    f"Delete group {group} and its committed offsets").status == 200
+    assert page.locator("#result.ok").inner_text() == f"Deleted group {group}."
+    with cluster.admin() as admin:
+        assert group not in [g.group_id for g in admin.list_groups()]
+
+
 def test_killed_broker_shows_its_partitions_under_replicated(
         cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
     # Last in the module: it leaves the cluster one broker short.

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from clients.manager.actions import ActionError, describe, parse_form
+from clients.manager.actions import ActionError, describe_reassignment, parse_form
 from clients.manager.reassign_plan import PlanError, decode_plan, encode_plan, generate_plan
 
 
@@ -53,14 +53,14 @@ def test_the_reassign_action_shows_the_plan_and_confirms_that_plan() -> None:
     layout = {0: (1,), 1: (2,), 2: (3,)}
     form = parse_form(b"topic=t&brokers=1&brokers=2&csrf=x")
     assert form["brokers"] == "1,2"
-    planned = describe("reassign-partitions", form, layout)
+    planned = describe_reassignment(form, layout)
     assert planned.summary == "Move the replicas of 1 of topic t's 3 partitions"
-    assert planned.plan == [(2, "3", "1")]
+    assert planned.rows == [("2", "3", "1")]
     assert planned.fields == {"topic": "t", "plan": "2:1"}
     # Confirming sends that plan back: it is kept, not generated again.
-    again = describe("reassign-partitions", {**planned.fields, "confirm": "yes"}, layout)
+    again = describe_reassignment({**planned.fields, "confirm": "yes"}, layout)
     assert again.fields == planned.fields
     with pytest.raises(ActionError, match="nothing to move"):
-        describe("reassign-partitions", {"topic": "t", "brokers": "1,2,3"}, layout)
+        describe_reassignment({"topic": "t", "brokers": "1,2,3"}, layout)
     with pytest.raises(ActionError, match="no partition 7"):
-        describe("reassign-partitions", {"topic": "t", "plan": "7:1"}, layout)
+        describe_reassignment({"topic": "t", "plan": "7:1"}, layout)
