@@ -26,7 +26,7 @@ from clients.manager.history import LagHistory
 from clients.manager.reassign_progress import read_progress
 from clients.manager.sampler import sample_lag_forever, sample_throughput_forever
 from clients.manager.throughput import ThroughputHistory, throughput_sections
-from clients.manager.views import show_bytes, show_time
+from clients.manager.views import show_bytes, show_size, show_time
 from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
@@ -70,6 +70,7 @@ def build_app(settings: ManagerSettings) -> Any:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["show_bytes"] = show_bytes
     env.filters["show_time"] = show_time
+    env.filters["show_size"] = show_size
     history = LagHistory()
     # One token per console process, in every form: a page of another site cannot read it,
     # so its forms cannot make the console act.

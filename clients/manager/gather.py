@@ -15,6 +15,7 @@ from clients.admin.operations import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from clients.consumer import Consumer, ConsumerRecord
 from clients.manager import views
 from clients.net.security import CLIENT_SECURITY_KEYS
+from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
 TopicPartition = tuple[str, int]
@@ -101,6 +102,22 @@ class ClusterReader:
         return {tp: answer.offset for tp, answer in found.items()
                 if answer is not None and not isinstance(answer, KafkaError)}
 
+    async def _replica_sizes(self, live: list[int], names: list[str] | None
+                             ) -> dict[tuple[str, int, int], int]:
+        """The bytes of each partition's replica on each live broker (DescribeLogDirs, one
+        request per broker; a broker that cannot answer is left out)."""
+        sizes: dict[tuple[str, int, int], int] = {}
+        for broker in live:
+            try:
+                dirs = await self._admin.describe_log_dirs(broker, names)
+            except (KafkaError, KafkaConnectionError):
+                continue
+            for log_dir in dirs:
+                for replica in log_dir.replicas:
+                    if not replica.is_future:
+                        sizes[(replica.topic, replica.partition, broker)] = replica.size
+        return sizes
+
     async def _partition_rows(self, names: list[str] | None, with_offsets: bool
                               ) -> tuple[list[Any], list[views.PartitionRow]]:
         described = await self._admin.describe_topics(names)
@@ -113,8 +130,11 @@ class ClusterReader:
             tps = [(p.topic, p.partition) for p in infos]
             starts = await self._offsets(tps, EARLIEST_TIMESTAMP)
             ends = await self._offsets(tps, LATEST_TIMESTAMP)
+        sizes = await self._replica_sizes(live, names)
         rows = [views.partition_row(p, live, starts.get((p.topic, p.partition)),
-                                    ends.get((p.topic, p.partition))) for p in infos]
+                                    ends.get((p.topic, p.partition)),
+                                    sizes.get((p.topic, p.partition, p.leader)))
+                for p in infos]
         return described, rows
 
     async def cluster(self) -> ClusterPage:

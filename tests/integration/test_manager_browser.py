@@ -139,11 +139,14 @@ def test_topic_and_group_pages_show_offsets_and_lag(
     row = page.locator("#partitions tr").nth(3)  # partition 2
     cells = [row.locator("td").nth(i).inner_text() for i in range(6)]
     assert cells[0] == "2" and cells[5] == str(end) and cells[4] == "0"
+    assert int(row.locator("td.size").get_attribute("data-bytes")) > 0
     assert sorted(cells[2].split(", ")) == sorted(str(n) for n in cluster.node_ids)
     page.screenshot(path=str(shots / "topic.png"), full_page=True)
 
     page.goto(console + "/topics")
     assert page.locator(f"#topics tr[data-topic='{TOPIC}'] td").nth(1).inner_text() == "3"
+    size = page.locator(f"#topics tr[data-topic='{TOPIC}'] td.size").get_attribute("data-bytes")
+    assert int(size) > 0
     page.screenshot(path=str(shots / "topics.png"), full_page=True)
 
     page.goto(console + "/groups")
