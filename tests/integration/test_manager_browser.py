@@ -1,6 +1,7 @@
 """`raftka manager` in a real browser (Debian's chromium driven by Playwright) against a
-real 3-node cluster: the cluster, topic, group and message pages, escaping of record text,
-an under-replicated partition after a broker dies, and basic auth.
+real 3-node cluster: the cluster, topic, group, message and throughput pages, escaping of
+record text, every action (a reassignment followed until done), an under-replicated
+partition after a broker dies, basic auth, TLS and CSRF.
 
 Screenshots of the main pages are saved under pytest's temporary directory."""
 
