@@ -19,6 +19,7 @@ from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin import scram_operations as scram_ops
+from clients.admin import group_batch_operations as batch_gops
 from clients.admin import reassignment_operations as reassign_ops
 from clients.admin.settings import (
     COMMON_KEYS,
@@ -233,6 +234,12 @@ class Admin:
     ) -> list[reassign_ops.OngoingReassignment]:
         return await self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
 
+    async def list_groups_offsets(self, groups: Iterable[str]
+                                  ) -> dict[str, dict[ops.TopicPartition, int] | KafkaError]:
+        """Many groups' committed offsets: one FindCoordinator and one OffsetFetch per
+        coordinator; a group's failure is its value."""
+        return await self._run(batch_gops.list_groups_offsets(groups))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -428,6 +435,11 @@ class BlockingAdmin:
     ) -> list[reassign_ops.OngoingReassignment]:
         """The reassignments in progress, of `partitions` (None: all)."""
         return self._run(reassign_ops.list_partition_reassignments(partitions, timeout_ms))
+
+    def list_groups_offsets(self, groups: Iterable[str]
+                            ) -> dict[str, dict[ops.TopicPartition, int] | KafkaError]:
+        """Many groups' committed offsets; a group's failure is its value."""
+        return self._run(batch_gops.list_groups_offsets(groups))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:

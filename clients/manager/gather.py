@@ -67,6 +67,11 @@ class MessagesPage:
     records: list[ConsumerRecord]
 
 
+def _known(offsets: Mapping[str, Any]) -> dict[str, dict[TopicPartition, int]]:
+    """The groups whose committed offsets could be read (the others show no lag)."""
+    return {g: o for g, o in offsets.items() if not isinstance(o, KafkaError)}
+
+
 class ClusterReader:
     """One admin client shared by the pages; calls take turns (the client's connections
     carry one request at a time)."""
@@ -179,8 +184,8 @@ class ClusterReader:
         async with self._lock:
             listings = await self._admin.list_groups()
             described = await self._admin.describe_groups([g.group_id for g in listings])
-            committed = {g.group_id: await self._admin.list_group_offsets(g.group_id)
-                         for g in listings}
+            committed = _known(await self._admin.list_groups_offsets(
+                [g.group_id for g in listings]))
             ends = await self._offsets({tp for c in committed.values() for tp in c},
                                        LATEST_TIMESTAMP)
         rows = []
@@ -189,7 +194,7 @@ class ClusterReader:
             error = str(description) if isinstance(description, KafkaError) else None
             members = (len(description.members)
                        if isinstance(description, GroupDescription) else None)
-            lag = views.total_lag(views.lag_rows(committed[g.group_id], ends, {}))
+            lag = views.total_lag(views.lag_rows(committed.get(g.group_id, {}), ends, {}))
             rows.append(GroupRow(g, members, lag, error))
         return rows
 
@@ -214,15 +219,15 @@ class ClusterReader:
                                              dict[TopicPartition, int],
                                              dict[str, dict[TopicPartition, int]]]:
         """Each partition's leader and log end offset, and each group's committed offsets
-        (one ListOffsets batch; one OffsetFetch per group)."""
+        (one ListOffsets batch; one OffsetFetch per coordinator)."""
         async with self._lock:
             described = await self._admin.describe_topics(None)
             leaders = {(p.topic, p.partition): p.leader
                        for t in described for p in t.partitions if p.leader >= 0}
             ends = await self._offsets(leaders, LATEST_TIMESTAMP)
             listings = await self._admin.list_groups()
-            committed = {g.group_id: await self._admin.list_group_offsets(g.group_id)
-                         for g in listings}
+            committed = _known(await self._admin.list_groups_offsets(
+                [g.group_id for g in listings]))
         return leaders, ends, committed
 
     async def messages(self, topic: str, partition: int, page_size: int,

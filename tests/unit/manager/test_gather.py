@@ -53,6 +53,10 @@ class CountingAdmin:
     async def list_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {("t", p): 90 for p in range(PARTITIONS)}
 
+    async def list_groups_offsets(self, groups: Iterable[str]
+                                  ) -> dict[str, dict[tuple[str, int], int]]:
+        return {g: await self.list_group_offsets(g) for g in groups}
+
 
 def _reader(admin: CountingAdmin) -> ClusterReader:
     reader = ClusterReader({"bootstrap.servers": "127.0.0.1:9"})
