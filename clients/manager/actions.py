@@ -9,7 +9,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 from typing import Mapping, Sequence
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from clients.manager.reassign_plan import (Layout, PlanError, decode_plan, encode_plan,
                                            generate_plan)
@@ -38,8 +38,6 @@ class Action:
     @property
     def back(self) -> str:
         """The page the action started from."""
-        from urllib.parse import quote
-
         if "group" in self.fields:
             return "/groups/" + quote(self.fields["group"], safe="")
         if "topic" in self.fields and self.kind not in ("create-topic", "delete-topic"):
