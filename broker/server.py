@@ -254,6 +254,7 @@ class BrokerServer:
         """The metadata is current: the coordinators load what this broker leads now."""
         self.metadata_caught_up = True
         image = self.image()
+        self.replica_manager.delete_stray_logs()
         self.group_coordinator.reconcile(image)
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.state.reconcile(image)

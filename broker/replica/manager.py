@@ -205,6 +205,30 @@ class ReplicaManager:
             if registration is None or self.broker_id not in registration.replicas:
                 self._delete(key, partition.topic_id)
 
+    def delete_stray_logs(self) -> list[TopicPartition]:
+        """Delete the local logs the latest image no longer assigns to this broker: replicas
+        reassigned away or topics deleted while it was down (Kafka's stray replicas). Call it
+        once the metadata has caught up. Returns the partitions deleted."""
+        image = self._image
+        deleted: list[TopicPartition] = []
+        if image.offset < 0:
+            return deleted
+        for log in self.log_manager.logs():
+            key = (log.topic, log.partition)
+            if key in self._partitions:
+                continue
+            topic = image.topic(log.topic)
+            registration = None if topic is None else topic.partitions.get(log.partition)
+            if (topic is not None and registration is not None
+                    and self.broker_id in registration.replicas
+                    and log.topic_id in (None, topic.topic_id)):
+                continue
+            logger.info("deleting stray log %s-%d: the metadata assigns it elsewhere",
+                        log.topic, log.partition)
+            self.log_manager.delete_log(*key)
+            deleted.append(key)
+        return deleted
+
     def _delete(self, key: TopicPartition, topic_id: uuid.UUID) -> None:
         partition = self._partitions.get(key)
         if partition is not None and partition.topic_id != topic_id:

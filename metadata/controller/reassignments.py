@@ -89,7 +89,8 @@ def _leader_among(candidates: Sequence[int], isr: Sequence[int], current: int,
 def completed_state(part: PartitionRegistration, isr: tuple[int, ...], eligible: Eligible
                     ) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
     """(replicas, isr, leader) finishing the reassignment of `part` given `isr`, or None
-    while a target replica is still outside the ISR."""
+    while a target replica is still outside the ISR, or while no target replica could lead
+    (finishing then would take the partition offline)."""
     if not is_reassigning(part):
         return None
     target = tuple(b for b in part.replicas if b not in part.removing_replicas)
@@ -97,6 +98,8 @@ def completed_state(part: PartitionRegistration, isr: tuple[int, ...], eligible:
         return None
     new_isr = tuple(b for b in isr if b in target)
     leader = _leader_among(target, new_isr, part.leader, eligible)
+    if leader == NO_LEADER:
+        return None
     return target, new_isr, leader
 
 

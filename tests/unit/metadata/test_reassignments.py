@@ -11,6 +11,7 @@ from clients.protocol import ErrorCode
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.reassignments import (
     alter_partition_reassignments,
+    completed_state,
     list_partition_reassignments,
 )
 from metadata.image import PartitionRegistration
@@ -93,6 +94,13 @@ def test_a_partial_isr_expansion_does_not_finish(cluster: Cluster) -> None:
     expand_isr(cluster, [1, 3, 4])
     p = part(cluster)
     assert p.replicas == (4, 3, 1) and p.isr == (1, 3, 4) and p.leader == 1
+
+
+def test_no_finish_while_no_target_replica_could_lead() -> None:
+    moving = PartitionRegistration(replicas=(2, 3, 1), isr=(1, 2, 3), leader=1,
+                                   adding_replicas=(), removing_replicas=(1,))
+    assert completed_state(moving, moving.isr, eligible=lambda b: False) is None
+    assert completed_state(moving, moving.isr, eligible=lambda b: b == 3) == ((2, 3), (2, 3), 3)
 
 
 def test_the_leader_stays_when_it_is_kept(cluster: Cluster) -> None:
