@@ -358,8 +358,11 @@ def test_partitions_added_in_the_console_show_in_describe(
     assert page.locator("#summary").inner_text() == "Raise topic grow-in-console to 4 partitions"
     page.click("#confirm")
     assert page.locator("#result.ok").count() == 1
-    described = _raftka(cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console")
-    assert "PartitionCount: 4" in described
+    # The controller has committed the new partitions; the broker the CLI asks may learn of
+    # them a moment later.
+    wait_for(lambda: "PartitionCount: 4" in _raftka(
+        cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console"),
+        "--describe to show 4 partitions", 30, interval=0.2)
 
 
 def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
