@@ -11,6 +11,7 @@ from broker.cli.main import CommandError
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_REFRESH_S = 5
 DEFAULT_LAG_INTERVAL_S = 10
+DEFAULT_THROUGHPUT_INTERVAL_S = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,9 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_connection_options(parser)
     parser.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                         help=f"address to serve on (default {DEFAULT_LISTEN}; beyond "
-                             "loopback needs --password-file)")
+                             "loopback needs --password-file or --certfile/--keyfile)")
     parser.add_argument("--password-file", metavar="FILE",
                         help="USER:PASSWORD lines; every page then asks for HTTP basic auth")
+    parser.add_argument("--certfile", metavar="FILE",
+                        help="PEM certificate (chain) to serve HTTPS with; needs --keyfile")
+    parser.add_argument("--keyfile", metavar="FILE",
+                        help="PEM unencrypted private key of --certfile")
     parser.add_argument("--refresh", type=int, default=DEFAULT_REFRESH_S, metavar="SECONDS",
                         help=f"how often the overview pages reload (default "
                              f"{DEFAULT_REFRESH_S})")
@@ -28,27 +33,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         metavar="SECONDS",
                         help=f"how often the groups' lag is sampled for the lag charts "
                              f"(default {DEFAULT_LAG_INTERVAL_S})")
+    parser.add_argument("--metrics-endpoint", action="append", default=[],
+                        metavar="BROKER_ID=URL",
+                        help="a broker's Prometheus metrics URL (repeat per broker); the "
+                             "throughput charts then show bytes in and out, else messages "
+                             "from offsets")
+    parser.add_argument("--throughput-interval", type=int,
+                        default=DEFAULT_THROUGHPUT_INTERVAL_S, metavar="SECONDS",
+                        help=f"how often traffic is sampled for the throughput charts "
+                             f"(default {DEFAULT_THROUGHPUT_INTERVAL_S})")
     parser.set_defaults(func=run_manager_command)
 
 
 def run_manager_command(args: argparse.Namespace) -> int:
     from clients.manager.app import ManagerSettings
     from clients.manager.auth import read_password_file
-    from clients.manager.bind import ManagerConfigError, check_bind, parse_listen
+    from clients.manager.bind import (ManagerConfigError, check_bind, parse_listen,
+                                      parse_metrics_endpoints)
     from clients.manager.server import run_manager
+    from clients.manager.tls import console_tls
 
     try:
         host, port = parse_listen(args.listen)
-        check_bind(host, args.password_file)
+        tls = console_tls(args.certfile, args.keyfile)
+        check_bind(host, args.password_file, tls is not None)
         users = read_password_file(args.password_file) if args.password_file else None
+        endpoints = parse_metrics_endpoints(args.metrics_endpoint)
     except ManagerConfigError as exc:
         raise CommandError(str(exc)) from None
-    if args.refresh < 1:
-        raise CommandError("--refresh must be at least 1 second")
-    if args.lag_interval < 1:
-        raise CommandError("--lag-interval must be at least 1 second")
+    for name in ("refresh", "lag_interval", "throughput_interval"):
+        if getattr(args, name) < 1:
+            raise CommandError(f"--{name.replace('_', '-')} must be at least 1 second")
     config = admin_config(args, "raftka-manager")
-    print(f"raftka manager on http://{args.listen}/", file=sys.stderr, flush=True)
-    run_manager(host, port, ManagerSettings(config, args.refresh, users=users,
-                                                lag_interval_s=args.lag_interval))
+    scheme = "https" if tls is not None else "http"
+    print(f"raftka manager on {scheme}://{args.listen}/", file=sys.stderr, flush=True)
+    run_manager(host, port, ManagerSettings(
+        config, args.refresh, users=users, lag_interval_s=args.lag_interval,
+        metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval), tls)
     return 0

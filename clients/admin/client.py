@@ -29,6 +29,7 @@ from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin.retries import RetryBudget
 from clients.admin import scram_operations as scram_ops
+from clients.admin import group_batch_operations as batch_gops
 from clients.admin import reassignment_operations as reassign_ops
 from clients.admin.settings import (
     COMMON_KEYS,
@@ -259,6 +260,12 @@ class Admin:
                                                changes: Mapping[str, str | None]) -> None:
         """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
         await self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
+
+    async def list_groups_offsets(self, groups: Iterable[str]
+                                  ) -> dict[str, dict[ops.TopicPartition, int] | KafkaError]:
+        """Many groups' committed offsets: one FindCoordinator and one OffsetFetch per
+        coordinator; a group's failure is its value."""
+        return await self._run(batch_gops.list_groups_offsets(groups))
 
     async def _run(self, operation: ops.Operation) -> Any:
         """Run a started operation once; its calls are retried (see ``_retrying``)."""
@@ -509,6 +516,11 @@ class BlockingAdmin:
                                          changes: Mapping[str, str | None]) -> None:
         """Set (value) or delete (None) dynamic configs of a broker or the cluster default."""
         self._run(bcops.incremental_alter_broker_configs(broker_id, changes))
+
+    def list_groups_offsets(self, groups: Iterable[str]
+                            ) -> dict[str, dict[ops.TopicPartition, int] | KafkaError]:
+        """Many groups' committed offsets; a group's failure is its value."""
+        return self._run(batch_gops.list_groups_offsets(groups))
 
     def _run(self, operation: ops.Operation) -> Any:
         """Run a started operation once; its calls are retried (see ``_retrying``)."""

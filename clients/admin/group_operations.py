@@ -99,15 +99,46 @@ def find_coordinator(group: str) -> Operation:
     return entry["node_id"]
 
 
+def find_group_coordinators(groups: Iterable[str]) -> Operation:
+    """{group: the id of its coordinator, or KafkaError}: one FindCoordinator (v4+) for
+    all the groups; one per group from older brokers."""
+    names = list(dict.fromkeys(groups))
+    out: dict[str, int | KafkaError] = {}
+    if not names:
+        return out
+
+    def build(version: int) -> dict[str, Any]:
+        if version >= 4:
+            return {"key_type": GROUP_COORDINATOR, "coordinator_keys": names}
+        return {"key": names[0], "key_type": GROUP_COORDINATOR}
+
+    response = yield Call(ApiKey.FIND_COORDINATOR, build)
+    entries = response.get("coordinators")
+    if entries is None:  # before v4: the answer for the first group only
+        entries = [{**response, "key": names[0]}]
+    for entry in entries:
+        if entry["error_code"] == ErrorCode.NONE:
+            out[entry["key"]] = entry["node_id"]
+        else:
+            error = ErrorCode.from_code(entry["error_code"])
+            out[entry["key"]] = KafkaError(error, entry.get("error_message") or (
+                f"finding the coordinator of group {entry['key']}: {error.message}"))
+    for group in [g for g in names if g not in out]:
+        try:
+            out[group] = yield from find_coordinator(group)
+        except KafkaError as exc:
+            out[group] = exc
+    return out
+
+
 def describe_groups(groups: Iterable[str]) -> Operation:
     """{group: GroupDescription or KafkaError}, each asked of its coordinator."""
     out: dict[str, GroupDescription | KafkaError] = {}
     by_coordinator: dict[int, list[str]] = {}
-    for group in groups:
-        try:
-            node_id = yield from find_coordinator(group)
-        except KafkaError as exc:
-            out[group] = exc
+    coordinators = yield from find_group_coordinators(groups)
+    for group, node_id in coordinators.items():
+        if isinstance(node_id, KafkaError):
+            out[group] = node_id
             continue
         by_coordinator.setdefault(node_id, []).append(group)
     for node_id, names in sorted(by_coordinator.items()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
@@ -17,13 +17,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from clients.manager.actions import ActionError, describe, execute, parse_form, token_matches
+from clients.manager.action_runs import execute, prepare
+from clients.manager.actions import ActionError, ActionRefused, parse_form, token_matches
 from clients.manager.auth import BasicAuth
-from clients.manager.charts import line_chart
+from clients.manager.charts import line_chart, show_number
 from clients.manager.gather import ClusterReader
 from clients.manager.history import LagHistory
-from clients.manager.sampler import sample_lag_forever
-from clients.manager.views import show_bytes, show_time
+from clients.manager.reassign_progress import read_progress
+from clients.manager.sampler import sample_lag_forever, sample_throughput_forever
+from clients.manager.throughput import ThroughputHistory, throughput_sections
+from clients.manager.views import show_bytes, show_size, show_time
 from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
@@ -32,6 +35,8 @@ TEMPLATES = Path(__file__).with_name("templates")
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 500
 BYTE_MODES = ("auto", "text", "hex")
+MAX_CHARTED_TOPICS = 20
+THROUGHPUT_CHART = (420, 150)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class ManagerSettings:
     read_timeout_s: float = 5.0
     users: Mapping[str, str] | None = None  # basic-auth users; None: no password
     lag_interval_s: float = 10.0
+    # broker id -> its Prometheus metrics URL; empty: throughput from offsets
+    metrics_endpoints: Mapping[int, str] = field(default_factory=dict)
+    throughput_interval_s: float = 10.0
 
 
 def _int_param(request: Request, name: str, default: int | None) -> int | None:
@@ -62,12 +70,18 @@ def build_app(settings: ManagerSettings) -> Any:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["show_bytes"] = show_bytes
     env.filters["show_time"] = show_time
+    env.filters["show_size"] = show_size
     history = LagHistory()
     # One token per console process, in every form: a page of another site cannot read it,
     # so its forms cannot make the console act.
     csrf_token = secrets.token_urlsafe(32)
     env.globals["csrf_token"] = csrf_token
     env.globals["lag_chart"] = lambda group: line_chart("lag-chart", history.series(group))
+    traffic = ThroughputHistory()
+    env.globals["traffic_chart"] = lambda measure, kind, name: line_chart(
+        f"{measure}-{kind}-{name}", traffic.series(measure, kind, name), *THROUGHPUT_CHART)
+    env.globals["traffic_latest"] = traffic.latest
+    env.filters["show_number"] = show_number
     templates = Jinja2Templates(env=env)
     state: dict[str, ClusterReader] = {}
 
@@ -83,6 +97,15 @@ def build_app(settings: ManagerSettings) -> Any:
             page = await read(state["reader"], request)
             return render(request, template, page=page, refresh=refresh)
         return handler
+
+    async def group_actions(request: Request) -> Response:
+        return render(request, "group_actions.html", group=request.path_params["name"])
+
+    async def throughput(request: Request) -> Response:
+        return render(request, "throughput.html", refresh=True,
+                      sections=throughput_sections(traffic, MAX_CHARTED_TOPICS),
+                      source=traffic.source, metrics=settings.metrics_endpoints,
+                      interval_s=settings.throughput_interval_s)
 
     async def create_topic_form(request: Request) -> Response:
         return render(request, "create_topic.html")
@@ -110,14 +133,14 @@ def build_app(settings: ManagerSettings) -> Any:
             return render(request, "error.html", 403, message="the form's CSRF token is "
                           "missing or wrong: reload the page and try again")
         try:
-            planned = describe(request.path_params["kind"], form)
+            planned = await prepare(state["reader"], request.path_params["kind"], form)
         except ActionError as exc:
             return render(request, "error.html", 400, message=str(exc))
         if form.get("confirm") != "yes":
             return render(request, "confirm.html", action=planned)
         try:
             done = await execute(state["reader"], planned)
-        except KafkaError as exc:
+        except (KafkaError, ActionRefused) as exc:
             logger.warning("action %s refused: %s", planned.kind, exc)
             return render(request, "action_result.html", 400, action=planned, ok=False,
                           message=str(exc))
@@ -136,6 +159,8 @@ def build_app(settings: ManagerSettings) -> Any:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sample_lag_forever, state["reader"], history,
                                    settings.lag_interval_s)
+                nursery.start_soon(sample_throughput_forever, state["reader"], traffic,
+                                   settings.metrics_endpoints, settings.throughput_interval_s)
                 yield
                 nursery.cancel_scope.cancel()
         finally:
@@ -148,9 +173,14 @@ def build_app(settings: ManagerSettings) -> Any:
             "topic.html", lambda reader, request: reader.topic(request.path_params["name"]),
             refresh=False)),
         Route("/topics/{name}/messages", messages),
+        Route("/topics/{name}/reassignment", overview(
+            "reassignment.html",
+            lambda reader, request: read_progress(reader, request.path_params["name"]))),
         Route("/actions/create-topic", create_topic_form, methods=["GET"]),
         Route("/actions/{kind}", action, methods=["POST"]),
         Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),
+        Route("/throughput", throughput),
+        Route("/groups/{name}/actions", group_actions),
         Route("/groups/{name}", overview(
             "group.html", lambda reader, request: reader.group(request.path_params["name"]))),
     ], exception_handlers={

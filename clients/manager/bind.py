@@ -1,4 +1,5 @@
-"""Where the console may listen: loopback freely, anywhere else only behind a password."""
+"""Where the console may listen: loopback freely, anywhere else only behind a password or
+TLS."""
 
 from __future__ import annotations
 
@@ -19,8 +20,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def check_bind(host: str, password_file: str | None) -> None:
-    """Refuse to listen beyond loopback without HTTP basic auth."""
-    if not is_loopback(host) and not password_file:
+def check_bind(host: str, password_file: str | None, tls: bool = False) -> None:
+    """Refuse to listen beyond loopback without HTTP basic auth or TLS."""
+    if not is_loopback(host) and not password_file and not tls:
         raise ManagerConfigError(
-            f"--listen {host} is beyond loopback: give --password-file to require a password")
+            f"--listen {host} is beyond loopback: give --password-file to require a password, "
+            f"or --certfile and --keyfile to serve HTTPS")
+
+
+def parse_metrics_endpoints(values: list[str]) -> dict[int, str]:
+    """``BROKER_ID=URL`` options (``http://host:9404/metrics``) as {broker id: URL}."""
+    endpoints: dict[int, str] = {}
+    for text in values:
+        broker, sep, url = text.partition("=")
+        if not sep or not broker.strip().isdigit() or not url.startswith(("http://",
+                                                                           "https://")):
+            raise ManagerConfigError(
+                f"--metrics-endpoint {text!r}: expected BROKER_ID=http://HOST:PORT/metrics")
+        endpoints[int(broker)] = url.strip()
+    return endpoints

@@ -15,6 +15,7 @@ from clients.admin.operations import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from clients.consumer import Consumer, ConsumerRecord
 from clients.manager import views
 from clients.net.security import CLIENT_SECURITY_KEYS
+from clients.net import KafkaConnectionError
 from clients.protocol import KafkaError
 
 TopicPartition = tuple[str, int]
@@ -37,6 +38,7 @@ class TopicPage:
     name: str
     partitions: list[views.PartitionRow]
     configs: list[ConfigEntry]
+    brokers: list[int]  # the live brokers, the reassignment form's choices
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class MessagesPage:
     records: list[ConsumerRecord]
 
 
+def _known(offsets: Mapping[str, Any]) -> dict[str, dict[TopicPartition, int]]:
+    """The groups whose committed offsets could be read (the others show no lag)."""
+    return {g: o for g, o in offsets.items() if not isinstance(o, KafkaError)}
+
+
 class ClusterReader:
     """One admin client shared by the pages; calls take turns (the client's connections
     carry one request at a time)."""
@@ -73,6 +80,14 @@ class ClusterReader:
         self._config = dict(admin_config)
         self._admin = Admin(self._config)
         self._lock = trio.Lock()
+
+    def client_config(self, **extra: Any) -> dict[str, Any]:
+        """A consumer's or producer's config reaching the cluster as the admin client does
+        (security.protocol, ssl.*, sasl.* carry over)."""
+        security = {k: v for k, v in self._config.items()
+                    if k in CLIENT_SECURITY_KEYS or k.startswith("sasl.")}
+        return {**security, "bootstrap.servers": self._config["bootstrap.servers"],
+                "client.id": self._config.get("client.id", "raftka-manager"), **extra}
 
     async def aclose(self) -> None:
         await self._admin.close()
@@ -92,6 +107,22 @@ class ClusterReader:
         return {tp: answer.offset for tp, answer in found.items()
                 if answer is not None and not isinstance(answer, KafkaError)}
 
+    async def _replica_sizes(self, live: list[int], names: list[str] | None
+                             ) -> dict[tuple[str, int, int], int]:
+        """The bytes of each partition's replica on each live broker (DescribeLogDirs, one
+        request per broker; a broker that cannot answer is left out)."""
+        sizes: dict[tuple[str, int, int], int] = {}
+        for broker in live:
+            try:
+                dirs = await self._admin.describe_log_dirs(broker, names)
+            except (KafkaError, KafkaConnectionError):
+                continue
+            for log_dir in dirs:
+                for replica in log_dir.replicas:
+                    if not replica.is_future:
+                        sizes[(replica.topic, replica.partition, broker)] = replica.size
+        return sizes
+
     async def _partition_rows(self, names: list[str] | None, with_offsets: bool
                               ) -> tuple[list[Any], list[views.PartitionRow]]:
         described = await self._admin.describe_topics(names)
@@ -104,8 +135,11 @@ class ClusterReader:
             tps = [(p.topic, p.partition) for p in infos]
             starts = await self._offsets(tps, EARLIEST_TIMESTAMP)
             ends = await self._offsets(tps, LATEST_TIMESTAMP)
+        sizes = await self._replica_sizes(live, names)
         rows = [views.partition_row(p, live, starts.get((p.topic, p.partition)),
-                                    ends.get((p.topic, p.partition))) for p in infos]
+                                    ends.get((p.topic, p.partition)),
+                                    sizes.get((p.topic, p.partition, p.leader)))
+                for p in infos]
         return described, rows
 
     async def cluster(self) -> ClusterPage:
@@ -141,15 +175,17 @@ class ClusterReader:
         async with self._lock:
             _, rows = await self._partition_rows([name], with_offsets=True)
             configs = await self._admin.describe_configs(name)
+            cluster = await self._admin.describe_cluster()
         return TopicPage(name, sorted(rows, key=lambda r: r.partition),
-                         sorted(configs.values(), key=lambda c: c.name))
+                         sorted(configs.values(), key=lambda c: c.name),
+                         sorted(b.node_id for b in cluster.brokers))
 
     async def groups(self) -> list[GroupRow]:
         async with self._lock:
             listings = await self._admin.list_groups()
             described = await self._admin.describe_groups([g.group_id for g in listings])
-            committed = {g.group_id: await self._admin.list_group_offsets(g.group_id)
-                         for g in listings}
+            committed = _known(await self._admin.list_groups_offsets(
+                [g.group_id for g in listings]))
             ends = await self._offsets({tp for c in committed.values() for tp in c},
                                        LATEST_TIMESTAMP)
         rows = []
@@ -158,7 +194,7 @@ class ClusterReader:
             error = str(description) if isinstance(description, KafkaError) else None
             members = (len(description.members)
                        if isinstance(description, GroupDescription) else None)
-            lag = views.total_lag(views.lag_rows(committed[g.group_id], ends, {}))
+            lag = views.total_lag(views.lag_rows(committed.get(g.group_id, {}), ends, {}))
             rows.append(GroupRow(g, members, lag, error))
         return rows
 
@@ -172,6 +208,27 @@ class ClusterReader:
             ends = await self._offsets(set(committed) | set(owners), LATEST_TIMESTAMP)
         lags = views.lag_rows(committed, ends, owners)
         return GroupPage(answer, lags, views.total_lag(lags))
+
+    async def replica_layout(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Each partition's replicas, preferred leader first."""
+        async with self._lock:
+            described = await self._admin.describe_topics([topic])
+        return {p.partition: tuple(p.replicas) for t in described for p in t.partitions}
+
+    async def traffic_offsets(self) -> tuple[dict[TopicPartition, int],
+                                             dict[TopicPartition, int],
+                                             dict[str, dict[TopicPartition, int]]]:
+        """Each partition's leader and log end offset, and each group's committed offsets
+        (one ListOffsets batch; one OffsetFetch per coordinator)."""
+        async with self._lock:
+            described = await self._admin.describe_topics(None)
+            leaders = {(p.topic, p.partition): p.leader
+                       for t in described for p in t.partitions if p.leader >= 0}
+            ends = await self._offsets(leaders, LATEST_TIMESTAMP)
+            listings = await self._admin.list_groups()
+            committed = _known(await self._admin.list_groups_offsets(
+                [g.group_id for g in listings]))
+        return leaders, ends, committed
 
     async def messages(self, topic: str, partition: int, page_size: int,
                        from_offset: int | None, from_timestamp: int | None,
@@ -198,12 +255,7 @@ class ClusterReader:
         records: list[ConsumerRecord] = []
         if first >= last:
             return records
-        # The cluster's connection settings (security.protocol, ssl.*) carry over.
-        security = {k: v for k, v in self._config.items() if k in CLIENT_SECURITY_KEYS}
-        config = {**security, "bootstrap.servers": self._config["bootstrap.servers"],
-                  "client.id": self._config.get("client.id", "raftka-manager"),
-                  "enable.auto.commit": False}
-        async with Consumer(config) as consumer:
+        async with Consumer(self.client_config(**{"enable.auto.commit": False})) as consumer:
             consumer.assign([tp])
             consumer.seek(tp, first)
             with trio.move_on_after(timeout_s):

@@ -36,6 +36,7 @@ class PartitionRow:
     offline: bool
     log_start: int | None = None
     log_end: int | None = None
+    size: int | None = None  # bytes of the leader's replica
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class TopicRow:
     under_replicated: int
     offline: int
     internal: bool
+    size: int | None = None  # bytes of the leaders' replicas
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,13 @@ class LagRow:
     owner: str  # member id, or "-" when no member owns it
 
 
-def partition_row(p: PartitionInfo, live: Iterable[int],
-                  log_start: int | None = None, log_end: int | None = None) -> PartitionRow:
+def partition_row(p: PartitionInfo, live: Iterable[int], log_start: int | None = None,
+                  log_end: int | None = None, size: int | None = None) -> PartitionRow:
     """Kafka's health flags: under-replicated when the ISR is smaller than the replica set,
     offline when no live broker leads it."""
     return PartitionRow(p.topic, p.partition, p.leader, p.replicas, p.isr,
                         len(p.isr) < len(p.replicas), p.leader < 0 or p.leader not in set(live),
-                        log_start, log_end)
+                        log_start, log_end, size)
 
 
 def broker_rows(brokers: Sequence[BrokerNode], controller_id: int,
@@ -89,8 +91,21 @@ def broker_rows(brokers: Sequence[BrokerNode], controller_id: int,
 
 def topic_row(name: str, internal: bool, rows: Sequence[PartitionRow]) -> TopicRow:
     replication = max((len(r.replicas) for r in rows), default=0)
+    sizes = [r.size for r in rows if r.size is not None]
     return TopicRow(name, len(rows), replication, sum(r.under_replicated for r in rows),
-                    sum(r.offline for r in rows), internal)
+                    sum(r.offline for r in rows), internal, sum(sizes) if sizes else None)
+
+
+def show_size(size: int | None) -> str:
+    """Bytes for people: ``512 B``, ``1.5 KiB``, ``20.0 MiB``; unknown: ``?``."""
+    if size is None:
+        return "?"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
 
 
 def lag_rows(committed: Mapping[TopicPartition, int], log_end: Mapping[TopicPartition, int],

@@ -1,14 +1,13 @@
 """`raftka manager` in a real browser (Debian's chromium driven by Playwright) against a
-real 3-node cluster: the cluster, topic, group and message pages, escaping of record text,
-an under-replicated partition after a broker dies, and basic auth.
+real 3-node cluster: the cluster, topic, group, message and throughput pages, escaping of
+record text, every action (a reassignment followed until done), an under-replicated
+partition after a broker dies, basic auth, TLS and CSRF.
 
 Screenshots of the main pages are saved under pytest's temporary directory."""
 
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,80 +20,12 @@ import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
 from broker.testing.waiting import wait_for
+from tests.integration.manager_support import chromium, free_port, start_manager, status, stop
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-REFRESH_S = 2
 TOPIC = "manager-orders"
 GROUP = "manager-billing"
 
 pytestmark = pytest.mark.slow
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests cannot run: {reason}")
-    pytest.skip(reason)
-
-
-def _install_missing() -> None:
-    """Debian's chromium and Playwright's Python package, installed when root can."""
-    if not os.path.exists(CHROMIUM):
-        if os.geteuid() != 0 or shutil.which("apt-get") is None:
-            _unavailable(f"{CHROMIUM} is missing and apt-get as root is not available")
-        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-            if subprocess.run(command, capture_output=True).returncode != 0:
-                _unavailable(f"`{' '.join(command)}` failed")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        if subprocess.run([sys.executable, "-m", "pip", "install", "playwright"],
-                          capture_output=True).returncode != 0:
-            _unavailable("the playwright package is missing and pip could not install it")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _status(url: str, headers: dict[str, str] | None = None) -> int:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
-                                    timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
-
-
-def _start_manager(servers: str, port: int, *extra: str,
-                   headers: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
-                                "--bootstrap-server", servers,
-                                "--listen", f"127.0.0.1:{port}",
-                                "--refresh", str(REFRESH_S), "--lag-interval", "1",
-                                *extra])
-    url = f"http://127.0.0.1:{port}/topics"
-    wait_for(lambda: process.poll() is not None or _status(url, headers) in (200, 401),
-             "the console to answer", 60)
-    assert process.poll() is None, "the console exited"
-    return process
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM: the console stops cleanly, exit 0."""
-    process.terminate()
-    try:
-        assert process.wait(20) == 0
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
 
 
 @pytest.fixture(scope="module")
@@ -110,27 +41,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RaftkaCluster]
 
 @pytest.fixture(scope="module")
 def console(cluster: RaftkaCluster) -> Iterator[str]:
-    port = _free_port()
-    process = _start_manager(cluster.bootstrap_servers, port)
+    port = free_port()
+    process = start_manager(cluster.bootstrap_servers, port)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(process)
+        stop(process)
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    _install_missing()
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield context
-        finally:
-            context.close()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 @pytest.fixture
@@ -218,11 +140,14 @@ def test_topic_and_group_pages_show_offsets_and_lag(
     row = page.locator("#partitions tr").nth(3)  # partition 2
     cells = [row.locator("td").nth(i).inner_text() for i in range(6)]
     assert cells[0] == "2" and cells[5] == str(end) and cells[4] == "0"
+    assert int(row.locator("td.size").get_attribute("data-bytes")) > 0
     assert sorted(cells[2].split(", ")) == sorted(str(n) for n in cluster.node_ids)
     page.screenshot(path=str(shots / "topic.png"), full_page=True)
 
     page.goto(console + "/topics")
     assert page.locator(f"#topics tr[data-topic='{TOPIC}'] td").nth(1).inner_text() == "3"
+    size = page.locator(f"#topics tr[data-topic='{TOPIC}'] td.size").get_attribute("data-bytes")
+    assert int(size) > 0
     page.screenshot(path=str(shots / "topics.png"), full_page=True)
 
     page.goto(console + "/groups")
@@ -242,17 +167,58 @@ def test_console_with_a_password_file_answers_401_without_it(
         cluster: RaftkaCluster, tmp_path: Path) -> None:
     secrets = tmp_path / "console-users"
     secrets.write_text("admin:s3cret\n")
-    port = _free_port()
+    port = free_port()
     good = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
-    process = _start_manager(cluster.bootstrap_servers, port, "--password-file", str(secrets))
+    process = start_manager(cluster.bootstrap_servers, port, "--password-file", str(secrets))
     try:
         url = f"http://127.0.0.1:{port}/"
-        assert _status(url) == 401
+        assert status(url) == 401
         bad = {"Authorization": "Basic " + base64.b64encode(b"admin:wrong").decode()}
-        assert _status(url, bad) == 401
-        assert _status(url, good) == 200
+        assert status(url, bad) == 401
+        assert status(url, good) == 200
     finally:
-        _stop(process)
+        stop(process)
+
+
+def test_console_with_tls_serves_https_only(cluster: RaftkaCluster, tmp_path: Path) -> None:
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1")
+    cert, key = tmp_path / "console-cert.pem", tmp_path / "console-key.pem"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "broker.cli.main", "manager",
+                                "--bootstrap-server", cluster.bootstrap_servers,
+                                "--listen", f"127.0.0.1:{port}",
+                                "--certfile", str(cert), "--keyfile", str(key)])
+
+    def httpsstatus() -> int:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/topics", timeout=10,
+                                        context=trusting) as response:
+                return response.status
+        except (OSError, ssl.SSLError):
+            return 0
+
+    try:
+        wait_for(lambda: process.poll() is not None or httpsstatus() == 200,
+                 "the console to answer over HTTPS", 60)
+        assert process.poll() is None, "the console exited"
+        # The same port in plaintext: no HTTP answer at all, only a failed handshake.
+        assert status(f"http://127.0.0.1:{port}/topics") == 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as plain:
+            plain.sendall(b"GET /topics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert not plain.recv(4096).startswith(b"HTTP/")
+        with pytest.raises(urllib.error.URLError):  # a client that does not trust it
+            urllib.request.urlopen(f"https://127.0.0.1:{port}/", timeout=10)
+    finally:
+        stop(process)
 
 
 def test_group_page_lists_active_members_and_their_partitions(
@@ -392,8 +358,11 @@ def test_partitions_added_in_the_console_show_in_describe(
     assert page.locator("#summary").inner_text() == "Raise topic grow-in-console to 4 partitions"
     page.click("#confirm")
     assert page.locator("#result.ok").count() == 1
-    described = _raftka(cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console")
-    assert "PartitionCount: 4" in described
+    # The controller has committed the new partitions; the broker the CLI asks may learn of
+    # them a moment later.
+    wait_for(lambda: "PartitionCount: 4" in _raftka(
+        cluster.bootstrap_servers, "--describe", "--topic", "grow-in-console"),
+        "--describe to show 4 partitions", 30, interval=0.2)
 
 
 def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
@@ -412,6 +381,237 @@ def test_a_cross_site_form_cannot_act(cluster: RaftkaCluster, console: str,
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403
     assert "forged" not in _raftka(cluster.bootstrap_servers, "--list").split()
+
+
+def _busiest(page: Any, url: str, chart_id: str) -> float:
+    """The highest rate of the chart ``chart_id`` on the throughput page (0 until it has
+    two points)."""
+    page.goto(url)
+    svg = page.locator(f"svg[id='{chart_id}']")
+    if svg.count() == 0 or int(svg.get_attribute("data-points")) < 2:
+        return 0.0
+    return float(svg.get_attribute("data-max"))
+
+
+def test_throughput_from_offsets_charts_messages_in_per_topic_and_broker(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    # The module's console has no metrics endpoints: rates come from log end offsets.
+    with cluster.admin() as admin:
+        leader = next(p.leader for p in admin.describe_topics([TOPIC])[0].partitions
+                      if p.partition == 1)
+    url = console + "/throughput"
+
+    def charted() -> bool:
+        _produce(cluster, [(b"t", b"x" * 100, [])] * 20, partition=1)
+        return (_busiest(page, url, f"messages_in-topic-{TOPIC}") > 0
+                and _busiest(page, url, f"messages_in-broker-{leader}") > 0)
+
+    wait_for(charted, "messages in/s charted for the topic and its leader", 60, interval=0.5)
+    assert "From offsets" in page.locator("#throughput-source").inner_text()
+    page.screenshot(path=str(shots / "throughput-offsets.png"), full_page=True)
+    page.goto(console + "/topics")
+    rate = page.locator(f"#topics tr[data-topic='{TOPIC}'] td.rate").inner_text()
+    assert float(rate) >= 0
+
+
+def test_throughput_from_metrics_charts_bytes_in_and_out(
+        cluster: RaftkaCluster, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+
+    endpoints = [f"{n}={cluster.metrics_url(n)}" for n in cluster.node_ids]
+    port = free_port()
+    process = start_manager(cluster.bootstrap_servers, port,
+                             *[arg for e in endpoints for arg in ("--metrics-endpoint", e)])
+    url = f"http://127.0.0.1:{port}/throughput"
+    with cluster.admin() as admin:
+        leader = next(p.leader for p in admin.describe_topics([TOPIC])[0].partitions
+                      if p.partition == 0)
+    try:
+        with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                               "group.id": "manager-throughput",
+                               "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([(TOPIC, 0)])
+
+            def charted() -> bool:
+                _produce(cluster, [(b"t", b"y" * 200, [])] * 20, partition=0)
+                consumer.poll(200)
+                return all(_busiest(page, url, chart) > 0 for chart in (
+                    f"bytes_in-topic-{TOPIC}", f"bytes_out-topic-{TOPIC}",
+                    f"bytes_in-broker-{leader}", f"messages_in-topic-{TOPIC}"))
+
+            wait_for(charted, "bytes in and out charted from the metrics endpoints", 90,
+                     interval=0.5)
+        assert "metrics endpoints" in page.locator("#throughput-source").inner_text()
+        page.screenshot(path=str(shots / "throughput-metrics.png"), full_page=True)
+    finally:
+        stop(process)
+
+
+def test_reassignment_started_in_the_console_completes(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.producer import BlockingProducer
+
+    topic = "move-in-console"
+    cluster.create_topic(topic, partitions=3, replication_factor=1)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for p in range(3):
+            for i in range(10):
+                producer.send(topic, b"m%d" % i, partition=p)
+        producer.flush(30)
+    with cluster.admin() as admin:
+        [leaving] = admin.describe_topics([topic])[0].partitions[0].replicas
+        on_leaving = [p.partition for p in admin.describe_topics([topic])[0].partitions
+                      if leaving in p.replicas]
+
+    page.goto(console + f"/topics/{topic}")
+    page.uncheck(f"#reassign-partitions input[name=brokers][value='{leaving}']")
+    page.click("#reassign-partitions button")
+    planned = page.locator("#plan tr[data-partition]").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].innerText, r.cells[1].innerText, "
+        "r.cells[2].innerText])")
+    assert sorted(int(p) for p, _, _ in planned) == on_leaving
+    assert all(now == str(leaving) and after != str(leaving) for _, now, after in planned)
+    page.screenshot(path=str(shots / "reassign-plan.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Started moving {len(on_leaving)} partitions of topic {topic}.")
+    page.click("#progress")
+    # The progress page reloads itself until no partition is moving.
+    page.wait_for_selector("#reassignment-state[data-moving='0']", timeout=90_000)
+    page.screenshot(path=str(shots / "reassign-done.png"), full_page=True)
+    with cluster.admin() as admin:
+        partitions = admin.describe_topics([topic])[0].partitions
+        assert all(leaving not in p.replicas for p in partitions)
+        assert admin.list_partition_reassignments() == []
+        ends = admin.list_offsets({(topic, p): -1 for p in range(3)})
+    assert [ends[(topic, p)].offset for p in range(3)] == [10, 10, 10]
+    shown = page.locator("#moves tr[data-partition]").evaluate_all(
+        "rows => rows.map(r => r.cells[1].innerText)")
+    assert shown == [", ".join(map(str, p.replicas)) for p in partitions]
+
+    # A plan the cluster refuses (no broker 99): Kafka's error, per partition.
+    page.goto(console + f"/topics/{topic}")
+    token = page.locator("#reassign-partitions input[name=csrf]").get_attribute("value")
+    refused = page.request.post(console + "/actions/reassign-partitions", form={
+        "csrf": token, "topic": topic, "plan": "0:99", "confirm": "yes"})
+    assert refused.status == 400
+    assert "partition 0: INVALID_REPLICA_ASSIGNMENT" in refused.text()
+
+
+def _confirm(page: Any, form: str, summary: str) -> Any:
+    """Submit ``form``, check the confirmation page's summary, confirm: the result."""
+    page.click(f"{form} button")
+    assert page.locator("#summary").inner_text() == summary
+    with page.expect_navigation() as confirmed:
+        page.click("#confirm")
+    return confirmed.value
+
+
+def test_topic_configs_test_message_leader_election_and_deletion_in_the_console(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    topic = "acted-on-in-console"
+    cluster.create_topic(topic, partitions=2, replication_factor=3)
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#edit-configs textarea[name=set]", "retention.ms=7200000")
+    _confirm(page, "#edit-configs", f"On topic {topic}: set retention.ms=7200000")
+    assert page.locator("#result.ok").inner_text() == f"Changed 1 configs of topic {topic}."
+    with cluster.admin() as admin:
+        assert admin.describe_configs(topic)["retention.ms"].value == "7200000"
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#edit-configs input[name=delete]", "retention.ms")
+    _confirm(page, "#edit-configs",
+             f"On topic {topic}: delete retention.ms (back to its default)")
+    with cluster.admin() as admin:
+        assert admin.describe_configs(topic)["retention.ms"].is_default
+
+    page.goto(console + f"/topics/{topic}")
+    page.fill("#produce input[name=partition]", "1")
+    page.fill("#produce input[name=key]", "console-key")
+    page.fill("#produce input[name=value]", "made <here>")
+    page.fill("#produce textarea[name=headers]", "source=console")
+    _confirm(page, "#produce", f"Produce one record to topic {topic} (partition 1): key "
+                               f"'console-key', value 'made <here>', 1 headers")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Produced a record to {topic} partition 1 at offset 0.")
+    page.goto(console + f"/topics/{topic}/messages?partition=1")
+    row = page.locator("#messages tr[data-offset='0'] td")
+    assert [row.nth(i).inner_text() for i in (2, 3, 4)] == [
+        "console-key", "made <here>", "source=console"]
+
+    page.goto(console + f"/topics/{topic}")
+    _confirm(page, "#elect-leaders",
+             f"Elect the preferred leader of every partition of topic {topic}")
+    assert page.locator("#result.ok").inner_text().startswith("Preferred leaders elected: ")
+
+    page.goto(console + f"/topics/{topic}")
+    _confirm(page, "#delete-topic", f"Delete topic {topic} and all its records")
+    assert page.locator("#result.ok").inner_text() == f"Deleted topic {topic}."
+    assert topic not in _raftka(cluster.bootstrap_servers, "--list").split()
+    page.screenshot(path=str(shots / "topic-deleted.png"), full_page=True)
+
+
+def test_group_offsets_reset_and_group_deleted_in_the_console(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    from clients.consumer import BlockingConsumer
+    from clients.producer import BlockingProducer
+
+    topic, group = "rewind-in-console", "manager-rewind"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with BlockingProducer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "acks": "all"}) as producer:
+        for i in range(6):
+            producer.send(topic, b"r%d" % i, partition=0)
+        producer.flush(30)
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as consumer:
+        consumer.assign([(topic, 0)])
+        consumer.commit({(topic, 0): 6})
+
+    page.goto(console + f"/groups/{group}")
+    page.click("#group-actions")
+    page.select_option("#reset-offsets select[name=to]", "offset")
+    page.fill("#reset-offsets input[name=value]", "2")
+    page.fill("#reset-offsets input[name=topic]", topic)
+    page.click("#reset-offsets button")
+    assert page.locator("#summary").inner_text() == (
+        f"Reset group {group}'s offsets on topic {topic} to offset 2")
+    cells = page.locator("#plan tr[data-partition] td")
+    assert [cells.nth(i).inner_text() for i in range(4)] == [topic, "0", "6", "2"]
+    page.screenshot(path=str(shots / "reset-offsets-plan.png"), full_page=True)
+    page.click("#confirm")
+    assert page.locator("#result.ok").inner_text() == (
+        f"Reset group {group}'s offsets on 1 partitions.")
+    with cluster.admin() as admin:
+        assert admin.list_group_offsets(group) == {(topic, 0): 2}
+
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                           "group.id": group, "enable.auto.commit": False}) as member:
+        member.subscribe([topic])
+        wait_for(lambda: member.poll(200) is not None and member.assignment(),
+                 "the member to join", 60)
+        page.goto(console + f"/groups/{group}/actions")
+        page.select_option("#reset-offsets select[name=to]", "earliest")
+        page.click("#reset-offsets button")
+        with page.expect_navigation() as refused:
+            page.click("#confirm")
+        assert refused.value.status == 400
+        assert "its state is Stable: stop its consumers" in page.locator(
+            "#result.bad").inner_text()
+        page.goto(console + f"/groups/{group}/actions")
+        assert _confirm(page, "#delete-group",
+                        f"Delete group {group} and its committed offsets").status == 400
+        assert "NON_EMPTY_GROUP" in page.locator("#result.bad").inner_text()
+    with cluster.admin() as admin:
+        wait_for(lambda: admin.describe_groups([group])[group].state == "Empty",
+                 "the group to empty", 60)
+        assert admin.list_group_offsets(group) == {(topic, 0): 2}
+    page.goto(console + f"/groups/{group}/actions")
+    assert _confirm(page, "#delete-group",
+                    f"Delete group {group} and its committed offsets").status == 200
+    assert page.locator("#result.ok").inner_text() == f"Deleted group {group}."
+    with cluster.admin() as admin:
+        assert group not in [g.group_id for g in admin.list_groups()]
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(

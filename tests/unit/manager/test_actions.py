@@ -43,3 +43,47 @@ def test_config_lines() -> None:
     assert parse_configs("a=1\n b = 2 \n\n") == {"a": "1", "b": "2"}
     with pytest.raises(ActionError, match="KEY=VALUE"):
         parse_configs("=1")
+
+
+def test_topic_actions_say_what_they_will_do() -> None:
+    from clients.manager.actions import parse_headers
+
+    assert describe("edit-configs", {"topic": "t", "set": "retention.ms=5",
+                                     "delete": "cleanup.policy, "}).summary == (
+        "On topic t: set retention.ms=5, delete cleanup.policy (back to its default)")
+    with pytest.raises(ActionError, match="nothing to change"):
+        describe("edit-configs", {"topic": "t", "set": "", "delete": ""})
+    assert describe("delete-topic", {"topic": "t"}).summary == (
+        "Delete topic t and all its records")
+    assert describe("elect-leaders", {"topic": "t"}).fields == {"topic": "t"}
+    produce = describe("produce", {"topic": "t", "partition": "", "key": "k", "value": "v",
+                                   "headers": "a=1\nb=2"})
+    assert produce.summary == ("Produce one record to topic t (the partition its key picks): "
+                               "key 'k', value 'v', 2 headers")
+    with pytest.raises(ActionError, match="partition must be"):
+        describe("produce", {"topic": "t", "partition": "x"})
+    assert parse_headers("a=1\n\na=x=y") == [("a", b"1"), ("a", b"x=y")]
+    with pytest.raises(ActionError, match="header line"):
+        parse_headers("novalue")
+
+
+def test_group_actions_and_reset_offsets() -> None:
+    from clients.manager.actions import decode_offsets, describe_reset, encode_offsets
+
+    assert describe("delete-group", {"group": "g"}).summary == (
+        "Delete group g and its committed offsets")
+    offsets = {("a.b-c", 0): 5, ("a.b-c", 1): 0}
+    assert decode_offsets(encode_offsets(offsets)) == offsets
+    for bad in ("", "t:0", "t:x:1", ":0:1"):
+        with pytest.raises(ActionError):
+            decode_offsets(bad)
+    action = describe_reset({"group": "g", "to": "timestamp", "value": "1700", "topic": ""},
+                            {("t", 0): 9}, {("t", 0): 4, ("t", 1): 0})
+    assert action.summary == ("Reset group g's offsets on every partition it has committed "
+                              "to timestamp 1700")
+    assert action.rows == [("t", "0", "9", "4"), ("t", "1", "-", "0")]
+    assert action.back == "/groups/g"
+    with pytest.raises(ActionError, match="to must be one of"):
+        describe_reset({"group": "g", "to": "yesterday"}, {}, {})
+    with pytest.raises(ActionError, match="value must be"):
+        describe_reset({"group": "g", "to": "offset", "value": ""}, {}, {})

@@ -71,3 +71,38 @@ def test_unusable_password_files_stop_start_up(tmp_path: Path, text: str) -> Non
 def test_a_missing_password_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ManagerConfigError, match="missing"):
         read_password_file(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3"])
+def test_tls_alone_also_allows_listening_beyond_loopback(host: str) -> None:
+    check_bind(host, None, tls=True)
+
+
+def test_console_tls_checks_its_files_at_start_up(tmp_path: Path) -> None:
+    import trustme
+
+    from clients.manager.tls import ConsoleTls, console_tls
+
+    ca = trustme.CA()
+    server = ca.issue_cert("localhost")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    server.cert_chain_pems[0].write_to_path(str(cert))
+    server.private_key_pem.write_to_path(str(key))
+    assert console_tls(None, None) is None
+    assert console_tls(str(cert), str(key)) == ConsoleTls(str(cert), str(key))
+    with pytest.raises(ManagerConfigError, match="go together"):
+        console_tls(str(cert), None)
+    with pytest.raises(ManagerConfigError, match="No such file"):
+        console_tls(str(tmp_path / "missing.pem"), str(key))
+    other = tmp_path / "other-key.pem"
+    ca.issue_cert("elsewhere").private_key_pem.write_to_path(str(other))
+    with pytest.raises(ManagerConfigError, match="not a PEM certificate and its"):
+        console_tls(str(cert), str(other))
+
+
+def test_the_command_refuses_half_a_tls_pair_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9",
+                 "--certfile", str(tmp_path / "cert.pem")]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "raftka manager: --certfile and --keyfile go together: give both"]

@@ -9,7 +9,9 @@ from typing import Any, Iterable, Mapping
 from clients.admin import BrokerNode, ClusterDescription, ListedOffset, TopicDescription
 from clients.admin.group_operations import GroupDescription, GroupListing
 from clients.admin.operations import PartitionInfo
+from clients.admin.cluster_operations import LogDirDescription, ReplicaLogDir
 from clients.manager.gather import ClusterReader
+from clients.protocol import ErrorCode
 
 PARTITIONS = 40
 
@@ -37,6 +39,11 @@ class CountingAdmin:
         return {tp: ListedOffset(100 if ts == -1 else 0, -1, -1)
                 for tp, ts in timestamps.items()}
 
+    async def describe_log_dirs(self, broker_id: int, topics: Iterable[str] | None = None
+                                ) -> list[Any]:
+        return [LogDirDescription("/d", ErrorCode.NONE, [
+            ReplicaLogDir("t", p, 1000 * broker_id + p, 0, False) for p in range(PARTITIONS)])]
+
     async def list_groups(self) -> list[GroupListing]:
         return [GroupListing("g1", "consumer", "Empty"), GroupListing("g2", "consumer", "Empty")]
 
@@ -45,6 +52,10 @@ class CountingAdmin:
 
     async def list_group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {("t", p): 90 for p in range(PARTITIONS)}
+
+    async def list_groups_offsets(self, groups: Iterable[str]
+                                  ) -> dict[str, dict[tuple[str, int], int]]:
+        return {g: await self.list_group_offsets(g) for g in groups}
 
 
 def _reader(admin: CountingAdmin) -> ClusterReader:
@@ -58,6 +69,8 @@ async def test_topic_page_reads_start_and_end_offsets_in_two_batches() -> None:
     page = await _reader(admin).topic("t")
     assert admin.list_offsets_calls == [PARTITIONS, PARTITIONS]
     assert all((p.log_start, p.log_end) == (0, 100) for p in page.partitions)
+    # Sizes are the leader's (broker 1) replica's, from one DescribeLogDirs per broker.
+    assert [p.size for p in page.partitions] == [1000 + p for p in range(PARTITIONS)]
 
 
 async def test_groups_page_reads_every_groups_end_offsets_in_one_batch() -> None:

@@ -95,3 +95,10 @@ def test_lag_chart_is_svg_ending_at_the_last_sample() -> None:
     assert 'points="40.0,68.6 320.0,140.0 600.0,40.0"' in svg
     assert "no samples" in str(line_chart("lag", []))
     assert "&lt;" in str(line_chart("<x>", []))
+
+
+def test_sizes_for_people() -> None:
+    from clients.manager.views import show_size
+
+    assert [show_size(n) for n in (None, 0, 1023, 1536, 20 * 1024 * 1024)] == [
+        "?", "0 B", "1023 B", "1.5 KiB", "20.0 MiB"]
