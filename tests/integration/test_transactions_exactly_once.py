@@ -74,6 +74,7 @@ def client_config(cluster: RaftkaCluster, **extra: Any) -> dict[str, Any]:
 
 
 def debug_config() -> dict[str, Any]:
+    """librdkafka's debug contexts at log level 7 when asked for, else no logging."""
     if RDKAFKA_DEBUG:
         return {"debug": RDKAFKA_DEBUG, "log_level": 7}
     return {"log_level": 0}
