@@ -114,13 +114,13 @@ class Pipeline:
                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                         "session.timeout.ms": 10000}))
         self.consumer.subscribe(["eos-in"])
-        # librdkafka (2.16 and earlier, confluentinc/librdkafka#5511) sends
-        # TxnOffsetCommit to the group coordinator it has cached and, when that broker is
-        # down, waits for some broker connection of the producer to change state before it
-        # asks FindCoordinator again. Once the killed broker is fenced, Metadata leaves it out
-        # (as Kafka's does) and librdkafka drops its connection for good: if that happens
-        # before send_offsets_to_transaction starts, nothing changes state any more and the
-        # call never returns. Closing connections idle for 5 s gives it those changes.
+        # librdkafka (2.16 and earlier, confluentinc/librdkafka#5511) sends TxnOffsetCommit
+        # through the group coordinator it has cached; while that broker is down it waits for
+        # some connection of the producer to change state before it asks FindCoordinator
+        # again. Once the controller fences the killed broker, Metadata leaves it out (as
+        # Kafka's does) and librdkafka drops that broker for good, so nothing may change state
+        # any more and send_offsets_to_transaction never returns. Closing connections idle for
+        # 5 s gives it those changes.
         self.producer = confluent_kafka.Producer(client_config(
             cluster, **{"transactional.id": TRANSACTIONAL_ID, "linger.ms": 5,
                         "transaction.timeout.ms": 30000, "connections.max.idle.ms": 5000}))
