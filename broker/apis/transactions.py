@@ -35,6 +35,15 @@ def fenced_for_version(code: int, version: int, first_with_fenced: int = 2) -> i
     return int(code)
 
 
+def txn_offset_commit_code(code: int, version: int) -> int:
+    """COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS in TxnOffsetCommit before
+    v2, which producers before that version may not handle, as Kafka's request layer
+    answers; the code unchanged otherwise."""
+    if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and version < 2:
+        return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return int(code)
+
+
 def _wanted(topics: list[dict[str, Any]] | None) -> list[TopicPartition]:
     return [(t["name"], p) for t in topics or () for p in t.get("partitions") or ()]
 
@@ -175,15 +184,15 @@ class TransactionHandlers:
             for t in denied for p in t.get("partitions") or ()}
         if allowed or not denied:
             allowed_body = {**body, "topics": allowed}
-            code = self.groups.coordinator_error(group_id)
+            code = txn_offset_commit_code(self.groups.coordinator_error(group_id), version)
             if code:
                 return _merge_topics(txn_offset_commit_error(allowed_body, version, code), codes)
             codes.update((await self.groups.commit_txn_offsets(allowed_body,
                                                                self._topic_exists)).codes)
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition,
-                                                 "error_code": int(c)})
+            topics.setdefault(topic, []).append(
+                {"partition_index": partition, "error_code": txn_offset_commit_code(c, version)})
         return {"throttle_time_ms": 0,
                 "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
 

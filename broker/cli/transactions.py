@@ -31,8 +31,6 @@ PRODUCERS_HEADER = ("ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "La
                     "LastTimestamp", "CurrentTransactionStartOffset")
 HANGING_HEADER = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
                   "StartOffset", "LastTimestamp", "Duration(min)")
-# States in which the coordinator still drives the transaction to its end.
-OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 SUBCOMMANDS = ("list", "describe", "describe-producers", "abort", "find-hanging")
 
 
@@ -196,24 +194,37 @@ def _abort(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
     return ""
 
 
-def _find_hanging(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
-    from clients.protocol import KafkaError
+def _partitions_to_search(admin: "BlockingAdmin",
+                          args: argparse.Namespace) -> list[tuple[str, int]]:
+    """The named partition; else the topic's partitions (or every partition) with a replica
+    on --broker-id when it is given."""
+    if args.topic is None:
+        return admin.partitions_on_broker(args.broker_id)
+    if args.partition is not None:
+        return [(args.topic, args.partition)]
+    (described,) = admin.describe_topics([args.topic])
+    return sorted((args.topic, p.partition) for p in described.partitions
+                  if args.broker_id is None or args.broker_id in p.replicas)
 
-    if (args.broker_id is None) == (args.topic is None):
-        raise CommandError("find-hanging needs exactly one of --broker-id and --topic")
-    if args.topic is not None:
-        if args.partition is not None:
-            partitions = [(args.topic, args.partition)]
-        else:
-            (described,) = admin.describe_topics([args.topic])
-            partitions = sorted((args.topic, p.partition) for p in described.partitions)
-    else:
-        if args.partition is not None:
-            raise CommandError("--partition needs --topic")
-        partitions = admin.partitions_on_broker(args.broker_id)
+
+def _find_hanging(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
+    """Kafka's rule: a partition's open transaction older than --max-transaction-timeout is
+    hanging when no coordinator lists its producer id, the coordinator no longer knows the
+    transactional id, or the coordinator's transaction does not include that partition (so
+    no marker will ever reach it)."""
+    from clients.protocol import ErrorCode, KafkaError
+
+    if args.broker_id is None and args.topic is None:
+        raise CommandError("find-hanging requires either --topic or --broker-id to limit "
+                           "the scope of the search")
+    if args.partition is not None and args.topic is None:
+        raise CommandError("--partition requires --topic")
+    partitions = _partitions_to_search(admin, args)
     now = int(time.time() * 1000)
     limit_ms = args.max_transaction_timeout * 60_000
     candidates = []
+    # Each partition's producer state as its leader has it: Raftka's DescribeProducers
+    # answers on leaders only, where Kafka's tool asks --broker-id's own replica.
     for tp, found in sorted(admin.describe_producers(partitions).items()):
         if isinstance(found, KafkaError):
             raise CommandError(f"failed to describe producers for partition "
@@ -222,17 +233,17 @@ def _find_hanging(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
                        and now - p.last_timestamp > limit_ms]
     hanging = []
     if candidates:
-        listed = {t.producer_id: t for t in admin.list_transactions(
+        listed = {t.producer_id: t.transactional_id for t in admin.list_transactions(
             producer_id_filters=sorted({p.producer_id for _, p in candidates}))}
-        described = admin.describe_transactions(sorted({t.transactional_id
-                                                        for t in listed.values()}))
+        described = admin.describe_transactions(sorted(set(listed.values())))
+        for tid, found in described.items():
+            if (isinstance(found, KafkaError)
+                    and found.code is not ErrorCode.TRANSACTIONAL_ID_NOT_FOUND):
+                raise CommandError(f"failed to describe transactional id {tid!r}: "
+                                   f"{found.message}")
         for tp, p in candidates:
-            listing = listed.get(p.producer_id)
-            txn = described.get(listing.transactional_id) if listing else None
-            ongoing = (txn is not None and not isinstance(txn, KafkaError)
-                       and txn.producer_id == p.producer_id and txn.state in OPEN_STATES
-                       and tp in txn.partitions)
-            if not ongoing:
+            txn = described.get(listed.get(p.producer_id, ""))
+            if txn is None or isinstance(txn, KafkaError) or tp not in txn.partitions:
                 hanging.append((tp, p))
     rows = [(tp[0], str(tp[1]), str(p.producer_id), str(p.producer_epoch),
              str(p.coordinator_epoch), str(p.current_txn_start_offset), str(p.last_timestamp),

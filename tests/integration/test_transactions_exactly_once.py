@@ -6,7 +6,9 @@ record exactly once and the group's committed offsets are the input's end offset
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from collections import Counter
 from typing import Any, Callable, Iterator
@@ -20,15 +22,12 @@ from clients.protocol import ApiKey
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-# Quarantined: in about 1 run of 13, when the killed broker was transaction coordinator, group
-# coordinator and output leader at once, librdkafka's send_offsets_to_transaction never
-# returned (past its own timeout, sending nothing), which blocks the whole run. Raftka's own
-# producer runs the same kills in test_transactional_failover.py. RAFTKA_QUARANTINED=1 runs it.
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    os.environ.get("RAFTKA_QUARANTINED") != "1",
-    reason="quarantined: librdkafka's send_offsets_to_transaction can hang after a kill of "
-           "the broker that coordinates the transaction and the group; RAFTKA_QUARANTINED=1 "
-           "runs it")]
+pytestmark = pytest.mark.slow
+
+# RAFTKA_TEST_RDKAFKA_DEBUG=eos,protocol,broker,cgrp turns on librdkafka's debug contexts for
+# every client of the test; the log goes to librdkafka.log in the test's temporary directory
+# (written by librdkafka itself, so a client stuck inside a call still leaves its trace).
+RDKAFKA_DEBUG = os.environ.get("RAFTKA_TEST_RDKAFKA_DEBUG", "")
 
 PARTITIONS = 3
 RECORDS = 3000
@@ -43,6 +42,26 @@ def cluster(tmp_path: Any) -> Iterator[RaftkaCluster]:
         yield started
 
 
+@contextlib.contextmanager
+def librdkafka_log(path: Any) -> Iterator[None]:
+    """With RDKAFKA_DEBUG set, file descriptor 2 (where librdkafka's default logger writes)
+    goes to `path` inside the block. Entered in the test's body: pytest points the
+    descriptor at its own capture file again at the start of each test phase."""
+    if not RDKAFKA_DEBUG:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab", buffering=0) as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def client_config(cluster: RaftkaCluster, **extra: Any) -> dict[str, Any]:
     # A killed coordinator stays the answer to FindCoordinator until the controller fences
     # its broker (broker.session.timeout.ms after the kill, counted from the new controller's
@@ -51,7 +70,14 @@ def client_config(cluster: RaftkaCluster, **extra: Any) -> dict[str, Any]:
     # it could learn the new coordinator 10 s after the move, a third of the transaction's
     # timeout gone to waiting. A 1 s ceiling keeps the client's share of the failover small.
     return {"bootstrap.servers": cluster.bootstrap_servers, "broker.address.family": "v4",
-            "log_level": 0, "reconnect.backoff.max.ms": 1000, **extra}
+            "reconnect.backoff.max.ms": 1000, **debug_config(), **extra}
+
+
+def debug_config() -> dict[str, Any]:
+    """librdkafka's debug contexts at log level 7 when asked for, else no logging."""
+    if RDKAFKA_DEBUG:
+        return {"debug": RDKAFKA_DEBUG, "log_level": 7}
+    return {"log_level": 0}
 
 
 def transaction_coordinator(cluster: RaftkaCluster) -> int:
@@ -88,9 +114,16 @@ class Pipeline:
                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                         "session.timeout.ms": 10000}))
         self.consumer.subscribe(["eos-in"])
+        # librdkafka (2.16 and earlier, confluentinc/librdkafka#5511) sends TxnOffsetCommit
+        # through the group coordinator it has cached; while that broker is down it waits for
+        # some connection of the producer to change state before it asks FindCoordinator
+        # again. Once the controller fences the killed broker, Metadata leaves it out (as
+        # Kafka's does) and librdkafka drops that broker for good, so nothing may change state
+        # any more and send_offsets_to_transaction never returns. Closing connections idle for
+        # 5 s gives it those changes.
         self.producer = confluent_kafka.Producer(client_config(
             cluster, **{"transactional.id": TRANSACTIONAL_ID, "linger.ms": 5,
-                        "transaction.timeout.ms": 30000}))
+                        "transaction.timeout.ms": 30000, "connections.max.idle.ms": 5000}))
         self.producer.init_transactions(60)
         self.committed_transactions = 0
         self.aborted_transactions = 0
@@ -176,7 +209,13 @@ def read_output(cluster: RaftkaCluster) -> list[Any]:
         consumer.close()
 
 
-def test_output_equals_input_exactly_once_across_kills(cluster: RaftkaCluster) -> None:
+def test_output_equals_input_exactly_once_across_kills(cluster: RaftkaCluster,
+                                                       tmp_path: Any) -> None:
+    with librdkafka_log(tmp_path / "librdkafka.log"):
+        run_pipeline_across_kills(cluster)
+
+
+def run_pipeline_across_kills(cluster: RaftkaCluster) -> None:
     cluster.create_topic("eos-in", PARTITIONS, 3)
     cluster.create_topic("eos-out", PARTITIONS, 3)
     produce_input(cluster)

@@ -82,3 +82,49 @@ def test_find_hanging_reports_open_transactions_their_coordinator_does_not_drive
     assert [[c.strip() for c in r[:6]] for r in rows[1:]] == [
         ["t", "0", "1", "0", "3", "10"], ["t", "1", "3", "0", "3", "7"]]
     assert all(int(r[7]) >= 29 for r in rows[1:])
+
+
+def test_find_hanging_counts_a_forgotten_transactional_id_and_fails_on_other_errors() -> None:
+    import argparse
+    import time
+
+    import pytest
+
+    from broker.cli.main import CommandError
+    from broker.cli.transactions import _find_hanging
+    from clients.admin.transaction_operations import ProducerState, TransactionListing
+    from clients.protocol import ErrorCode, KafkaError
+
+    old = int(time.time() * 1000) - 3 * 60_000
+    producers = {("t", 0): [ProducerState(1, 0, 5, old, 3, 10)]}
+    listed = [TransactionListing("one", 1, "Ongoing", 1)]
+    args = argparse.Namespace(broker_id=None, topic="t", partition=0,
+                              max_transaction_timeout=1)
+    forgotten = {"one": KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)}
+    rows = _find_hanging(FakeAdmin(producers, listed, forgotten), args).splitlines()
+    assert [c.strip() for c in rows[1].split("\t")[:6]] == ["t", "0", "1", "0", "3", "10"]
+    unavailable = {"one": KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
+    with pytest.raises(CommandError, match="'one'"):
+        _find_hanging(FakeAdmin(producers, listed, unavailable), args)
+    # Not older than the limit: no candidate, nothing asked of the coordinators.
+    recent = argparse.Namespace(broker_id=None, topic="t", partition=0,
+                                max_transaction_timeout=5)
+    assert len(_find_hanging(FakeAdmin(producers, listed, unavailable),
+                             recent).splitlines()) == 1
+
+
+def test_find_hanging_needs_a_topic_or_a_broker_and_a_partition_needs_its_topic() -> None:
+    import argparse
+
+    import pytest
+
+    from broker.cli.main import CommandError
+    from broker.cli.transactions import _find_hanging
+
+    admin = FakeAdmin({}, [], {})
+    with pytest.raises(CommandError, match="either --topic or --broker-id"):
+        _find_hanging(admin, argparse.Namespace(broker_id=None, topic=None, partition=None,
+                                                max_transaction_timeout=15))
+    with pytest.raises(CommandError, match="--partition requires --topic"):
+        _find_hanging(admin, argparse.Namespace(broker_id=1, topic=None, partition=0,
+                                                max_transaction_timeout=15))

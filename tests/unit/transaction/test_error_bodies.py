@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.apis.transactions import TRANSACTION_ERRORS, fenced_for_version
+from broker.apis.transactions import (
+    TRANSACTION_ERRORS,
+    fenced_for_version,
+    txn_offset_commit_code,
+)
 from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode
 from clients.protocol.codec import decode_response, encode_response
 
@@ -52,3 +56,10 @@ def test_fenced_is_invalid_producer_epoch_for_old_versions() -> None:
     assert fenced_for_version(ErrorCode.PRODUCER_FENCED, 1) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert fenced_for_version(ErrorCode.PRODUCER_FENCED, 2) == ErrorCode.PRODUCER_FENCED
     assert fenced_for_version(ErrorCode.NOT_COORDINATOR, 0) == ErrorCode.NOT_COORDINATOR
+
+
+def test_txn_offset_commit_before_v2_hears_coordinator_not_available_while_loading() -> None:
+    loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert [txn_offset_commit_code(loading, v) for v in range(4)] == [
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE, loading, loading]
+    assert txn_offset_commit_code(ErrorCode.NOT_COORDINATOR, 0) == ErrorCode.NOT_COORDINATOR
