@@ -30,6 +30,9 @@ WANTED_VERSIONS.update({
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
     "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
 })
+WANTED_VERSIONS.update({
+    "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeTopicPartitions": (0, 0),
+})
 # Controller RPCs: every version the reference declares valid.
 ALL_REFERENCE_VERSIONS = (
     "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "DescribeQuorum", "AllocateProducerIds",
