@@ -8,6 +8,8 @@ from broker.apis.acls import AclHandlers
 from broker.apis.admin import ForwardingHandlers
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.api_versions import install_api_versions
+from broker.apis.client_quota_enforcement import ClientQuotaEnforcement
+from broker.apis.client_quotas import DescribeClientQuotasHandler
 from broker.apis.configs import DescribeConfigsHandler
 from broker.apis.fetch import FetchHandler
 from broker.apis.groups import GroupHandlers
@@ -24,6 +26,7 @@ from broker.apis.scram import DescribeScramHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
+from broker.quota.manager import ClientQuotas
 from broker.replica.manager import ReplicaManager
 from broker.txn.coordinator import TransactionCoordinator
 from broker.replica.txn_verification import TransactionVerifier
@@ -59,6 +62,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     OffsetHandlers(replicas, authz).register(router)
     DescribeConfigsHandler(config, image, authz).register(router)
     DescribeScramHandler(image).register(router)
+    DescribeClientQuotasHandler(image).register(router)
     GroupHandlers(groups, image, transactions, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:
@@ -71,4 +75,6 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
         forwarding.register(router)
     AclHandlers(image, enabled=authz.enabled,
                 forward=forwarding.forward if forwarding is not None else None).register(router)
+    # Last: it wraps the handlers registered above with the client quotas.
+    ClientQuotaEnforcement(ClientQuotas(image)).install(router)
     return router

@@ -27,6 +27,7 @@ from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
 from broker.apis.metadata import describe_cluster_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.apis.scram import DescribeScramHandler
+from broker.apis.client_quotas import DescribeClientQuotasHandler
 from broker.controller_server.describe_quorum import (
     CaughtUpTimes,
     ControllerEndpoint,
@@ -50,6 +51,7 @@ from metadata.controller.brokers import (
 from metadata.controller.configs import incremental_alter_configs
 from metadata.controller.leader_election import elect_leaders, rebalance_changes
 from metadata.controller.scram import alter_user_scram_credentials
+from metadata.controller.client_quotas import alter_client_quotas
 from metadata.controller.partitions import create_partitions
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.controller.topics import create_topics, delete_topics
@@ -159,13 +161,15 @@ class QuorumController:
                 (ApiKey.CREATE_ACLS, self.handle_create_acls),
                 (ApiKey.DELETE_ACLS, self.handle_delete_acls),
                 (ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-                 self.handle_alter_user_scram_credentials)):
+                 self.handle_alter_user_scram_credentials),
+                (ApiKey.ALTER_CLIENT_QUOTAS, self.handle_alter_client_quotas)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
         router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
                         describe_quorum_error)
         router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
                         describe_cluster_error)
         DescribeScramHandler(lambda: self.state.image).register(router)
+        DescribeClientQuotasHandler(lambda: self.state.image).register(router)
         install_api_versions(router)
 
     async def handle_broker_registration(self, request: DecodedRequest,
@@ -233,6 +237,11 @@ class QuorumController:
     async def handle_alter_user_scram_credentials(self, request: DecodedRequest,
                                                   ctx: RequestContext) -> dict[str, Any]:
         return await self.submit(request, lambda image, now: alter_user_scram_credentials(
+            image, request.body, now))
+
+    async def handle_alter_client_quotas(self, request: DecodedRequest,
+                                         ctx: RequestContext) -> dict[str, Any]:
+        return await self.submit(request, lambda image, now: alter_client_quotas(
             image, request.body, now))
 
     async def handle_allocate_producer_ids(self, request: DecodedRequest,
