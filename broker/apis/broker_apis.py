@@ -23,6 +23,7 @@ from broker.apis.request import RequestRouter
 from broker.apis.txn_markers import OffsetsMarkerListener, TxnMarkerHandlers
 from broker.apis.sasl import SaslHandlers
 from broker.apis.scram import DescribeScramHandler
+from broker.apis.topic_partitions import DescribeTopicPartitionsHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
@@ -63,6 +64,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     DescribeConfigsHandler(config, image, authz).register(router)
     DescribeScramHandler(image).register(router)
     DescribeClientQuotasHandler(image).register(router)
+    DescribeTopicPartitionsHandler(image, authz).register(router)
     GroupHandlers(groups, image, transactions, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:

@@ -19,6 +19,8 @@ from clients.admin import transaction_operations as tops
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool, TrioConnectionPool
 from clients.admin import scram_operations as scram_ops
+from clients.admin import quota_operations as quota_ops
+from clients.admin import topic_partitions_operations as tp_ops
 from clients.admin.settings import (
     COMMON_KEYS,
     ConfigError,
@@ -220,6 +222,22 @@ class Admin:
                           ) -> list[acls.AclBinding]:
         return await self._run(acls.delete_acls(filters))
 
+    async def describe_client_quotas(
+            self, components: Iterable[quota_ops.QuotaFilterComponent] = (),
+            strict: bool = False) -> dict[quota_ops.QuotaEntity, dict[str, float]]:
+        return await self._run(quota_ops.describe_client_quotas(components, strict))
+
+    async def alter_client_quotas(
+            self, alterations: Iterable[tuple[Mapping[str, str | None],
+                                              Mapping[str, float | None]]],
+            validate_only: bool = False) -> list[quota_ops.QuotaAlterationResult]:
+        return await self._run(quota_ops.alter_client_quotas(alterations, validate_only))
+
+    async def describe_topic_partitions(
+            self, names: Iterable[str] = (), partition_limit: int = 2000
+    ) -> dict[str, tp_ops.TopicPartitionsDescription]:
+        return await self._run(tp_ops.describe_topic_partitions(names, partition_limit))
+
     async def _run(self, operation: ops.Operation) -> Any:
         try:
             call = next(operation)
@@ -400,6 +418,21 @@ class BlockingAdmin:
 
     def delete_acls(self, filters: Iterable[acls.AclBindingFilter]) -> list[acls.AclBinding]:
         return self._run(acls.delete_acls(filters))
+
+    def describe_client_quotas(
+            self, components: Iterable[quota_ops.QuotaFilterComponent] = (),
+            strict: bool = False) -> dict[quota_ops.QuotaEntity, dict[str, float]]:
+        return self._run(quota_ops.describe_client_quotas(components, strict))
+
+    def alter_client_quotas(
+            self, alterations: Iterable[tuple[Mapping[str, str | None],
+                                              Mapping[str, float | None]]],
+            validate_only: bool = False) -> list[quota_ops.QuotaAlterationResult]:
+        return self._run(quota_ops.alter_client_quotas(alterations, validate_only))
+
+    def describe_topic_partitions(self, names: Iterable[str] = (), partition_limit: int = 2000
+                                  ) -> dict[str, tp_ops.TopicPartitionsDescription]:
+        return self._run(tp_ops.describe_topic_partitions(names, partition_limit))
 
     def _run(self, operation: ops.Operation) -> Any:
         try:
