@@ -78,5 +78,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     AclHandlers(image, enabled=authz.enabled,
                 forward=forwarding.forward if forwarding is not None else None).register(router)
     # Last: it wraps the handlers registered above with the client quotas.
-    ClientQuotaEnforcement(ClientQuotas(image)).install(router)
+    quotas = ClientQuotas(image, samples=int(config.get("quota.window.num")),  # type: ignore[call-overload]
+                          window_seconds=int(config.get("quota.window.size.seconds")))  # type: ignore[call-overload]
+    ClientQuotaEnforcement(quotas).install(router)
     return router

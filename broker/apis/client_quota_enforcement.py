@@ -5,7 +5,8 @@ client API for the request-time quota.
 A request over its quota is answered at once with `throttle_time_ms`, then its connection is
 muted for that long (the next request waits). Produce counts the bytes of the request's
 record batches; Fetch counts the bytes it returns and, when throttled, returns no data (the
-bytes are taken back from the window), as Kafka does. Followers' fetches and broker-to-broker
+bytes are taken back from the window), as Kafka does; a consumer's fetch size is capped to
+what its quota allows in one window. Followers' fetches and broker-to-broker
 APIs are exempt. Accounting is per request, never per record.
 """
 
@@ -86,8 +87,14 @@ class ClientQuotaEnforcement:
 
     def _fetch(self, inner: Handler) -> Handler:
         async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
-            if int(request.body.get("replica_id", -1)) >= 0:
+            body = request.body
+            if int(body.get("replica_id", -1)) >= 0:
                 return await inner(request, ctx)
+            cap = self._quotas.fetch.max_value_in_window(ctx.principal, ctx.client_id)
+            if cap is not None and int(body.get("max_bytes", 0)) > cap:
+                # No response bigger than the quota allows in one window (Kafka's cap).
+                body["max_bytes"] = max(int(cap), 1)
+                body["min_bytes"] = min(int(body.get("min_bytes", 0)), body["max_bytes"])
             body, request_throttle = await self._timed(inner, request, ctx)
             if body is None or body.get("error_code"):
                 return body

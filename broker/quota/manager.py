@@ -55,6 +55,14 @@ class ClientQuotaManager:
             self._resolved[pair] = resolve_quota(quotas, self.key, *pair)
         return self._resolved[pair]
 
+    def max_value_in_window(self, principal: str, client_id: str | None) -> float | None:
+        """The most a client may use at once (quota x the window's full samples); None:
+        unlimited. Kafka caps a consumer's fetch size with it."""
+        quota = self.quota(principal, client_id)
+        if quota is None:
+            return None
+        return quota.bound * max(self._samples - 1, 1) * self._window_ms / 1000
+
     def any_quota(self) -> bool:
         """Whether any entity has a quota of this key."""
         return any(self.key in values for values in self._image().client_quotas.values())

@@ -11,8 +11,8 @@ class SampledRate:
     __slots__ = ("samples", "window_ms", "_starts", "_values", "_current", "last_record_ms")
 
     def __init__(self, samples: int = 11, window_ms: int = 1000) -> None:
-        if samples < 2 or window_ms < 1:
-            raise ValueError("a rate needs at least two samples of at least 1 ms")
+        if samples < 1 or window_ms < 1:
+            raise ValueError("a rate needs at least one sample of at least 1 ms")
         self.samples = samples
         self.window_ms = window_ms
         self._starts: list[int | None] = [None] * samples
@@ -48,7 +48,7 @@ class SampledRate:
         full = elapsed // self.window_ms
         if full < self.samples - 1:
             elapsed += (self.samples - 1 - full) * self.window_ms
-        return float(elapsed)
+        return float(max(elapsed, 1))
 
     def measure(self, now_ms: int) -> float:
         """Units per second at `now_ms`."""
