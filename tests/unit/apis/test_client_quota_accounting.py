@@ -1,10 +1,20 @@
-"""Quota accounting: Kafka's sliding-window rate, throttle times, shared user-level windows."""
+"""Quota accounting: Kafka's sliding-window rate, throttle times, shared user-level windows,
+and enforcement on a router (request time, muting)."""
 
 from __future__ import annotations
 
-from metadata.client_quotas import CLIENT_ID, USER, entity_of
-from broker.quota.manager import ClientQuotaManager
+import time
+from dataclasses import dataclass, field
+
+import trio
+
+from broker.apis.client_quota_enforcement import ClientQuotaEnforcement
+from broker.apis.request import ConnectionContext, RequestRouter
+from broker.quota.manager import ClientQuotaManager, ClientQuotas
+from broker.quota.muting import THROTTLED_UNTIL
 from broker.quota.rate import SampledRate, throttle_time_ms
+from clients.protocol import ApiKey
+from metadata.client_quotas import CLIENT_ID, USER, entity_of
 from metadata.image import MetadataImage, frozen_map
 
 
@@ -66,3 +76,59 @@ def test_no_quotas_costs_nothing_and_never_throttles() -> None:
     manager = ClientQuotaManager("producer_byte_rate", lambda: image)
     assert manager.record("User:alice", "a", 10**12) == 0
     assert manager.quota("User:alice", "a") is None
+
+
+# --- enforcement on a router: request time, and the connection muted ----------------------
+
+
+@dataclass
+class _Request:
+    api_key: int
+    client_id: str | None
+    api_version: int = 0
+    correlation_id: int = 1
+    header_version: int = 1
+    body: dict = field(default_factory=dict)
+
+
+def _router(image: MetadataImage) -> RequestRouter:
+    router = RequestRouter()
+
+    async def busy(request: object, ctx: object) -> dict:
+        # 50 ms of running, with a yield in between: both steps count.
+        for _ in range(2):
+            end = time.perf_counter() + 0.025
+            while time.perf_counter() < end:
+                pass
+            await trio.lowlevel.checkpoint()
+        return {"throttle_time_ms": 0, "groups": []}
+
+    async def idle(request: object, ctx: object) -> dict:
+        await trio.sleep(0.1)  # waiting is not request time
+        return {"throttle_time_ms": 0, "error_code": 0}
+
+    router.register(ApiKey.DESCRIBE_GROUPS, busy)
+    router.register(ApiKey.LIST_GROUPS, idle)
+    ClientQuotaEnforcement(ClientQuotas(lambda: image, samples=2)).install(router)
+    return router
+
+
+async def test_request_time_over_request_percentage_is_throttled_and_muted() -> None:
+    image = _image({((CLIENT_ID, "busy"),): {"request_percentage": 1.0}})
+    router = _router(image)
+    connection = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
+    body = await router.dispatch(_Request(ApiKey.DESCRIBE_GROUPS, "busy"), connection)
+    # 50 ms in a one-second window is 5% of a second per second, against 1%.
+    assert 0 < body["throttle_time_ms"] <= 1000
+    assert connection.scratch[THROTTLED_UNTIL] > trio.current_time()
+
+
+async def test_waiting_is_not_request_time_and_unquoted_clients_run_free() -> None:
+    image = _image({((CLIENT_ID, "idle"),): {"request_percentage": 1.0}})
+    router = _router(image)
+    connection = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
+    body = await router.dispatch(_Request(ApiKey.LIST_GROUPS, "idle"), connection)
+    assert body["throttle_time_ms"] == 0
+    body = await router.dispatch(_Request(ApiKey.DESCRIBE_GROUPS, "other"), connection)
+    assert body["throttle_time_ms"] == 0
+    assert THROTTLED_UNTIL not in connection.scratch
