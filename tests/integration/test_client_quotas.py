@@ -247,3 +247,26 @@ def test_describe_topic_partitions_pages_across_topics(cluster: Cluster) -> None
         assert {n: [p.partition for p in d.partitions] for n, d in described.items()} == {
             "pages-a": [0, 1, 2], "pages-b": [0, 1]}
         assert all(p.leader == 1 for d in described.values() for p in d.partitions)
+
+
+def test_kafka_python_pages_describe_topic_partitions(cluster: Cluster) -> None:
+    kafka_admin = pytest.importorskip("kafka.admin")
+    cluster.create_topic("kp-pages-a", partitions=3)
+    cluster.create_topic("kp-pages-b", partitions=2)
+    admin = kafka_admin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        pages, cursor = [], None
+        while True:
+            page = admin.describe_topic_partitions(["kp-pages-b", "kp-pages-a"],
+                                                   response_partition_limit=2, cursor=cursor)
+            pages.append([(t["name"], [p["partition_index"] for p in t["partitions"]])
+                          for t in page["topics"]])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        unknown = admin.describe_topic_partitions(["kp-missing"])["topics"]
+    finally:
+        admin.close()
+    assert pages == [[("kp-pages-a", [0, 1])], [("kp-pages-a", [2]), ("kp-pages-b", [0])],
+                     [("kp-pages-b", [1])]]
+    assert [t["error_code"] for t in unknown] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
