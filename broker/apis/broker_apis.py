@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from broker.apis.acls import AclHandlers
 from broker.apis.admin import ForwardingHandlers
@@ -78,7 +78,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     AclHandlers(image, enabled=authz.enabled,
                 forward=forwarding.forward if forwarding is not None else None).register(router)
     # Last: it wraps the handlers registered above with the client quotas.
-    quotas = ClientQuotas(image, samples=int(config.get("quota.window.num")),  # type: ignore[call-overload]
-                          window_seconds=int(config.get("quota.window.size.seconds")))  # type: ignore[call-overload]
+    quotas = ClientQuotas(image, samples=cast(int, config.get("quota.window.num")),
+                          window_seconds=cast(int, config.get("quota.window.size.seconds")))
     ClientQuotaEnforcement(quotas).install(router)
     return router
