@@ -20,6 +20,7 @@ from metadata.scram import (
     UserScramCredentialRecord,
     merge_credentials,
 )
+from metadata.client_quotas import ClientQuotaRecord, QuotaEntity, entity_of, merge_quotas
 from metadata.image import (
     BrokerRegistration,
     ConfigResource,
@@ -100,6 +101,7 @@ class MetadataDelta:
         self._next_producer_id: int | None = None
         self.acls = AclChanges(image.acls)
         self._scram: dict[ScramKey, ScramCredential | None] = {}
+        self._quotas: dict[QuotaEntity, dict[str, float | None]] = {}
 
     # ---- replay -------------------------------------------------------------------------
 
@@ -184,6 +186,9 @@ class MetadataDelta:
 
     def _replay_remove_scram(self, r: RemoveUserScramCredentialRecord, offset: int) -> None:
         self._scram[(r.name, r.mechanism)] = None
+
+    def _replay_client_quota(self, r: ClientQuotaRecord, offset: int) -> None:
+        self._quotas.setdefault(entity_of(r.entity), {})[r.key] = None if r.remove else r.value
 
     def _replay_noop(self, r: NoOpRecord, offset: int) -> None:
         pass
@@ -347,6 +352,9 @@ class MetadataDelta:
             acls=self.acls.apply(),
             scram_credentials=(frozen_map(merge_credentials(base.scram_credentials, self._scram))
                                if self._scram else base.scram_credentials),
+            client_quotas=(frozen_map({e: frozen_map(v) for e, v in
+                                       merge_quotas(base.client_quotas, self._quotas).items()})
+                           if self._quotas else base.client_quotas),
         )
 
 
@@ -383,4 +391,5 @@ _HANDLERS = {
     RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_acl,
     UserScramCredentialRecord: MetadataDelta._replay_scram,
     RemoveUserScramCredentialRecord: MetadataDelta._replay_remove_scram,
+    ClientQuotaRecord: MetadataDelta._replay_client_quota,
 }

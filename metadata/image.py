@@ -16,6 +16,7 @@ from metadata.acl_records import acl_records
 from metadata.acls import AclImage
 from metadata.errors import MetadataReplayError
 from metadata.scram import ScramCredential, ScramKey, credential_records
+from metadata.client_quotas import QuotaEntity, quota_records
 from metadata.records import (
     BROKER_RESOURCE,
     NO_LEADER,
@@ -198,6 +199,7 @@ class MetadataImage:
     features: Mapping[str, int] = field(default_factory=frozen_map)
     acls: AclImage = field(default_factory=AclImage.empty)
     scram_credentials: Mapping[ScramKey, ScramCredential] = field(default_factory=frozen_map)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=frozen_map)
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -265,6 +267,7 @@ class MetadataImage:
             )
         out.extend(acl_records(self.acls))
         out.extend(credential_records(self.scram_credentials))
+        out.extend(quota_records(self.client_quotas))
         return out
 
 

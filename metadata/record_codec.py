@@ -115,7 +115,7 @@ def _value_codec(hint: Any) -> tuple[_Encoder, _Decoder]:
         )
     if hint is uuid.UUID:
         return (lambda v: v.bytes), _decode_uuid
-    if hint in (int, str, bool, bytes):
+    if hint in (int, str, bool, bytes, float):
         return _identity, _checked(hint)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item_enc, item_dec = _value_codec(args[0])

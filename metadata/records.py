@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Union
 
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from metadata.client_quotas import ClientQuotaRecord
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
 # PartitionChangeRecord.leader: the leader did not change.
@@ -234,6 +235,7 @@ MetadataRecord = Union[
     RemoveAccessControlEntryRecord,
     UserScramCredentialRecord,
     RemoveUserScramCredentialRecord,
+    ClientQuotaRecord,
 ]
 
 RECORD_CLASSES: tuple[type, ...] = (
@@ -254,6 +256,7 @@ RECORD_CLASSES: tuple[type, ...] = (
     RemoveAccessControlEntryRecord,
     UserScramCredentialRecord,
     RemoveUserScramCredentialRecord,
+    ClientQuotaRecord,
 )
 
 RECORD_CLASS_BY_API_KEY: dict[int, type] = {cls.API_KEY: cls for cls in RECORD_CLASSES}

@@ -21,6 +21,7 @@ from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.reassignments import REASSIGNMENT_ERRORS
+from broker.apis.client_quotas import alter_client_quotas_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.apis.scram import alter_user_scram_credentials_error
 from broker.controller_client import ControllerClient, ControllerUnavailableError
@@ -114,6 +115,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.ELECT_LEADERS: elect_leaders_error,
     ApiKey.UNREGISTER_BROKER: unregister_broker_error,
     **REASSIGNMENT_ERRORS,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas_error,
 }
 FORWARDED_ERRORS: dict[int, ErrorBody] = {**ADMIN_ERRORS,
                                           ApiKey.DESCRIBE_QUORUM: describe_quorum_error}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from broker.apis.acls import AclHandlers
 from broker.apis.admin import ForwardingHandlers
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.api_versions import install_api_versions
+from broker.apis.client_quota_enforcement import ClientQuotaEnforcement
+from broker.apis.client_quotas import DescribeClientQuotasHandler
 from broker.apis.configs import DescribeConfigsHandler
 from broker.apis.fetch import FetchHandler
 from broker.apis.groups import GroupHandlers
@@ -21,9 +23,11 @@ from broker.apis.request import RequestRouter
 from broker.apis.txn_markers import OffsetsMarkerListener, TxnMarkerHandlers
 from broker.apis.sasl import SaslHandlers
 from broker.apis.scram import DescribeScramHandler
+from broker.apis.topic_partitions import DescribeTopicPartitionsHandler
 from broker.controller_client import ControllerClient
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
+from broker.quota.manager import ClientQuotas
 from broker.replica.manager import ReplicaManager
 from broker.txn.coordinator import TransactionCoordinator
 from broker.replica.txn_verification import TransactionVerifier
@@ -59,6 +63,8 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     OffsetHandlers(replicas, authz).register(router)
     DescribeConfigsHandler(config, image, authz).register(router)
     DescribeScramHandler(image).register(router)
+    DescribeClientQuotasHandler(image).register(router)
+    DescribeTopicPartitionsHandler(image, authz).register(router)
     GroupHandlers(groups, image, transactions, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:
@@ -71,4 +77,8 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
         forwarding.register(router)
     AclHandlers(image, enabled=authz.enabled,
                 forward=forwarding.forward if forwarding is not None else None).register(router)
+    # Last: it wraps the handlers registered above with the client quotas.
+    quotas = ClientQuotas(image, samples=cast(int, config.get("quota.window.num")),
+                          window_seconds=cast(int, config.get("quota.window.size.seconds")))
+    ClientQuotaEnforcement(quotas).install(router)
     return router

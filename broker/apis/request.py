@@ -129,6 +129,10 @@ class RequestRouter:
         self._handlers[int(api_key)] = handler
         self._error_bodies[int(api_key)] = error_body
 
+    def wrap(self, api_key: int, wrapper: Callable[[Handler], Handler]) -> None:
+        """Replace `api_key`'s handler with `wrapper(handler)` (its error body stays)."""
+        self._handlers[int(api_key)] = wrapper(self._handlers[int(api_key)])
+
     def handler_for(self, api_key: int) -> Handler | None:
         return self._handlers.get(int(api_key))
 

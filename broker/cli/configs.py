@@ -1,4 +1,5 @@
-"""`raftka configs`: Kafka's kafka-configs.sh for users' SCRAM credentials and topic configs.
+"""`raftka configs`: Kafka's kafka-configs.sh for users' SCRAM credentials, client quotas
+(broker.cli.configs_quotas) and topic configs.
 
     raftka configs --bootstrap-server H:P --alter --entity-type users --entity-name alice \\
         --add-config 'SCRAM-SHA-512=[password=alice-secret]'
@@ -18,7 +19,7 @@ from broker.cli import configs_brokers
 from broker.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-configs"
-ENTITY_TYPES = ("users", "topics", "brokers")
+ENTITY_TYPES = ("users", "topics", "brokers", "clients")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,8 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="show the configs")
     action.add_argument("--alter", action="store_true", help="add or delete configs")
-    parser.add_argument("--entity-type", required=True, choices=ENTITY_TYPES)
-    parser.add_argument("--entity-name", metavar="NAME")
+    # Repeatable: `--entity-type users --entity-name U --entity-type clients --entity-name C`.
+    parser.add_argument("--entity-type", required=True, choices=ENTITY_TYPES,
+                        action="append", dest="entity_types")
+    parser.add_argument("--entity-name", metavar="NAME", action="append", dest="entity_names")
+    parser.add_argument("--entity-default", action="append_const", const=None,
+                        dest="entity_names", help="the default user or client-id (quotas)")
     parser.add_argument("--add-config", action="append", default=[], metavar="CONFIGS",
                         help="users: 'SCRAM-SHA-256=[iterations=8192,password=secret]'; "
                              "topics: k1=v1,k2=v2")
@@ -44,12 +49,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace, admin: Any) -> Outcome:
-    if args.entity_type == "brokers":
+    from broker.cli import configs_quotas
+
+    types, names = args.entity_types, args.entity_names or []
+    if types == ["brokers"]:
+        if len(names) > 1:
+            raise ValueError("--entity-type brokers takes one --entity-name or --entity-default")
+        # --entity-default is stored as a None name (it is shared with client quotas).
+        args.entity_type, args.entity_default = "brokers", names == [None]
+        args.entity_name = names[0] if names else None
         return configs_brokers.execute(args, admin)
-    if args.alter and not args.entity_name:
-        raise ValueError("--alter needs --entity-name")
     if args.alter and not (args.add_config or args.delete_config):
         raise ValueError("--alter needs --add-config or --delete-config")
+    if configs_quotas.wants_quotas(types, names, args.add_config, args.delete_config):
+        return configs_quotas.execute(args, admin, types, names, _split(args.add_config),
+                                      _split(args.delete_config))
+    if len(types) > 1 or len(names) > 1:
+        raise ValueError("--entity-type and --entity-name may repeat only for client quotas")
+    args.entity_type, args.entity_name = types[0], (names[0] if names else None)
+    if args.alter and not args.entity_name:
+        raise ValueError("--alter needs --entity-name")
     if args.describe and (args.add_config or args.delete_config):
         raise ValueError("--add-config and --delete-config go with --alter")
     if args.entity_type == "users":
@@ -78,12 +97,23 @@ def _users(args: argparse.Namespace, admin: Any) -> Outcome:
     from broker.cli.scram_args import ScramArgumentError, parse_scram_argument
 
     if args.describe:
+        from broker.cli.configs_quotas import describe_lines
+        from clients.protocol import ErrorCode, KafkaError
+
+        # As kafka-configs.sh: a user's quotas, then its SCRAM credentials.
         names = [args.entity_name] if args.entity_name else None
-        described = admin.describe_scram_credentials(names)
-        return [f"SCRAM credential configs for user-principal '{user}' are "
-                + ", ".join(f"{mechanism}=iterations={iterations}"
-                            for mechanism, iterations in infos)
-                for user, infos in sorted(described.items())]
+        quotas = describe_lines(admin, ["users"], names or [])
+        try:
+            described = admin.describe_scram_credentials(names)
+        except KafkaError as exc:
+            if not quotas or exc.code != ErrorCode.RESOURCE_NOT_FOUND:
+                raise
+            described = {}
+        return quotas + [
+            f"SCRAM credential configs for user-principal '{user}' are "
+            + ", ".join(f"{mechanism}=iterations={iterations}"
+                        for mechanism, iterations in infos)
+            for user, infos in sorted(described.items())]
     user = args.entity_name
     upserts = []
     for text in _split(args.add_config):

@@ -295,6 +295,11 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "Samples kept to measure the replication throttle rates.", at_least(1)),
     _k("replication.quota.window.size.seconds", "int", "1",
        "Length of each replication throttle sample.", at_least(1)),
+    # Client quotas: the sliding window of the byte-rate and request-time rates.
+    _k("quota.window.num", "int", "11", "Samples in a client quota's rate window.",
+       at_least(1)),
+    _k("quota.window.size.seconds", "int", "1", "Length of one client quota sample.",
+       at_least(1)),
     # Metrics (Kafka publishes over JMX; Raftka serves Prometheus' format, see broker.metrics).
     _k("raftka.metrics.listener", "string", None,
        "Raftka: http://HOST:PORT serving /metrics for Prometheus; unset means "

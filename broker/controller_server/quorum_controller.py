@@ -27,6 +27,7 @@ from broker.apis.controller_rpcs import CONTROLLER_RPC_ERRORS
 from broker.apis.metadata import describe_cluster_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.apis.scram import DescribeScramHandler
+from broker.apis.client_quotas import DescribeClientQuotasHandler
 from broker.controller_server.describe_quorum import (
     CaughtUpTimes,
     ControllerEndpoint,
@@ -54,6 +55,7 @@ from metadata.controller.reassignments import (
     list_partition_reassignments,
 )
 from metadata.controller.scram import alter_user_scram_credentials
+from metadata.controller.client_quotas import alter_client_quotas
 from metadata.controller.partitions import create_partitions
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.controller.topics import create_topics, delete_topics
@@ -168,13 +170,15 @@ class QuorumController:
                 (ApiKey.ALTER_PARTITION_REASSIGNMENTS,
                  self.handle_alter_partition_reassignments),
                 (ApiKey.LIST_PARTITION_REASSIGNMENTS,
-                 self.handle_list_partition_reassignments)):
+                 self.handle_list_partition_reassignments),
+                (ApiKey.ALTER_CLIENT_QUOTAS, self.handle_alter_client_quotas)):
             router.register(api_key, handler, CONTROLLER_ERRORS[api_key])
         router.register(ApiKey.DESCRIBE_QUORUM, self.handle_describe_quorum,
                         describe_quorum_error)
         router.register(ApiKey.DESCRIBE_CLUSTER, self.handle_describe_cluster,
                         describe_cluster_error)
         DescribeScramHandler(lambda: self.state.image).register(router)
+        DescribeClientQuotasHandler(lambda: self.state.image).register(router)
         install_api_versions(router)
 
     async def handle_broker_registration(self, request: DecodedRequest,
@@ -262,6 +266,11 @@ class QuorumController:
         body = request.body
         return await self.submit(request, lambda image, now: list_partition_reassignments(
             image, body, now))
+
+    async def handle_alter_client_quotas(self, request: DecodedRequest,
+                                         ctx: RequestContext) -> dict[str, Any]:
+        return await self.submit(request, lambda image, now: alter_client_quotas(
+            image, request.body, now))
 
     async def handle_allocate_producer_ids(self, request: DecodedRequest,
                                            ctx: RequestContext) -> dict[str, Any]:

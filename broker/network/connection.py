@@ -22,6 +22,7 @@ from broker.network.framing import FrameError, FrameReader
 from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
 from broker.apis.sasl import SASL_SESSION
+from broker.quota.muting import THROTTLED_UNTIL, wait_until_unmuted
 from broker.sasl.mechanisms import SaslAuthenticationError
 from broker.sasl.session import ILLEGAL_SASL_STATE, SaslSession
 
@@ -111,6 +112,10 @@ class Connection:
                 return
             if frame is None:
                 return
+            if THROTTLED_UNTIL in self.ctx.scratch:
+                # A quota throttled this client (KIP-219): its next request waits.
+                await wait_until_unmuted(self.ctx.scratch)
+                self._touch()
             await self._in_flight.acquire()
             slot = _Slot()
             send.send_nowait(slot)

@@ -31,6 +31,8 @@ from clients.admin.retries import RetryBudget
 from clients.admin import scram_operations as scram_ops
 from clients.admin import group_batch_operations as batch_gops
 from clients.admin import reassignment_operations as reassign_ops
+from clients.admin import quota_operations as quota_ops
+from clients.admin import topic_partitions_operations as tp_ops
 from clients.admin.settings import (
     COMMON_KEYS,
     ConfigError,
@@ -266,6 +268,22 @@ class Admin:
         """Many groups' committed offsets: one FindCoordinator and one OffsetFetch per
         coordinator; a group's failure is its value."""
         return await self._run(batch_gops.list_groups_offsets(groups))
+
+    async def describe_client_quotas(
+            self, components: Iterable[quota_ops.QuotaFilterComponent] = (),
+            strict: bool = False) -> dict[quota_ops.QuotaEntity, dict[str, float]]:
+        return await self._run(quota_ops.describe_client_quotas(components, strict))
+
+    async def alter_client_quotas(
+            self, alterations: Iterable[tuple[Mapping[str, str | None],
+                                              Mapping[str, float | None]]],
+            validate_only: bool = False) -> list[quota_ops.QuotaAlterationResult]:
+        return await self._run(quota_ops.alter_client_quotas(alterations, validate_only))
+
+    async def describe_topic_partitions(
+            self, names: Iterable[str] = (), partition_limit: int = 2000
+    ) -> dict[str, tp_ops.TopicPartitionsDescription]:
+        return await self._run(tp_ops.describe_topic_partitions(names, partition_limit))
 
     async def _run(self, operation: ops.Operation) -> Any:
         """Run a started operation once; its calls are retried (see ``_retrying``)."""
@@ -521,6 +539,21 @@ class BlockingAdmin:
                             ) -> dict[str, dict[ops.TopicPartition, int] | KafkaError]:
         """Many groups' committed offsets; a group's failure is its value."""
         return self._run(batch_gops.list_groups_offsets(groups))
+
+    def describe_client_quotas(
+            self, components: Iterable[quota_ops.QuotaFilterComponent] = (),
+            strict: bool = False) -> dict[quota_ops.QuotaEntity, dict[str, float]]:
+        return self._run(quota_ops.describe_client_quotas(components, strict))
+
+    def alter_client_quotas(
+            self, alterations: Iterable[tuple[Mapping[str, str | None],
+                                              Mapping[str, float | None]]],
+            validate_only: bool = False) -> list[quota_ops.QuotaAlterationResult]:
+        return self._run(quota_ops.alter_client_quotas(alterations, validate_only))
+
+    def describe_topic_partitions(self, names: Iterable[str] = (), partition_limit: int = 2000
+                                  ) -> dict[str, tp_ops.TopicPartitionsDescription]:
+        return self._run(tp_ops.describe_topic_partitions(names, partition_limit))
 
     def _run(self, operation: ops.Operation) -> Any:
         """Run a started operation once; its calls are retried (see ``_retrying``)."""

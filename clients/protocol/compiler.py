@@ -286,15 +286,34 @@ def compile_type(
             primitive_min_size(ftype, compact),
         )
     if isinstance(ftype, Struct):
-        if nullable:
-            raise ValueError(f"nullable struct {ftype.name} is not supported")
-        return compile_struct(ftype.fields, version, flexible)
+        inner = compile_struct(ftype.fields, version, flexible)
+        return _nullable_struct(inner) if nullable else inner
     if isinstance(ftype, Array):
         if isinstance(ftype.of, str) and ftype.of in FIXED_FORMATS:
             return _fixed_array(FIXED_FORMATS[ftype.of], compact, nullable)
         elem = compile_type(ftype.of, version, flexible, compact, False)
         return _array(elem, compact, nullable)
     raise ValueError(f"unknown field type {ftype!r}")
+
+
+def _nullable_struct(inner: Compiled) -> Compiled:
+    """Kafka's nullable struct: an int8 marker (-1 null, 1 present) before the struct."""
+
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        if pos >= len(buf):
+            raise ProtocolError("nullable struct runs past the end of the frame")
+        if buf[pos] == 0xFF:
+            return None, pos + 1
+        return inner.read(buf, pos + 1)
+
+    def write(value: Any, out: bytearray, inserts: list) -> None:
+        if value is None:
+            out.append(0xFF)
+            return
+        out.append(1)
+        inner.write(value, out, inserts)
+
+    return Compiled(read, write, 1)
 
 
 def _array(elem: Compiled, compact: bool, nullable: bool) -> Compiled:

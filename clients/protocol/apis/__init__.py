@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
-from clients.protocol.apis import (acls, admin, controller, core, fetch, groups,
+from clients.protocol.apis import (acls, admin, client_quotas, controller, core, fetch, groups,
                                    legacy_configs, metadata, offsets, operations, produce,
-                                   reassignments, scram, transactions, txn_markers)
+                                   reassignments, scram, topic_partitions, transactions,
+                                   txn_markers)
 from clients.protocol.schema import Api
 
 APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
     for module in (core, metadata, produce, fetch, groups, offsets, admin, controller, acls,
                    operations, scram, transactions, txn_markers, reassignments,
-                   legacy_configs)
+                   legacy_configs, client_quotas, topic_partitions)
     for api in module.APIS
 }
 

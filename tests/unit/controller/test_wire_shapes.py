@@ -36,6 +36,9 @@ REQUESTS: dict[int, dict[str, Any]] = {
         "deletions": [{"name": "a", "mechanism": 1}],
         "upsertions": [{"name": "b", "mechanism": 2}, {"name": "a", "mechanism": 2}]},
     ApiKey.UNREGISTER_BROKER: {"broker_id": 4},
+    ApiKey.ALTER_CLIENT_QUOTAS: {"entries": [
+        {"entity": [{"entity_type": "user", "entity_name": None}], "ops": []},
+        {"entity": [{"entity_type": "client-id", "entity_name": "c"}], "ops": []}]},
     ApiKey.ELECT_LEADERS: {"election_type": 0, "topic_partitions": [
         {"topic": "a", "partitions": [0, 1]}]},
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: {"topics": [{"name": "a", "partitions": [
@@ -47,10 +50,10 @@ PER_ENTRY = {ApiKey.CREATE_TOPICS: "topics", ApiKey.DELETE_TOPICS: "responses",
              ApiKey.CREATE_PARTITIONS: "results", ApiKey.INCREMENTAL_ALTER_CONFIGS: "responses",
              ApiKey.ALTER_CONFIGS: "responses",
              ApiKey.CREATE_ACLS: "results", ApiKey.DELETE_ACLS: "filter_results",
-             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "results"}
+             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "results", ApiKey.ALTER_CLIENT_QUOTAS: "entries"}
 ENTRY_COUNTS = {ApiKey.CREATE_TOPICS: 2, ApiKey.DELETE_TOPICS: 2, ApiKey.CREATE_PARTITIONS: 1,
                 ApiKey.INCREMENTAL_ALTER_CONFIGS: 2, ApiKey.ALTER_CONFIGS: 2, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 2,
-                ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 2}
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 2, ApiKey.ALTER_CLIENT_QUOTAS: 2}
 ENDPOINTS = {n: ControllerEndpoint("CONTROLLER", "127.0.0.1", 9092 + n) for n in (1, 2, 3)}
 METADATA_REQUEST = {"topics": [{"topic_name": "__cluster_metadata",
                                 "partitions": [{"partition_index": 0}]}]}

@@ -12,6 +12,7 @@ import msgpack
 import pytest
 
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from metadata.client_quotas import ClientQuotaRecord, EntityData
 from metadata.errors import MetadataRecordError
 from metadata.record_codec import decode_record, encode_record
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
@@ -78,6 +79,13 @@ def test_register_broker_nested_fields_match_reference(nested: type, field_name:
     assert [f.name for f in dataclasses.fields(nested)] == list(expected)
 
 
+def test_client_quota_entity_fields_match_reference(kafka_metadata_records_dir: Path) -> None:
+    spec = load_json(kafka_metadata_records_dir / "ClientQuotaRecord.json")
+    (parent,) = [f for f in spec["fields"] if f["name"] == "Entity"]
+    expected = fields_at(parent["fields"], ClientQuotaRecord.VERSION)
+    assert [f.name for f in dataclasses.fields(EntityData)] == list(expected)
+
+
 SAMPLES = [
     RegisterBrokerRecord(
         broker_id=3,
@@ -109,6 +117,8 @@ SAMPLES = [
     UserScramCredentialRecord(name="alice", mechanism=2, salt=b"s", stored_key=b"k",
                               server_key=b"v", iterations=4096),
     RemoveUserScramCredentialRecord(name="alice", mechanism=2),
+    ClientQuotaRecord(entity=(EntityData("client-id", None), EntityData("user", "alice")),
+                      key="producer_byte_rate", value=1024.0, remove=False),
 ]
 
 

@@ -31,6 +31,9 @@ WANTED_VERSIONS.update({
     "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
 })
 WANTED_VERSIONS.update({"AlterPartitionReassignments": (0, 0), "ListPartitionReassignments": (0, 0)})
+WANTED_VERSIONS.update({
+    "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeTopicPartitions": (0, 0),
+})
 # Controller RPCs: every version the reference declares valid.
 ALL_REFERENCE_VERSIONS = (
     "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "DescribeQuorum", "AllocateProducerIds",
