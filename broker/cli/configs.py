@@ -1,5 +1,6 @@
 """`raftka configs`: Kafka's kafka-configs.sh for users' SCRAM credentials, client quotas
-(broker.cli.configs_quotas) and topic configs.
+(broker.cli.configs_quotas), broker and cluster-default configs (broker.cli.configs_brokers)
+and topic configs.
 
     raftka configs --bootstrap-server H:P --alter --entity-type users --entity-name alice \\
         --add-config 'SCRAM-SHA-512=[password=alice-secret]'
@@ -23,8 +24,9 @@ ENTITY_TYPES = ("users", "topics", "brokers", "clients")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("configs", help="describe or alter user SCRAM credentials "
-                                                   "and topic configs (like kafka-configs.sh)")
+    parser = subparsers.add_parser("configs", help="describe or alter SCRAM credentials, client "
+                                                   "quotas, broker and topic configs (like "
+                                                   "kafka-configs.sh)")
     add_connection_options(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="show the configs")
