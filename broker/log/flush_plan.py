@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
-
-if TYPE_CHECKING:
-    from broker.log.partition_log import PartitionLog
 
 
 @dataclass
@@ -43,7 +40,19 @@ class FlushPlan:
             os.close(fd)
 
 
-async def flush_off_loop(log: PartitionLog) -> None:
+class DeferredFlushLog(Protocol):
+    """What `flush_off_loop` needs of a log (PartitionLog has it)."""
+
+    flush_pending: bool
+
+    def take_flush(self) -> FlushPlan: ...
+
+    def flushed(self, plan: FlushPlan) -> None: ...
+
+    def storage_failed(self, exc: OSError) -> Exception: ...
+
+
+async def flush_off_loop(log: DeferredFlushLog) -> None:
     """Run the flush `log` deferred (`flush_pending`), with its fsyncs in a worker thread;
     KafkaStorageError (the log going offline) when one fails."""
     if not log.flush_pending:
