@@ -68,7 +68,7 @@ def admin_end_offsets(bootstrap: str, client_id: str, security: "ClientSecurity 
     listener with `security` and, on a SASL listener, authenticating with `sasl` (the
     broker's inter-broker credentials); one read gives up after `timeout_ms`."""
     from clients.admin import Admin
-    from clients.admin.client import AdminConfig
+    from clients.admin.admin_config import AdminConfig
     from clients.admin.operations import LATEST_TIMESTAMP, ListedOffset
     from clients.net import PLAINTEXT, parse_bootstrap_servers
 

@@ -180,7 +180,7 @@ def test_describe_shows_every_config_not_from_the_defaults() -> None:
 
 
 def test_admin_calls_go_to_a_connected_broker_and_away_from_one_that_failed() -> None:
-    from clients.admin.client import _pick_target
+    from clients.admin.admin_config import pick_target
     from clients.admin.cluster import BrokerNode, ClusterMetadata
 
     from clients.admin.operations import Call
@@ -192,11 +192,11 @@ def test_admin_calls_go_to_a_connected_broker_and_away_from_one_that_failed() ->
     controller = Call(ApiKey.CREATE_TOPICS, lambda v: {}, to_controller=True)
     leader = Call(ApiKey.LIST_OFFSETS, lambda v: {}, node_id=1)
     # A broker that is listed but stalled must not be chosen just for its low id.
-    assert _pick_target(cluster, anywhere, {("127.0.0.1", 9092)}, set()).node_id == 2
-    assert _pick_target(cluster, anywhere, set(), set()).node_id == 1
-    assert _pick_target(cluster, anywhere, {("127.0.0.1", 9092)}, {2}).node_id == 1
-    assert _pick_target(cluster, controller, {("127.0.0.1", 9092)}, set()).node_id == 3
+    assert pick_target(cluster, anywhere, {("127.0.0.1", 9092)}, set()).node_id == 2
+    assert pick_target(cluster, anywhere, set(), set()).node_id == 1
+    assert pick_target(cluster, anywhere, {("127.0.0.1", 9092)}, {2}).node_id == 1
+    assert pick_target(cluster, controller, {("127.0.0.1", 9092)}, set()).node_id == 3
     # A call for a partition's leader goes there, connected or not.
-    assert _pick_target(cluster, leader, {("127.0.0.1", 9092)}, set()).node_id == 1
+    assert pick_target(cluster, leader, {("127.0.0.1", 9092)}, set()).node_id == 1
     with pytest.raises(KafkaConnectionError, match="broker 7"):
-        _pick_target(cluster, Call(ApiKey.LIST_OFFSETS, lambda v: {}, node_id=7), set(), set())
+        pick_target(cluster, Call(ApiKey.LIST_OFFSETS, lambda v: {}, node_id=7), set(), set())
