@@ -136,6 +136,17 @@ DESCRIBE_CONFIGS = Api(
     ),
 )
 
+# The response of IncrementalAlterConfigs and of the legacy AlterConfigs.
+ALTER_CONFIGS_RESPONSE = (
+    Field("throttle_time_ms", INT32, "0+"),
+    Field("responses", Array(Struct("AlterConfigsResourceResponse", (
+        Field("error_code", INT16, "0+"),
+        Field("error_message", STRING, "0+", nullable="0+"),
+        Field("resource_type", INT8, "0+"),
+        Field("resource_name", STRING, "0+"),
+    ))), "0+"),
+)
+
 INCREMENTAL_ALTER_CONFIGS = Api(
     ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", (0, 1), flexible="1+",
     request=(
@@ -150,15 +161,7 @@ INCREMENTAL_ALTER_CONFIGS = Api(
         ))), "0+"),
         Field("validate_only", BOOL, "0+"),
     ),
-    response=(
-        Field("throttle_time_ms", INT32, "0+"),
-        Field("responses", Array(Struct("AlterConfigsResourceResponse", (
-            Field("error_code", INT16, "0+"),
-            Field("error_message", STRING, "0+", nullable="0+"),
-            Field("resource_type", INT8, "0+"),
-            Field("resource_name", STRING, "0+"),
-        ))), "0+"),
-    ),
+    response=ALTER_CONFIGS_RESPONSE,
 )
 
 APIS = (

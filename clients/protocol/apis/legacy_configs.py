@@ -4,7 +4,8 @@ dynamic configs are replaced by the given set."""
 from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
-from clients.protocol.schema import Api, Array, BOOL, Field, INT16, INT32, INT8, STRING, Struct
+from clients.protocol.apis.admin import ALTER_CONFIGS_RESPONSE
+from clients.protocol.schema import Api, Array, BOOL, Field, INT8, STRING, Struct
 
 ALTER_CONFIGS = Api(
     ApiKey.ALTER_CONFIGS, "AlterConfigs", (0, 2), flexible="2+",
@@ -19,15 +20,7 @@ ALTER_CONFIGS = Api(
         ))), "0+"),
         Field("validate_only", BOOL, "0+"),
     ),
-    response=(
-        Field("throttle_time_ms", INT32, "0+"),
-        Field("responses", Array(Struct("AlterConfigsResourceResponse", (
-            Field("error_code", INT16, "0+"),
-            Field("error_message", STRING, "0+", nullable="0+"),
-            Field("resource_type", INT8, "0+"),
-            Field("resource_name", STRING, "0+"),
-        ))), "0+"),
-    ),
+    response=ALTER_CONFIGS_RESPONSE,
 )
 
 APIS = (ALTER_CONFIGS,)
