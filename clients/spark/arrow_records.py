@@ -28,7 +28,8 @@ from clients.records.header import (
     parse_header,
     peek_batch_size,
 )
-from clients.spark.record_fields import RecordFields, gather, int_array, walk_records
+from clients.spark.record_fields import HeaderBounds, RecordFields, gather, int_array, \
+    walk_records
 from clients.spark.schema import ARROW_HEADER_TYPE, ARROW_HEADERS_TYPE, ARROW_TIMESTAMP_TYPE, \
     arrow_schema
 from clients.varint import VarintError, decode_unsigned_varint
@@ -227,37 +228,17 @@ def _to_record_batch(topic: str, partition: int, sections: list[_Section], start
 
 
 def _headers_column(data: bytes, buffer: pa.Buffer, fields: RecordFields) -> pa.Array:
-    """Each record's headers, parsed only for the records that have any."""
-    assert fields.header_pos is not None and fields.header_count is not None
-    counts = fields.header_count
-    list_offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(counts)])
-    key_lo, key_hi, value_lo, value_hi = array("q"), array("q"), array("q"), array("q")
-    value_present = bytearray()
+    """Each record's headers."""
+    assert fields.header_count is not None
+    list_offsets = pa.concat_arrays([pa.array([0], pa.int64()),
+                                     pc.cumulative_sum(fields.header_count)])
     if list_offsets[-1].as_py():
-        for pos, count, record_end in zip(fields.header_pos.to_pylist(), counts.to_pylist(),
-                                          fields.record_end.to_pylist()):
-            for _ in range(count):
-                z, pos = decode_unsigned_varint(data, pos, 5)
-                length = (z >> 1) ^ -(z & 1)
-                if length < 0:
-                    raise CorruptRecordError("header key is null")
-                key_lo.append(pos)
-                pos += length
-                key_hi.append(pos)
-                z, pos = decode_unsigned_varint(data, pos, 5)
-                length = (z >> 1) ^ -(z & 1)
-                value_lo.append(pos)
-                if length >= 0:
-                    pos += length
-                value_hi.append(pos)
-                value_present.append(length >= 0)
-            if pos > record_end:
-                raise CorruptRecordError("record headers overrun the record")
-    present = pa.Array.from_buffers(pa.uint8(), len(value_present),
-                                    [None, pa.py_buffer(value_present)]).cast(pa.bool_())
-    structs = pa.StructArray.from_arrays(
-        [gather(buffer, int_array(key_lo), int_array(key_hi), None, pa.string()),
-         gather(buffer, int_array(value_lo), int_array(value_hi), present, pa.binary())],
-        fields=list(ARROW_HEADER_TYPE))
+        bounds = HeaderBounds.decode(data, fields, list_offsets)
+        keys = gather(buffer, bounds.key_lo, bounds.key_hi, None, pa.string())
+        values = gather(buffer, bounds.value_lo, bounds.value_hi, bounds.value_present,
+                        pa.binary())
+    else:
+        keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
+    structs = pa.StructArray.from_arrays([keys, values], fields=list(ARROW_HEADER_TYPE))
     return pa.ListArray.from_arrays(list_offsets.cast(pa.int32()), structs,
                                     type=ARROW_HEADERS_TYPE)

@@ -189,6 +189,52 @@ class RecordFields:
             self.header_pos, self.header_count)))
 
 
+@dataclass
+class HeaderBounds:
+    """Every header of the records, in buffer order: key and value bounds, and whether each
+    value is present (keys are never null)."""
+
+    key_lo: pa.Array
+    key_hi: pa.Array
+    value_lo: pa.Array
+    value_hi: pa.Array
+    value_present: pa.Array
+
+    @classmethod
+    def decode(cls, data: bytes, fields: RecordFields, list_offsets: pa.Array
+               ) -> HeaderBounds:
+        """Slot by slot: the first header of every record that has one, then the second of
+        every record with two, ...; ``list_offsets`` (where each record's headers begin in
+        the result) puts them back in record order."""
+        assert fields.header_pos is not None and fields.header_count is not None
+        bytes_ = pa.Array.from_buffers(pa.uint8(), len(data), [None, pa.py_buffer(data)])
+        limit = pa.scalar(len(data), pa.int64())
+        pos, count, end = fields.header_pos, fields.header_count, fields.record_end
+        first = _take(list_offsets, arange(len(pos)))
+        slots: list[list[pa.Array]] = []
+        for slot in range(pc.max(count).as_py()):
+            active = _gt(count, pa.scalar(slot, pa.int64()))
+            if active.true_count < len(active):
+                pos, count, end, first = (a.filter(active) for a in (pos, count, end, first))
+            length, size = _varints(bytes_, pos)
+            length = _signed(length)
+            if pc.min(length).as_py() < 0:
+                raise CorruptRecordError("header key is null")
+            key_lo = _add(pos, size)
+            key_hi = _add(key_lo, _min(length, limit))
+            length, size = _varints(bytes_, key_hi)
+            length = _signed(length)
+            value_lo = _add(key_hi, size)
+            pos = _add(value_lo, _min(_max(length, _I0), limit))
+            if _gt(pos, end).true_count:
+                raise CorruptRecordError("record headers overrun the record")
+            target = _add(first, pa.scalar(slot, pa.int64()))
+            slots.append([target, key_lo, key_hi, value_lo, pos, _ge(length, _I0)])
+        columns = [pa.concat_arrays([slot[i] for slot in slots]) for i in range(6)]
+        order = pc.sort_indices(columns[0])
+        return cls(*(_take(column, order) for column in columns[1:]))
+
+
 def gather(buffer: pa.Buffer, lo: pa.Array, hi: pa.Array, present: pa.Array | None,
            type_: pa.DataType) -> pa.Array:
     """The bytes ``[lo[i], hi[i])`` of ``buffer`` as a binary (or string) array; null where

@@ -202,3 +202,13 @@ def test_any_batches_decode_as_the_consumer_decodes_them(
     rows = normalise(decoded.batch.to_pylist())
     assert rows == (want if headers else [{k: v for k, v in row.items() if k != "headers"}
                                           for row in want])
+
+
+def test_records_with_many_headers_and_none() -> None:
+    records = [Record(None, 1, b"k", b"v", tuple((f"h{j}", None if j % 4 == 1 else b"x" * j)
+                                                  for j in range(25 if i % 3 == 0 else i % 3)))
+               for i in range(30)]
+    data = encode_batch(records, compression=CODEC_IDS["gzip"]) + encode_batch(
+        [Record(None, 2, None, b"w")], base_offset=30)
+    assert normalise(rows_of(data, 0, 100)) == expected(data, 0, 100)
+    assert normalise(rows_of(data, 7, 31)) == expected(data, 7, 31)
