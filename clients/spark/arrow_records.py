@@ -115,6 +115,7 @@ def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, 
             pos = batch_end
             continue
         if header.base_offset >= end:
+            next_offset = end
             break
         section = pos + BATCH_HEADER_SIZE
         if header.is_control:

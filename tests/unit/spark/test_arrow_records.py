@@ -94,6 +94,11 @@ def test_positions_skip_gaps_markers_and_partial_tails() -> None:
     assert decoded.batch.column("offset").to_pylist() == [0, 4, 9]
     assert decoded.next_offset == 11 and decoded.truncated
     assert decode_fetched("t", 0, compacted, 0, 5, False).next_offset == 5
+    # The range ends in a gap before the next batch: the position still reaches its end.
+    after_gap = encode_batch(sample(2), base_offset=30)
+    decoded = decode_fetched("t", 0, compacted + after_gap, 0, 20, False)
+    assert decoded.batch is not None and decoded.batch.num_rows == 3
+    assert decoded.next_offset == 20
     assert decode_fetched("t", 0, b"", 4, 9, False).batch is None
 
 
