@@ -1,10 +1,9 @@
 """Fetched record batches straight into ``pyarrow.RecordBatch``es (pure, no I/O).
 
-No Record objects and no per-record bytes: one pass over each batch's records section notes
-where every key and value lies (and the offsets and timestamps) in flat integer arrays; Arrow
-then gathers the bytes in C. The bounds of the key (or value) of record i are entries
-2i and 2i+1 of a monotonic list of positions, so viewed as one binary array over the
-section, the keys are its even-numbered elements: one ``take`` copies them out.
+No Record objects and no per-record bytes: the batches of one fetch answer are walked in
+Python (headers, CRCs, transactions), their records sections laid out in one buffer, and
+``record_fields`` decodes every record's fields at once; Arrow then gathers keys, values and
+headers out of that buffer in C.
 """
 
 from __future__ import annotations
@@ -24,40 +23,21 @@ from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
+    BatchHeader,
     crc32c,
     parse_header,
     peek_batch_size,
 )
-from clients.spark.schema import (
-    ARROW_HEADER_TYPE,
-    ARROW_TIMESTAMP_TYPE,
-    arrow_schema,
-)
+from clients.spark.record_fields import HeaderBounds, RecordFields, gather, int_array, \
+    walk_records
+from clients.spark.schema import ARROW_HEADER_TYPE, ARROW_HEADERS_TYPE, ARROW_TIMESTAMP_TYPE, \
+    arrow_schema
 from clients.varint import VarintError, decode_unsigned_varint
 
 _CONTROL_KEY = struct.Struct(">hh")
-
-
-class _Columns:
-    """Growing column data of one chunk (a bytes object holding record sections)."""
-
-    __slots__ = ("data", "keys", "key_valid", "values", "value_valid", "offsets",
-                 "timestamps", "ts_types", "header_counts", "header_keys", "header_values",
-                 "header_value_valid")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.keys = array("i")
-        self.key_valid = bytearray()
-        self.values = array("i")
-        self.value_valid = bytearray()
-        self.offsets = array("q")
-        self.timestamps = array("q")
-        self.ts_types = array("i")
-        self.header_counts = array("i")
-        self.header_keys = array("i")
-        self.header_values = array("i")
-        self.header_value_valid = bytearray()
+# Typed scalars: pyarrow.compute's wrapper is slow to convert Python numbers.
+_ONE = pa.scalar(1, pa.int64())
+_MICROS_PER_MILLI = pa.scalar(1000, pa.int64())
 
 
 @dataclass
@@ -93,176 +73,14 @@ class DecodedFetch:
     truncated: bool    # the data ended in a partial batch
 
 
-def _uvarint64(d: bytes, pos: int) -> tuple[int, int]:
-    return decode_unsigned_varint(d, pos, 10)
+@dataclass
+class _Section:
+    """The records section of one data batch: ``buffer[lo:hi]`` (decompressed if need be)."""
 
-
-def _scan_records(c: _Columns, pos: int, section_end: int, count: int, base_offset: int,
-                  base_ts: int, append_ts: int | None, start: int, end: int,
-                  with_headers: bool) -> bool:
-    """Note every record of one batch section in ``c``; False once an offset reaches ``end``."""
-    d = c.data
-    keys, values = c.keys.append, c.values.append
-    key_valid, value_valid = c.key_valid.append, c.value_valid.append
-    offsets, timestamps = c.offsets.append, c.timestamps.append
-    uvarint = _uvarint64
-    for _ in range(count):
-        # Record length (usually two bytes), then one attributes byte.
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        record_end = pos + ((z >> 1) ^ -(z & 1))
-        if record_end > section_end:
-            raise CorruptRecordError("record runs past the end of its batch")
-        pos += 1
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        ts_delta = (z >> 1) ^ -(z & 1)
-        # Offset deltas past 8191 take three bytes: big batches have thousands of those.
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        elif d[pos + 2] < 0x80:
-            z = (b & 0x7F) | ((d[pos + 1] & 0x7F) << 7) | (d[pos + 2] << 14)
-            pos += 3
-        else:
-            z, pos = uvarint(d, pos)
-        offset = base_offset + ((z >> 1) ^ -(z & 1))
-        if offset < start:
-            pos = record_end
-            continue
-        if offset >= end:
-            return False
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        else:
-            z, pos = uvarint(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        keys(pos)
-        if length < 0:
-            keys(pos)
-            key_valid(0)
-        else:
-            pos += length
-            keys(pos)
-            key_valid(1)
-        b = d[pos]
-        if b < 0x80:
-            z = b
-            pos += 1
-        elif d[pos + 1] < 0x80:
-            z = (b & 0x7F) | (d[pos + 1] << 7)
-            pos += 2
-        else:
-            z, pos = uvarint(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        values(pos)
-        if length < 0:
-            values(pos)
-            value_valid(0)
-        else:
-            pos += length
-            values(pos)
-            value_valid(1)
-        if pos > record_end:
-            raise CorruptRecordError(f"record at offset {offset} overruns its length")
-        offsets(offset)
-        timestamps(base_ts + ts_delta if append_ts is None else append_ts)
-        if with_headers:
-            _scan_headers(c, pos, record_end)
-        pos = record_end
-    return True
-
-
-def _scan_headers(c: _Columns, pos: int, record_end: int) -> None:
-    d = c.data
-    count, pos = _uvarint64(d, pos)
-    count = (count >> 1) ^ -(count & 1)
-    c.header_counts.append(max(count, 0))
-    for _ in range(count):
-        z, pos = _uvarint64(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        if length < 0:
-            raise CorruptRecordError("header key is null")
-        c.header_keys.append(pos)
-        pos += length
-        c.header_keys.append(pos)
-        z, pos = _uvarint64(d, pos)
-        length = (z >> 1) ^ -(z & 1)
-        c.header_values.append(pos)
-        if length >= 0:
-            pos += length
-        c.header_values.append(pos)
-        c.header_value_valid.append(1 if length >= 0 else 0)
-    if pos > record_end:
-        raise CorruptRecordError("record headers overrun the record")
-
-
-def _gather(data_buffer: pa.Buffer, bounds: array, valid: bytearray,
-            type_: pa.DataType) -> pa.Array:
-    """The even-numbered segments of ``bounds`` over ``data_buffer`` as one array."""
-    n = len(bounds) // 2
-    if n == 0:
-        return pa.array([], type=type_)
-    segments = pa.Array.from_buffers(pa.binary(), len(bounds) - 1,
-                                     [None, pa.py_buffer(bounds), data_buffer])
-    picks = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(array("i", range(0, 2 * n, 2)))])
-    taken = pc.take(segments, picks)
-    validity = None
-    if valid.count(0):
-        flags = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(valid)])
-        validity = pc.not_equal(flags, 0).buffers()[1]
-    return pa.Array.from_buffers(type_, n, [validity, taken.buffers()[1], taken.buffers()[2]])
-
-
-def _headers_array(c: _Columns, chunk: pa.Buffer) -> pa.Array:
-    keys = _gather(chunk, c.header_keys, bytearray(b"\x01") * (len(c.header_keys) // 2),
-                   pa.string())
-    values = _gather(chunk, c.header_values, c.header_value_valid, pa.binary())
-    structs = pa.StructArray.from_arrays([keys, values], fields=list(ARROW_HEADER_TYPE))
-    list_offsets = array("i", [0])
-    total = 0
-    for count in c.header_counts:
-        total += count
-        list_offsets.append(total)
-    return pa.ListArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), len(list_offsets), [None, pa.py_buffer(list_offsets)]),
-        structs).cast(pa.list_(pa.field("element", ARROW_HEADER_TYPE)))
-
-
-def _chunk_columns(c: _Columns, with_headers: bool) -> list[pa.Array]:
-    chunk = pa.py_buffer(c.data)
-    n = len(c.offsets)
-    ms = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.timestamps)])
-    columns = [
-        _gather(chunk, c.keys, c.key_valid, pa.binary()),
-        _gather(chunk, c.values, c.value_valid, pa.binary()),
-        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(c.offsets)]),
-        pc.multiply(ms, 1000).cast(ARROW_TIMESTAMP_TYPE),
-        pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(c.ts_types)]),
-    ]
-    if with_headers:
-        columns.append(_headers_array(c, chunk))
-    return columns
+    buffer: bytes
+    lo: int
+    hi: int
+    header: BatchHeader
 
 
 def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, start: int,
@@ -279,8 +97,7 @@ def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, 
         return DecodedFetch(None, start, False)
     raw = bytes(data)
     size_total = len(raw)
-    chunks: list[_Columns] = []
-    plain: _Columns | None = None  # uncompressed sections are read in place in ``raw``
+    sections: list[_Section] = []
     pos = 0
     next_offset = start
     truncated = False
@@ -294,75 +111,135 @@ def decode_fetched(topic: str, partition: int, data: bytes | memoryview | None, 
         if verify_crc and crc32c(memoryview(raw)[pos + 21:batch_end]) != header.crc:
             raise CorruptRecordError(f"CRC mismatch in the batch at offset {header.base_offset} "
                                      f"of {topic}-{partition}")
-        last_offset = header.next_offset - 1
-        if last_offset < next_offset:
+        if header.next_offset <= next_offset:
             pos = batch_end
             continue
+        if header.base_offset >= end:
+            next_offset = end
+            break
         section = pos + BATCH_HEADER_SIZE
         if header.is_control:
             if txn_filter is not None and header.records_count:
-                _apply_control(txn_filter, raw, section, batch_end, header)
+                _apply_control(txn_filter, raw, section, batch_end, header, topic, partition)
         elif not (txn_filter is not None and header.is_transactional
-                  and txn_filter.skips(header.producer_id, last_offset)):
+                  and txn_filter.skips(header.producer_id, header.next_offset - 1)):
             codec = header.attributes & COMPRESSION_MASK
             if codec:
-                columns = _Columns(_compression.decompress(
-                    codec, memoryview(raw)[section:batch_end], max_decompressed_size))
-                chunks.append(columns)
-                sec_start, sec_end = 0, len(columns.data)
+                plain = _compression.decompress(codec, memoryview(raw)[section:batch_end],
+                                                max_decompressed_size)
+                sections.append(_Section(plain, 0, len(plain), header))
             else:
-                if plain is None:
-                    plain = _Columns(raw)
-                    chunks.append(plain)
-                elif chunks[-1] is not plain:
-                    # Keep chunk order equal to offset order.
-                    plain = _Columns(raw)
-                    chunks.append(plain)
-                columns = plain
-                sec_start, sec_end = section, batch_end
-            before = len(columns.offsets)
-            try:
-                more = _scan_records(columns, sec_start, sec_end, header.records_count,
-                                     header.base_offset, header.base_timestamp,
-                                     header.max_timestamp if header.is_log_append_time
-                                     else None, start, end, include_headers)
-            except (VarintError, IndexError) as exc:
-                raise CorruptRecordError(f"malformed record in the batch at offset "
-                                         f"{header.base_offset} of {topic}-{partition}: "
-                                         f"{exc}") from None
-            added = len(columns.offsets) - before
-            columns.ts_types.extend(array("i", [1 if header.is_log_append_time else 0]) * added)
-            if not more:
-                next_offset = end
-                break
-        next_offset = max(next_offset, header.next_offset)
+                sections.append(_Section(raw, section, batch_end, header))
+        next_offset = header.next_offset
         pos = batch_end
-    return DecodedFetch(_to_record_batch(topic, partition, chunks, include_headers),
-                        min(next_offset, end), truncated)
+    try:
+        batch = _to_record_batch(topic, partition, sections, start, end, include_headers)
+    except (VarintError, IndexError) as exc:
+        raise CorruptRecordError(f"malformed record in a batch of {topic}-{partition}: "
+                                 f"{exc}") from None
+    return DecodedFetch(batch, min(next_offset, end), truncated)
 
 
 def _apply_control(txn_filter: TransactionFilter, raw: bytes, section: int, batch_end: int,
-                   header: object) -> None:
-    """The marker of a control batch (its single record's key: version, type)."""
-    columns = _Columns(raw)
-    _scan_records(columns, section, batch_end, 1, 0, 0, None, 0, 1 << 62, False)
-    if len(columns.keys) >= 2 and columns.key_valid[0]:
-        key_start, key_end = columns.keys[0], columns.keys[1]
-        if key_end - key_start >= _CONTROL_KEY.size:
-            _, control_type = _CONTROL_KEY.unpack_from(raw, key_start)
-            txn_filter.end_marker(header.producer_id, control_type)  # type: ignore[attr-defined]
+                   header: BatchHeader, topic: str, partition: int) -> None:
+    """The marker of a control batch: its single record's key is (version, type)."""
+    try:
+        pos = section
+        _, pos = decode_unsigned_varint(raw, pos, 5)           # record length
+        pos += 1                                               # attributes
+        for _ in range(2):                                     # timestamp and offset deltas
+            _, pos = decode_unsigned_varint(raw, pos, 10)
+        z, pos = decode_unsigned_varint(raw, pos, 5)
+    except (VarintError, IndexError):
+        raise CorruptRecordError(f"malformed control batch at offset {header.base_offset} "
+                                 f"of {topic}-{partition}") from None
+    key_length = (z >> 1) ^ -(z & 1)
+    if key_length >= _CONTROL_KEY.size and pos + key_length <= batch_end:
+        _, control_type = _CONTROL_KEY.unpack_from(raw, pos)
+        txn_filter.end_marker(header.producer_id, control_type)
 
 
-def _to_record_batch(topic: str, partition: int, chunks: list[_Columns],
-                     include_headers: bool) -> pa.RecordBatch | None:
-    parts = [_chunk_columns(c, include_headers) for c in chunks if len(c.offsets)]
-    if not parts:
+def _one_buffer(sections: list[_Section]) -> bytes:
+    """All sections in one buffer (in place when they all lie in the fetched bytes)."""
+    first = sections[0].buffer
+    if all(s.buffer is first for s in sections):
+        return first
+    joined = b"".join(memoryview(s.buffer)[s.lo:s.hi] for s in sections)
+    pos = 0
+    for s in sections:
+        s.lo, s.hi, pos = pos, pos + s.hi - s.lo, pos + s.hi - s.lo
+    return joined
+
+
+def _to_record_batch(topic: str, partition: int, sections: list[_Section], start: int,
+                     end: int, include_headers: bool) -> pa.RecordBatch | None:
+    if not sections:
         return None
-    merged = [pa.concat_arrays([p[i] for p in parts]) if len(parts) > 1 else parts[0][i]
-              for i in range(len(parts[0]))]
-    n = len(merged[0])
-    columns = [merged[0], merged[1], pa.repeat(pa.scalar(topic, pa.string()), n),
-               pa.repeat(pa.scalar(partition, pa.int32()), n), merged[2], merged[3], merged[4]]
+    data = _one_buffer(sections)
+    starts, ends = array("i"), array("i")
+    base_offsets, base_times, time_types = array("q"), array("q"), array("i")
+    kinds = set()
+    for s in sections:
+        count = s.header.records_count
+        if count <= 0:
+            continue
+        first = len(starts)
+        last_end = walk_records(data, s.lo, s.hi, count, starts)
+        ends.extend(starts[first + 1:])
+        ends.append(last_end)
+        log_append = s.header.is_log_append_time
+        kinds.add(log_append)
+        base_offsets.extend(array("q", [s.header.base_offset]) * count)
+        # LogAppendTime: every record carries the batch's max timestamp.
+        base_times.extend(array("q", [s.header.max_timestamp if log_append
+                                      else s.header.base_timestamp]) * count)
+        time_types.extend(array("i", [1 if log_append else 0]) * count)
+    if not starts:
+        return None
+    fields = RecordFields.decode(data, starts, ends, include_headers)
+    offsets = pc.add(int_array(base_offsets), fields.offset_delta)
+    millis = int_array(base_times)
+    if kinds == {False}:
+        millis = pc.add(millis, fields.timestamp_delta)
+    elif kinds == {False, True}:
+        create_time = pc.subtract(_ONE, int_array(time_types).cast(pa.int64()))
+        millis = pc.add(millis, pc.multiply(fields.timestamp_delta, create_time))
+    types = int_array(time_types)
+    bounds = pc.min_max(offsets)
+    if bounds["min"].as_py() < start or bounds["max"].as_py() >= end:
+        keep = pc.and_(pc.greater_equal(offsets, pa.scalar(start, pa.int64())),
+                       pc.less(offsets, pa.scalar(end, pa.int64())))
+        fields = fields.filtered(keep)
+        offsets, millis, types = offsets.filter(keep), millis.filter(keep), types.filter(keep)
+    n = len(offsets)
+    if n == 0:
+        return None
+    buffer = pa.py_buffer(data)
+    columns = [gather(buffer, fields.key_lo, fields.key_hi, fields.key_present, pa.binary()),
+               gather(buffer, fields.value_lo, fields.value_hi, fields.value_present,
+                      pa.binary()),
+               pa.repeat(pa.scalar(topic, pa.string()), n),
+               pa.repeat(pa.scalar(partition, pa.int32()), n),
+               offsets,
+               pc.multiply(millis, _MICROS_PER_MILLI).cast(ARROW_TIMESTAMP_TYPE),
+               types]
     if include_headers:
-        columns.append(merged[5])
+        columns.append(_headers_column(data, buffer, fields))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def _headers_column(data: bytes, buffer: pa.Buffer, fields: RecordFields) -> pa.Array:
+    """Each record's headers."""
+    assert fields.header_count is not None
+    list_offsets = pa.concat_arrays([pa.array([0], pa.int64()),
+                                     pc.cumulative_sum(fields.header_count)])
+    if list_offsets[-1].as_py():
+        bounds = HeaderBounds.decode(data, fields, list_offsets)
+        keys = gather(buffer, bounds.key_lo, bounds.key_hi, None, pa.string())
+        values = gather(buffer, bounds.value_lo, bounds.value_hi, bounds.value_present,
+                        pa.binary())
+    else:
+        keys, values = pa.array([], pa.string()), pa.array([], pa.binary())
+    structs = pa.StructArray.from_arrays([keys, values], fields=list(ARROW_HEADER_TYPE))
+    return pa.ListArray.from_arrays(list_offsets.cast(pa.int32()), structs,
+                                    type=ARROW_HEADERS_TYPE)

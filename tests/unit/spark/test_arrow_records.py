@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from clients.consumer.records import parse_fetched_records
@@ -13,6 +17,7 @@ from clients.records.errors import CorruptRecordError
 from clients.spark.arrow_records import TransactionFilter, decode_fetched
 from clients.spark.schema import arrow_schema, source_schema
 
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CODECS = [name for name, codec in CODEC_IDS.items() if is_available(codec)]
 
 
@@ -45,7 +50,7 @@ def expected(data: bytes, start: int, end: int) -> list[dict]:
 
 def normalise(rows: list[dict]) -> list[dict]:
     for row in rows:
-        row["timestamp_ms"] = int(row.pop("timestamp").timestamp() * 1000)
+        row["timestamp_ms"] = (row.pop("timestamp") - EPOCH) // timedelta(milliseconds=1)
     return rows
 
 
@@ -89,6 +94,11 @@ def test_positions_skip_gaps_markers_and_partial_tails() -> None:
     assert decoded.batch.column("offset").to_pylist() == [0, 4, 9]
     assert decoded.next_offset == 11 and decoded.truncated
     assert decode_fetched("t", 0, compacted, 0, 5, False).next_offset == 5
+    # The range ends in a gap before the next batch: the position still reaches its end.
+    after_gap = encode_batch(sample(2), base_offset=30)
+    decoded = decode_fetched("t", 0, compacted + after_gap, 0, 20, False)
+    assert decoded.batch is not None and decoded.batch.num_rows == 3
+    assert decoded.next_offset == 20
     assert decode_fetched("t", 0, b"", 4, 9, False).batch is None
 
 
@@ -125,3 +135,85 @@ def test_multi_byte_offset_and_timestamp_deltas() -> None:
     assert decoded.batch.column("offset").to_pylist() == list(range(20_000))
     assert decoded.batch.column("timestamp").cast("int64").to_pylist() == \
         [(1_000 + i * 3_000) * 1000 for i in range(20_000)]
+
+
+def test_record_lengths_of_every_varint_size() -> None:
+    """Lengths of one, two and three varint bytes (the walk's table covers the first two),
+    empty keys and values, and keys longer than the value."""
+    sizes = [0, 1, 50, 63, 64, 8_180, 8_191, 8_192, 70_000]
+    records = [Record(None, 5 - i, b"k" * sizes[-1 - i] if i % 2 else b"",
+                      b"v" * size, (("h", b"y" * size),) if i % 3 == 0 else ())
+               for i, size in enumerate(sizes)]
+    data = encode_batch(records) + encode_batch(records[:3], base_offset=len(sizes))
+    assert normalise(rows_of(data, 0, 10**9)) == expected(data, 0, 10**9)
+
+
+def _one_record_batch(key: bytes = b"abc") -> bytearray:
+    """A batch of one record whose section reads: length, attributes, timestamp delta,
+    offset delta, key length (at byte 65), key, value length, value, header count."""
+    data = bytearray(encode_batch([Record(0, 0, key, b"xyz")]))
+    assert data[65] == 2 * len(key)
+    return data
+
+
+@pytest.mark.parametrize("position, byte, why", [
+    (61, 0x0F, "negative record length"),
+    (61, 0x7E, "record longer than its batch"),
+    (65, 0x7E, "key longer than its record"),
+    (65, 0x03, "negative key length other than -1 is null; value overruns"),
+])
+def test_malformed_records_are_refused(position: int, byte: int, why: str) -> None:
+    data = _one_record_batch()
+    data[position] = byte
+    if why.startswith("negative key"):
+        # A key of length -2 is read as null, and what follows no longer fits the record.
+        data[66:69] = b"\x7e\x7e\x7e"
+    with pytest.raises(CorruptRecordError):
+        decode_fetched("t", 0, bytes(data), 0, 100, False, verify_crc=False)
+
+
+def test_a_varint_longer_than_ten_bytes_is_refused() -> None:
+    data = _one_record_batch(key=b"k" * 20)
+    data[63:76] = b"\x80" * 13   # the timestamp delta runs on
+    with pytest.raises(CorruptRecordError):
+        decode_fetched("t", 0, bytes(data), 0, 100, False, verify_crc=False)
+
+
+_records = st.lists(st.builds(
+    lambda key, value, headers, ts: Record(None, ts, key, value, tuple(headers)),
+    st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=9_000),
+    st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=20)), max_size=3),
+    st.integers(0, 2**41)), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_records, st.sampled_from([0] + [CODEC_IDS[c] for c in CODECS]),
+                          st.booleans()), min_size=1, max_size=4),
+       st.integers(0, 60), st.integers(0, 200), st.booleans())
+def test_any_batches_decode_as_the_consumer_decodes_them(
+        batches: list, start: int, span: int, headers: bool) -> None:
+    data, offset = b"", 0
+    for records, codec, log_append in batches:
+        data += encode_batch(records, base_offset=offset, compression=codec,
+                             timestamp_type=LOG_APPEND_TIME if log_append else 0)
+        offset += len(records)
+    want = expected(data, start, start + span)
+    decoded = decode_fetched("t", 3, data, start, start + span, headers)
+    if not want:
+        assert decoded.batch is None
+        return
+    assert decoded.batch is not None
+    decoded.batch.validate(full=True)
+    rows = normalise(decoded.batch.to_pylist())
+    assert rows == (want if headers else [{k: v for k, v in row.items() if k != "headers"}
+                                          for row in want])
+
+
+def test_records_with_many_headers_and_none() -> None:
+    records = [Record(None, 1, b"k", b"v", tuple((f"h{j}", None if j % 4 == 1 else b"x" * j)
+                                                  for j in range(25 if i % 3 == 0 else i % 3)))
+               for i in range(30)]
+    data = encode_batch(records, compression=CODEC_IDS["gzip"]) + encode_batch(
+        [Record(None, 2, None, b"w")], base_offset=30)
+    assert normalise(rows_of(data, 0, 100)) == expected(data, 0, 100)
+    assert normalise(rows_of(data, 7, 31)) == expected(data, 7, 31)
