@@ -12,13 +12,12 @@ from typing import Iterable, Mapping
 from clients.admin.operations import (
     BROKER_RESOURCE,
     CONFIG_SOURCES,
-    DELETE_OPERATION,
-    SET_OPERATION,
     Call,
     ConfigEntry,
     Operation,
     _fixed,
     _raise_for,
+    incremental_alter_configs,
 )
 from clients.protocol import ApiKey
 
@@ -59,8 +58,7 @@ def describe_broker_configs(broker_id: int | None,
     response = yield Call(ApiKey.DESCRIBE_CONFIGS, _fixed(body), node_id=broker_id)
     entries: dict[str, ConfigEntry] = {}
     for result in response["results"]:
-        subject = f"broker {name}" if name else "the cluster-wide broker default"
-        _raise_for(result["error_code"], result.get("error_message"), subject)
+        _raise_for(result["error_code"], result.get("error_message"), _subject(name))
         for c in result["configs"]:
             synonyms = tuple(
                 ConfigSynonym(s["name"], s.get("value"),
@@ -78,14 +76,9 @@ def incremental_alter_broker_configs(broker_id: int | None,
     """Set each key of broker `broker_id` (None: the cluster-wide default) to its value, or
     delete it for None."""
     name = broker_resource_name(broker_id)
-    body = {"resources": [{
-        "resource_type": BROKER_RESOURCE, "resource_name": name,
-        "configs": [{"name": k, "value": v,
-                     "config_operation": DELETE_OPERATION if v is None else SET_OPERATION}
-                    for k, v in changes.items()],
-    }], "validate_only": validate_only}
-    response = yield Call(ApiKey.INCREMENTAL_ALTER_CONFIGS, _fixed(body), to_controller=True)
-    for result in response["responses"]:
-        _raise_for(result["error_code"], result.get("error_message"),
-                   f"broker {name}" if name else "the cluster-wide broker default")
-    return None
+    return (yield from incremental_alter_configs(name, changes, BROKER_RESOURCE, validate_only,
+                                                 subject=_subject(name)))
+
+
+def _subject(name: str) -> str:
+    return f"broker {name}" if name else "the cluster-wide broker default"

@@ -222,8 +222,10 @@ def describe_configs(resource_name: str, resource_type: int = TOPIC_RESOURCE,
 
 def incremental_alter_configs(resource_name: str, changes: Mapping[str, str | None],
                               resource_type: int = TOPIC_RESOURCE,
-                              validate_only: bool = False) -> Operation:
-    """Set each key to its value, or delete it (back to the default) for None."""
+                              validate_only: bool = False,
+                              subject: str | None = None) -> Operation:
+    """Set each key to its value, or delete it (back to the default) for None; `subject`
+    names the resource in errors."""
     body = {"resources": [{
         "resource_type": resource_type, "resource_name": resource_name,
         "configs": [{"name": k, "value": v,
@@ -233,7 +235,7 @@ def incremental_alter_configs(resource_name: str, changes: Mapping[str, str | No
     response = yield Call(ApiKey.INCREMENTAL_ALTER_CONFIGS, _fixed(body), to_controller=True)
     for result in response["responses"]:
         _raise_for(result["error_code"], result.get("error_message"),
-                   f"resource {resource_name!r}")
+                   subject or f"resource {resource_name!r}")
     return None
 
 
