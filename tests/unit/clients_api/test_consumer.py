@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import pytest
 import trio
@@ -13,8 +14,10 @@ from clients.consumer import (
     Consumer,
     ConsumerConfig,
     NoOffsetForPartitionError,
+    WakeupException,
     parse_fetched_records,
 )
+from broker.testing.waiting import wait_for
 from clients.records.batch import LOG_APPEND_TIME, Record, encode_batch
 from clients.records.control import COMMIT, encode_end_txn_batch
 from clients.records.errors import CorruptRecordError
@@ -140,6 +143,19 @@ async def test_seek_and_max_records(nursery: trio.Nursery) -> None:
         assert [r.offset for r in again] == list(range(8))
 
 
+async def test_max_poll_records_caps_every_poll(nursery: trio.Nursery) -> None:
+    cluster = await filled_cluster(nursery)
+    async with Consumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                        max_poll_records=3) as consumer:
+        consumer.assign([("t", 0)])
+        polls: list[list[int]] = []
+        with trio.fail_after(10):
+            while sum(map(len, polls)) < 8:
+                polls.append([r.offset for r in await consumer.poll(200)])
+    assert max(map(len, polls)) == 3
+    assert [o for offsets in polls for o in offsets] == list(range(8))
+
+
 async def test_small_partition_fetch_size_still_makes_progress(nursery: trio.Nursery) -> None:
     cluster = await filled_cluster(nursery)
     size = len(cluster.partitions[("t", 0)].batches[0][1])
@@ -198,6 +214,36 @@ async def test_blocking_consumer_reads_both_partitions(nursery: trio.Nursery) ->
             return sorted((r.partition, r.offset) for r in out)
 
     assert await in_thread(run) == [(p, o) for p in (0, 1) for o in range(8)]
+
+
+async def test_wakeup_from_another_thread_raises_in_poll_once(nursery: trio.Nursery) -> None:
+    cluster = await filled_cluster(nursery)
+
+    def run() -> None:
+        with BlockingConsumer(bootstrap_servers=cluster.bootstrap,
+                              auto_offset_reset="earliest") as consumer:
+            consumer.assign([("t", 0)])
+            consumer.wakeup()                 # no poll in progress: the next one raises
+            with pytest.raises(WakeupException):
+                consumer.poll(0)
+            records: list = []
+            wait_for(lambda: records.extend(consumer.poll(100)) or len(records) == 8,
+                     "the records after the wakeup")
+            assert [r.offset for r in records] == list(range(8))
+            # A poll blocked waiting for records is interrupted by a call from another thread.
+            waker = threading.Thread(target=lambda: wait_for(
+                lambda: consumer._consumer._poll_scope is not None, "a poll in progress")
+                and consumer.wakeup())
+            waker.start()
+            started = time.monotonic()
+            with pytest.raises(WakeupException):
+                consumer.poll(60_000)
+            waker.join()
+            assert time.monotonic() - started < 30
+            assert consumer.poll(0) == []     # one wakeup, one WakeupException
+            assert consumer.position(("t", 0)) == 8
+
+    await in_thread(run)
 
 
 def test_a_blocking_consumer_dropped_without_close_ends_its_thread() -> None:

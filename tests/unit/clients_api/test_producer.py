@@ -109,6 +109,45 @@ async def test_retries_are_bounded(nursery: trio.Nursery) -> None:
     assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) == 2
 
 
+async def test_retries_stop_at_delivery_timeout(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    cluster.produce_errors = [ErrorCode.NOT_ENOUGH_REPLICAS] * 100000
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0,
+                             request_timeout_ms=200, delivery_timeout_ms=600,
+                             retry_backoff_ms=20, retry_backoff_max_ms=20) as p:
+        started = trio.current_time()
+        future = await p.send("t", b"v", partition=0)
+        with trio.fail_after(10), pytest.raises(KafkaError) as info:
+            await future
+        elapsed = trio.current_time() - started
+    # retries is Kafka's default (2147483647): only delivery.timeout.ms ends them.
+    assert info.value.code in (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS)
+    assert 0.6 <= elapsed < 5
+    assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) > 3
+
+
+async def test_an_unanswered_produce_times_out_and_is_retried(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    answered = cluster.brokers[1].handlers[ApiKey.PRODUCE]
+    calls: list[float] = []
+
+    async def first_never_answered(request: object) -> object:
+        calls.append(trio.current_time())
+        if len(calls) == 1:
+            await trio.sleep_forever()
+        return answered(request)
+
+    cluster.brokers[1].handlers[ApiKey.PRODUCE] = first_never_answered
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=0,
+                             request_timeout_ms=300, retry_backoff_ms=10) as p:
+        with trio.fail_after(10):
+            metadata = await p.send_and_wait("t", b"v", partition=0)
+    assert metadata.offset == 0 and values(cluster, "t", 0) == [b"v"]
+    assert len(calls) == 2 and calls[1] - calls[0] >= 0.3    # request.timeout.ms
+
+
 async def test_acks_zero_completes_without_an_answer(nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 1)
     cluster.add_topic("t", leaders=[1])
@@ -163,6 +202,25 @@ async def test_blocking_producer_sends_full_batches_and_lingered_ones_from_send(
             return first_batch_sent, lingered.done()
 
     assert await in_thread(run) == (True, True)
+
+
+async def test_blocking_close_waits_at_most_its_timeout(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    cluster.produce_errors = [ErrorCode.NOT_ENOUGH_REPLICAS] * 1000
+
+    def run() -> tuple[float, BaseException | None]:
+        producer = BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0,
+                                     "retry.backoff.ms": 60000,
+                                     "retry.backoff.max.ms": 60000})
+        stuck = producer.send("t", b"v", partition=0)
+        started = time.monotonic()
+        producer.close(timeout=0.3)
+        return time.monotonic() - started, stuck.exception() if stuck.done() else None
+
+    took, error = await in_thread(run)
+    assert 0.3 <= took < 5
+    assert error is not None                 # the record left unsent is failed, not lost
 
 
 def test_config_follows_kafka_names_and_defaults() -> None:

@@ -85,11 +85,13 @@ def _exhausting_setup(cluster: StubCluster) -> dict[str, Any]:
 async def test_full_buffer_blocks_trio_send_then_raises(nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 1)
     async with open_producer(_exhausting_setup(cluster)) as p:
-        with pytest.raises(BufferExhaustedError, match="buffer.memory"):
+        with pytest.raises(BufferExhaustedError, match="buffer.memory") as info:
             for _ in range(100):
                 started = trio.current_time()
                 await p.send("t", b"x" * 100, partition=0)
         assert trio.current_time() - started >= 0.3
+        # Kafka's BufferExhaustedException is a TimeoutException.
+        assert info.value.code == ErrorCode.REQUEST_TIMED_OUT
         assert p._core.accumulator.buffered_bytes >= 2000
         p._core.abort(RuntimeError("test over"), include_in_flight=True)
 
