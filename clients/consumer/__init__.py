@@ -4,7 +4,8 @@
 Partitions come from ``assign`` or, with ``group.id``, from ``subscribe`` (Kafka's classic
 group protocol; eager rebalancing with ``range``/``roundrobin``/``sticky``, incremental
 cooperative rebalancing with ``cooperative-sticky``); offsets are
-committed with ``commit`` and, by default, automatically. read_uncommitted only.
+committed with ``commit`` and, by default, automatically. ``isolation.level`` is
+read_uncommitted or read_committed.
 """
 
 from clients.admin.settings import ConfigError

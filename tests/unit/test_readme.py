@@ -9,6 +9,8 @@ import pytest
 from broker.cli.main import build_parser
 from broker.config.definitions import SERVER_KEYS
 from broker.config.log_defaults import log_default_keys
+from clients.consumer.config import CONSUMER_KEYS
+from clients.producer.config import PRODUCER_KEYS
 from metadata.topic_configs import TOPIC_CONFIGS
 from tests.conftest import REPO_ROOT
 
@@ -22,6 +24,11 @@ def all_config_keys() -> list[str]:
 
 @pytest.mark.parametrize("key", all_config_keys())
 def test_every_config_key_is_documented(key: str) -> None:
+    assert f"`{key}`" in README
+
+
+@pytest.mark.parametrize("key", sorted({key.name for key in PRODUCER_KEYS + CONSUMER_KEYS}))
+def test_every_client_config_key_is_documented(key: str) -> None:
     assert f"`{key}`" in README
 
 
