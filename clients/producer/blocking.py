@@ -90,11 +90,13 @@ class BlockingProducer:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
+        blocked_since = None
         try:
             if not core.topic_ready(topic):
+                blocked_since = time.monotonic()
                 self._wait_for_topic(topic)
             if not core.has_room():
-                self._wait_for_room()
+                self._wait_for_room(blocked_since)
             now = now_ms()
             _, created = core.append(topic, value, key, headers, partition, timestamp, future,
                                      now)
@@ -147,10 +149,12 @@ class BlockingProducer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _wait_for_room(self) -> None:
+    def _wait_for_room(self, blocked_since: float | None = None) -> None:
         """Send batches (all are sendable while the buffer is full) until buffer.memory
-        has room; BufferExhaustedError after max.block.ms."""
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        has room; BufferExhaustedError once max.block.ms has passed since ``send`` began
+        to block (on the topic's metadata, or here)."""
+        deadline = (time.monotonic() if blocked_since is None else blocked_since) \
+            + self.config.max_block_ms / 1000
         while True:
             wait_ms = self._send_ready(flushing=False)
             if self._core.has_room():

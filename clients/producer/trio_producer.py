@@ -109,7 +109,7 @@ class Producer:
 
         Kafka's order: interceptors' ``on_send``, the metadata wait, room in
         ``buffer.memory``, serializers, the partitioner, the batch. Waits up to
-        ``max.block.ms`` for the topic's metadata and as long again for room
+        ``max.block.ms`` in all for the topic's metadata and then for room
         (KafkaError REQUEST_TIMED_OUT / BufferExhaustedError after that); raises KafkaError
         at once for a non-retriable topic error or a bad partition. ``callback(metadata,
         error)`` runs when the record is settled, after interceptors'
@@ -123,11 +123,13 @@ class Producer:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
+        blocked_since = None
         try:
             if not core.topic_ready(topic):      # checked here: no coroutine per record
+                blocked_since = trio.current_time()
                 await self._wait_for_topic(topic)
             if not core.has_room():
-                await self._wait_for_room()
+                await self._wait_for_room(blocked_since)
             _, created = core.append(topic, value, key, headers, partition, timestamp,
                                      future, now_ms())
         except Exception as exc:
@@ -140,8 +142,12 @@ class Producer:
             self._wake()
         return future
 
-    async def _wait_for_room(self) -> None:
-        with trio.move_on_after(self.config.max_block_ms / 1000):
+    async def _wait_for_room(self, blocked_since: float | None = None) -> None:
+        # As in Kafka, max.block.ms bounds the metadata wait and this one together.
+        budget = self.config.max_block_ms / 1000
+        if blocked_since is not None:
+            budget -= trio.current_time() - blocked_since
+        with trio.move_on_after(max(budget, 0)):
             while not self._core.has_room():
                 self._wake()            # the sender sends every batch while it is full
                 changed = self._changed

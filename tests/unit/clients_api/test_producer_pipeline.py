@@ -118,6 +118,43 @@ async def test_full_buffer_blocks_blocking_send_then_raises(nursery: trio.Nurser
     assert blocked >= 0.3
 
 
+async def test_max_block_ms_bounds_the_metadata_and_buffer_waits_together(
+        nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    config = {**_exhausting_setup(cluster), "max.block.ms": 1000, "retry.backoff.ms": 50,
+              "retry.backoff.max.ms": 60000}
+
+    async def topic_appears(name: str) -> None:
+        await trio.sleep(0.6)              # the broker learns of the topic late
+        cluster.add_topic(name, leaders=[1])
+
+    def blocking_send() -> float:
+        producer = BlockingProducer(config)
+        try:
+            while producer._core.has_room():
+                producer.send("t", b"x" * 100, partition=0)
+            trio.from_thread.run_sync(nursery.start_soon, topic_appears, "b")
+            started = time.monotonic()
+            with pytest.raises(BufferExhaustedError):
+                producer.send("b", b"x", partition=0)
+            return time.monotonic() - started
+        finally:
+            producer.close(timeout=0)
+
+    async with open_producer(config) as p:
+        while p._core.has_room():
+            await p.send("t", b"x" * 100, partition=0)
+        nursery.start_soon(topic_appears, "a")
+        started = trio.current_time()
+        with pytest.raises(BufferExhaustedError):
+            await p.send("a", b"x", partition=0)
+        waited = trio.current_time() - started
+        p._core.abort(RuntimeError("test over"), include_in_flight=True)
+    # 1 s in all, not 0.6 s for the metadata and then 1 s more for room.
+    assert 1.0 <= waited < 1.4
+    assert 1.0 <= await in_thread(blocking_send) < 1.4
+
+
 async def test_a_full_buffer_sends_lingering_batches_to_make_room(
         nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 1)
