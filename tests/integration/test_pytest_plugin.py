@@ -1,6 +1,6 @@
-"""The pytest plugin, as another project uses it: its tests (confluent-kafka code) ask
-for ``raftka_cluster`` by name, found through the ``pytest11`` entry point; clusters
-are gone after the run, even after a failed test."""
+"""The pytest plugin, as another project uses it: its tests (confluent-kafka code, the
+README's example among them) ask for ``raftka_cluster`` by name, found through the
+``pytest11`` entry point; clusters are gone after the run, even after a failed test."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import REPO_ROOT
 
 pytest_plugins = ("pytester",)
 
@@ -57,14 +59,19 @@ def consume(servers, topic, count):
 
 
 def test_orders_survive_a_broker_restart(raftka_cluster):
-    cluster = raftka_cluster(nodes=3)
+    started = []
+
+    def factory(**config):
+        started.append(raftka_cluster(**config))
+        return started[-1]
+
+    readme_example(factory)       # produces o1 to "orders", restarts node 2
+    cluster = started[0]
     record_pids(cluster)
-    cluster.create_topic("orders", partitions=3, replication_factor=3)
-    produce(cluster.bootstrap_servers, "orders", [b"o1", b"o2"])
+    produce(cluster.bootstrap_servers, "orders", [b"o2"])
     cluster.pause(3)
     assert cluster.pid(3) is not None
     cluster.resume(3)
-    cluster.restart(2)
     cluster.wait_for_isr("orders")
     produce(cluster.bootstrap_servers, "orders", [b"o3"])
     assert sorted(consume(cluster.bootstrap_servers, "orders", 3)) == [b"o1", b"o2", b"o3"]
@@ -87,6 +94,14 @@ def test_session_clusters_are_shared(raftka_session_cluster):
 '''
 
 
+def readme_example() -> str:
+    """The README's plugin example, as a helper the application's test runs first."""
+    section = (REPO_ROOT / "README.md").read_text().split("### Clusters in your tests", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "def test_orders(raftka_cluster):" in example
+    return example.replace("def test_orders(", "def readme_example(") + "\n\n"
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -104,7 +119,7 @@ def test_an_application_suite_uses_the_fixture(pytester: pytest.Pytester,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     pids_file = tmp_path / "pids"
     monkeypatch.setenv("PLUGIN_PIDS_FILE", str(pids_file))
-    pytester.makepyfile(test_orders=APPLICATION_TESTS)
+    pytester.makepyfile(test_orders=readme_example() + APPLICATION_TESTS)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     started = [pid for line in pids_file.read_text().splitlines() for pid in json.loads(line)]
