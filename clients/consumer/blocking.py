@@ -160,10 +160,12 @@ class BlockingConsumer:
     # ---- assignment ----
 
     def subscribe(self, topics: Iterable[str], on_assign: BlockingListener | None = None,
-                  on_revoke: BlockingListener | None = None) -> None:
-        """Join ``group.id`` for ``topics``; listeners run during ``poll`` (see module)."""
+                  on_revoke: BlockingListener | None = None,
+                  on_lost: BlockingListener | None = None) -> None:
+        """Join ``group.id`` for ``topics``; listeners run during ``poll`` (see the
+        trio ``subscribe``)."""
         self._loop.run_sync(self._consumer.subscribe, topics, self._wrap(on_assign),
-                            self._wrap(on_revoke))
+                            self._wrap(on_revoke), self._wrap(on_lost))
 
     def _wrap(self, listener: BlockingListener | None
               ) -> Callable[[list[TopicPartition]], Awaitable[None]] | None:

@@ -45,6 +45,7 @@ class SubscriptionDriver:
         self.current_offsets = current_offsets
         self.on_assign: Listener | None = None
         self.on_revoke: Listener | None = None
+        self.on_lost: Listener | None = None     # None: on_revoke gets lost partitions too
         # Told the offsets of every successful background auto-commit (interceptors).
         self.on_committed: Callable[[dict[TopicPartition, int]], None] | None = None
         self.next_metadata_watch = math.inf
@@ -204,7 +205,8 @@ class SubscriptionDriver:
                     and m.generation_id >= 0:
                 await self.auto_commit()
             if owned:
-                await self._call_listener(self.on_revoke, owned)
+                lost = m.partitions_lost and self.on_lost is not None
+                await self._call_listener(self.on_lost if lost else self.on_revoke, owned)
         finally:
             # Even when the listener raises: the revocation completes, and its error
             # reaches the caller afterwards (as in Kafka).

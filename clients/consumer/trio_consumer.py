@@ -120,15 +120,19 @@ class Consumer:
     # ---- assignment ----
 
     def subscribe(self, topics: Iterable[str], on_assign: Listener | None = None,
-                  on_revoke: Listener | None = None) -> None:
+                  on_revoke: Listener | None = None, on_lost: Listener | None = None
+                  ) -> None:
         """Join ``group.id`` and consume the partitions the group assigns from ``topics``.
 
         Listeners run inside ``poll`` (and ``unsubscribe``/``close``). ``on_revoke(partitions)``
         runs before the partitions are given up and before the member rejoins (after the
         auto-commit), so it may still ``commit()`` and read ``position()`` for them under
         the old generation. ``on_assign(partitions)`` runs once new ones are taken on
-        (positions come from the committed offsets, else ``auto.offset.reset``). Needs
-        ``async with``.
+        (positions come from the committed offsets, else ``auto.offset.reset``).
+        ``on_lost(partitions)`` (Kafka's onPartitionsLost), when given, runs instead of
+        ``on_revoke`` for partitions that may already be another member's (this member
+        was dropped from the group, e.g. after ``max.poll.interval.ms``); nothing is
+        committed for them. Needs ``async with``.
         """
         if self._group is None:
             raise ValueError(NO_GROUP_ID)
@@ -142,7 +146,7 @@ class Consumer:
             raise ValueError("subscribe needs at least one topic; use unsubscribe() to stop")
         driver = self._driver
         assert driver is not None
-        driver.on_assign, driver.on_revoke = on_assign, on_revoke
+        driver.on_assign, driver.on_revoke, driver.on_lost = on_assign, on_revoke, on_lost
         self._group.membership.subscribe(names)
         if self._heartbeat_scope is None:
             self._heartbeat_scope = self._spawn(self._group.run)

@@ -88,6 +88,31 @@ async def test_auto_commit_happens_before_on_revoke(tmp_path) -> None:
         assert at_revoke == {TP0: 2, TP1: 2}
 
 
+async def test_partitions_lost_by_a_member_that_stopped_polling_go_to_on_lost(
+        tmp_path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await broker.create_topic("t", 2)
+        calls: list[tuple[str, list]] = []
+
+        def listener(name: str) -> Any:
+            return lambda partitions: calls.append((name, sorted(partitions)))
+
+        async with Consumer(config(broker, "lost", max_poll_interval_ms=500)) as c:
+            c.subscribe(["t"], on_assign=listener("assign"), on_revoke=listener("revoke"),
+                        on_lost=listener("lost"))
+            await poll_until([c], lambda: calls == [("assign", [TP0, TP1])], "the assignment")
+            group = c._group
+            assert group is not None
+            # No poll for max.poll.interval.ms: the member leaves; its partitions are lost.
+            with trio.fail_after(20):
+                while not group.membership.partitions_lost:
+                    await trio.sleep(0.05)
+            await poll_until([c], lambda: len(calls) == 3, "the lost partitions handed back")
+        # Leaving in close() gives up partitions still this member's: on_revoke.
+        assert calls == [("assign", [TP0, TP1]), ("lost", [TP0, TP1]),
+                         ("assign", [TP0, TP1]), ("revoke", [TP0, TP1])]
+
+
 async def test_leaving_right_after_subscribe_does_not_hang(tmp_path) -> None:
     async with running_group_broker(tmp_path) as broker:
         await broker.create_topic("t", 1)
