@@ -117,10 +117,13 @@ async def test_retries_stop_at_delivery_timeout(nursery: trio.Nursery) -> None:
                              request_timeout_ms=200, delivery_timeout_ms=600,
                              retry_backoff_ms=20, retry_backoff_max_ms=20) as p:
         started = trio.current_time()
-        future = await p.send("t", b"v", partition=0)
+        settled: list = []
+        future = await p.send("t", b"v", partition=0,
+                              callback=lambda md, err: settled.append((md, err)))
         with trio.fail_after(10), pytest.raises(KafkaError) as info:
             await future
         elapsed = trio.current_time() - started
+    assert settled == [(None, info.value)]     # the failure reaches the callback too
     # retries is Kafka's default (2147483647): only delivery.timeout.ms ends them.
     assert info.value.code in (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS)
     assert 0.6 <= elapsed < 5
@@ -209,11 +212,14 @@ async def test_blocking_close_waits_at_most_its_timeout(nursery: trio.Nursery) -
     cluster.add_topic("t", leaders=[1])
     cluster.produce_errors = [ErrorCode.NOT_ENOUGH_REPLICAS] * 1000
 
+    settled: list = []
+
     def run() -> tuple[float, BaseException | None]:
         producer = BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0,
                                      "retry.backoff.ms": 60000,
                                      "retry.backoff.max.ms": 60000})
-        stuck = producer.send("t", b"v", partition=0)
+        stuck = producer.send("t", b"v", partition=0,
+                              callback=lambda md, err: settled.append((md, err)))
         started = time.monotonic()
         producer.close(timeout=0.3)
         return time.monotonic() - started, stuck.exception() if stuck.done() else None
@@ -221,6 +227,7 @@ async def test_blocking_close_waits_at_most_its_timeout(nursery: trio.Nursery) -
     took, error = await in_thread(run)
     assert 0.3 <= took < 5
     assert error is not None                 # the record left unsent is failed, not lost
+    assert settled == [(None, error)]
 
 
 def test_config_follows_kafka_names_and_defaults() -> None:
