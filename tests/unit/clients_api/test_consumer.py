@@ -260,6 +260,18 @@ def test_a_blocking_consumer_dropped_without_close_ends_its_thread() -> None:
     assert not started[0].is_alive()
 
 
+def test_a_new_assignment_keeps_the_pause_of_the_partitions_it_keeps() -> None:
+    from clients.consumer.core import ConsumerCore
+    core = ConsumerCore(ConsumerConfig.from_mapping({"bootstrap.servers": "h:1"}))
+    core.assign([("t", 0), ("t", 1)])
+    core.pause([("t", 0), ("t", 1)])
+    core.assign([("t", 0), ("t", 2)])      # a cooperative rebalance moved t-1 away
+    assert core.paused == [("t", 0)]
+    core.assign([])                        # an eager one revokes everything first
+    core.assign([("t", 0)])
+    assert core.paused == []
+
+
 def test_consumer_config_defaults() -> None:
     config = ConsumerConfig.from_mapping({"bootstrap.servers": "h:1"})
     assert (config.auto_offset_reset, config.fetch_min_bytes, config.fetch_max_wait_ms,
