@@ -37,6 +37,30 @@ async def fill_and_commit(broker: GroupBroker, group: str, offset: int) -> None:
         await committer.commit({TP: offset})
 
 
+async def test_asynchronous_commits_complete_in_order_and_report_failures(tmp_path) -> None:
+    async with running_group_broker(tmp_path) as broker:
+        await fill_and_commit(broker, "async", 0)
+        results: list[Any] = []
+
+        def callback(offsets: dict, error: BaseException | None) -> None:
+            results.append((offsets, None if error is None else type(error).__name__))
+
+        # The failing commit ends within default.api.timeout.ms at the latest.
+        async with Consumer(config(broker, "async", default_api_timeout_ms=1500,
+                                   **MANUAL)) as consumer:
+            consumer.assign([TP])
+            for offset in (1, 2, 3):
+                await consumer.commit({TP: offset}, asynchronous=True, callback=callback)
+            await consumer.commit({("missing", 0): 1}, asynchronous=True, callback=callback)
+            assert results == []                  # callbacks wait for a poll or commit
+            with trio.fail_after(20):
+                while len(results) < 4:
+                    await consumer.poll(50)
+            assert (await consumer.committed([TP]))[TP] == 3
+        assert results[:3] == [({TP: 1}, None), ({TP: 2}, None), ({TP: 3}, None)]
+        assert results[3] == ({("missing", 0): 1}, "KafkaError"), results
+
+
 async def test_assign_with_a_group_starts_at_the_committed_offset(tmp_path) -> None:
     async with running_group_broker(tmp_path) as broker:
         await fill_and_commit(broker, "g", 4)
