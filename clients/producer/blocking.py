@@ -90,7 +90,7 @@ class BlockingProducer:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
-        blocked_since = None
+        blocked_since: float | None = None
         try:
             if not core.topic_ready(topic):
                 blocked_since = time.monotonic()

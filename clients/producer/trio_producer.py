@@ -123,7 +123,7 @@ class Producer:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
-        blocked_since = None
+        blocked_since: float | None = None
         try:
             if not core.topic_ready(topic):      # checked here: no coroutine per record
                 blocked_since = trio.current_time()
