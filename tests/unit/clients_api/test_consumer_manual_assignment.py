@@ -46,7 +46,7 @@ async def test_asynchronous_commits_complete_in_order_and_report_failures(tmp_pa
             results.append((offsets, None if error is None else type(error).__name__))
 
         # The failing commit ends within default.api.timeout.ms at the latest.
-        async with Consumer(config(broker, "async", default_api_timeout_ms=1500,
+        async with Consumer(config(broker, "async", default_api_timeout_ms=800,
                                    **MANUAL)) as consumer:
             consumer.assign([TP])
             for offset in (1, 2, 3):
