@@ -27,9 +27,13 @@ def run_case(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
         led.setdefault(leader, []).append(partition)
     nodes = {}
     for node, cpu_s in used.items():
-        role = ("leader" if led.get(node) else "follower") if rf == 3 else (
-            "leader" if led.get(node) else "idle")
+        # With several partitions a node can lead some and follow the rest: "leader" then
+        # means it leads at least one, and the partition lists say the rest.
+        role = "leader" if led.get(node) else ("follower" if rf == 3 else "idle")
+        followed = ([p for p in sorted(leaders) if p not in led.get(node, [])]
+                    if rf == 3 else [])
         nodes[str(node)] = {"role": role, "led_partitions": led.get(node, []),
+                            "followed_partitions": followed,
                             "cpu_s": cpu_s, "cpu_s_per_gb": per_gb(cpu_s, appended)}
     total = sum(c for c in used.values() if c is not None)
     return {**produced, "partitions": partitions, "rf": rf, "acks": acks, "nodes": nodes,
