@@ -25,10 +25,11 @@ BUCKETS_MS = (0.5, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 
 def percentile(weighted: list[tuple[int, int]], total: int, fraction: float) -> float | None:
-    """The `fraction` quantile (ms) of sorted (latency ns, count) pairs."""
+    """The `fraction` quantile (ms) of sorted (latency ns, count) pairs: the record at index
+    int(total * fraction) in latency order, as `tests.bench.cluster.percentiles_ms` picks."""
     if not total:
         return None
-    rank, seen = fraction * (total - 1), 0
+    rank, seen = min(int(total * fraction), total - 1), 0
     for latency, count in weighted:
         seen += count
         if seen > rank:
