@@ -39,4 +39,6 @@ def nodes_cpu(pids: Mapping[int, int | None]) -> Iterator[dict[int, float | None
 
 def per_gb(cpu_s: float | None, appended_bytes: int) -> float | None:
     """CPU seconds per GB (1e9 bytes) appended."""
-    return round(cpu_s / (appended_bytes / 1e9), 2) if cpu_s is not None and appended_bytes else None
+    if cpu_s is None or not appended_bytes:
+        return None
+    return round(cpu_s / (appended_bytes / 1e9), 2)
