@@ -14,10 +14,10 @@ CASES = (("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acks_all", 3, "all"
 
 def run_case(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
              create: Callable[..., dict[int, int]], name: str, partitions: int, rf: int,
-             acks: str, records: int) -> dict[str, Any]:
+             acks: str, records: int, round_: int = 0) -> dict[str, Any]:
     """Produce `records` into a fresh topic, then consume it; throughput, per-node CPU and
     who led which partition."""
-    topic = f"bench-{name}-p{partitions}".replace("_", "-")
+    topic = f"bench-{name}-p{partitions}-r{round_}".replace("_", "-")
     leaders = create(topic, partitions, rf, {"min.insync.replicas": "2"} if rf == 3 else {})
     with nodes_cpu(pids) as used:
         produced = load.produce(bootstrap, topic, records, acks)
@@ -78,10 +78,21 @@ def goal_ratios(single: dict[str, dict[str, Any]], four: dict[str, dict[str, Any
 
 
 def replication_matrix(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
-                       create: Callable[..., dict[int, int]], records: int) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for partitions in (1, 4):
-        result[f"p{partitions}"] = {
-            name: run_case(load, bootstrap, pids, create, name, partitions, rf, acks, records)
-            for name, rf, acks in CASES}
+                       create: Callable[..., dict[int, int]], records: int,
+                       rounds: int = 1) -> dict[str, Any]:
+    """Every case on 1 and on 4 partitions, `rounds` times, the order rotating each round so
+    that load from other processes hits the cases alike; each case reports its median round
+    (by records/s) plus "runs", every round's records/s."""
+    order = [(partitions, name, rf, acks) for partitions in (1, 4) for name, rf, acks in CASES]
+    runs: dict[tuple[int, str], list[dict[str, Any]]] = {(p, n): [] for p, n, _, _ in order}
+    for round_ in range(rounds):
+        shift = round_ % len(order)
+        for partitions, name, rf, acks in order[shift:] + order[:shift]:
+            runs[(partitions, name)].append(run_case(load, bootstrap, pids, create, name,
+                                                     partitions, rf, acks, records, round_))
+    result: dict[str, Any] = {"p1": {}, "p4": {}}
+    for (partitions, name), case_runs in runs.items():
+        ranked = sorted(case_runs, key=lambda r: r["records_per_s"])
+        result[f"p{partitions}"][name] = {**ranked[(len(ranked) - 1) // 2],
+                                          "runs": [r["records_per_s"] for r in case_runs]}
     return {**result, "ratios": goal_ratios(result["p1"], result["p4"])}
