@@ -2,8 +2,8 @@
 
 A kcat producer reads 100-byte lines from a pipe that this process fills at a set rate, one
 burst per millisecond, each line starting with the clock reading (nanoseconds) taken when it
-was written; a kcat consumer, positioned at the end of the topic, writes each record's value to
-another pipe unbuffered, and this process takes each record's latency as the clock at the read
+was written; a kcat consumer, positioned at the end of the topic (probe records, not counted,
+are sent until it reads one), writes each record's value to another pipe unbuffered, and this process takes each record's latency as the clock at the read
 that returned it minus the reading in the value (one clock, one process). Records written in
 the warm-up second are left out."""
 
@@ -66,12 +66,24 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         [kcat, "-P", "-q", "-b", bootstrap, "-t", topic, "-p", "0",
          *settings_args(producer_settings)], stdin=subprocess.PIPE)
     latencies: Counter[int] = Counter()
-    state = {"counted": 0, "measured": 0, "done_writing": False}
-    started = time.perf_counter_ns()
-    cut = started + int(warm_up_s * 1e9)
+    state = {"counted": 0, "measured": 0, "seen": 0}
+    # Until the pacing starts, nothing read counts: probes (stamped 0) and warm-up records
+    # come before the cut.
+    cut = [time.perf_counter_ns() + 10**15]
+
+    async def consumer_positioned() -> None:
+        """Probe records until the consumer reads one, so that it reads from before the
+        measured records whatever its start-up took."""
+        with trio.fail_after(30):
+            while not state["seen"]:
+                await producer.stdin.send_all(b"%019d" % 0 + PADDING + b"\n")
+                await trio.sleep(0.05)
 
     async def pace() -> None:
+        await consumer_positioned()
         sent = 0
+        started = time.perf_counter_ns()
+        cut[0] = started + int(warm_up_s * 1e9)
         end = started + int((warm_up_s + seconds) * 1e9)
         while True:
             now = time.perf_counter_ns()
@@ -81,11 +93,10 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
             if due > 0:
                 await producer.stdin.send_all((b"%019d" % now + PADDING + b"\n") * due)
                 sent += due
-                if now >= cut:
+                if now >= cut[0]:
                     state["measured"] += due
             await trio.sleep(0.001)
         await producer.stdin.aclose()
-        state["done_writing"] = True
 
     async def read() -> None:
         rest = b""
@@ -93,9 +104,10 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
             now = time.perf_counter_ns()
             lines = (rest + chunk).split(b"\n")
             rest = lines.pop()
+            state["seen"] += len(lines)
             for stamp, count in Counter(line[:STAMP] for line in lines).items():
                 sent_at = int(stamp)
-                if sent_at >= cut:
+                if sent_at >= cut[0]:
                     latencies[now - sent_at] += count
                     state["counted"] += count
 
@@ -125,4 +137,9 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
 
 def latency_bench(kcat: str, bootstrap: str, topic: str, rate: int, seconds: float,
                   linger_ms: int) -> dict[str, Any]:
-    return trio.run(paced_run, kcat, bootstrap, topic, rate, seconds, linger_ms)
+    try:
+        return trio.run(paced_run, kcat, bootstrap, topic, rate, seconds, linger_ms)
+    except trio.TooSlowError:
+        raise SystemExit("latency: the consumer read no probe record within 30 s") from None
+    except (trio.BrokenResourceError, BrokenPipeError):
+        raise SystemExit("latency: the kcat producer exited early") from None
