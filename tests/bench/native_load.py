@@ -84,7 +84,9 @@ class LoadGenerator:
                                    *settings_args(settings), "-l", str(source)],
                                   capture_output=True, text=True, timeout=600)
             if done.returncode != 0 or "fail" in done.stderr.lower():
-                raise SystemExit(f"kcat produce to {topic} failed: {done.stderr.strip()[-300:]}")
+                why = done.stderr.strip()[-300:] or "some records were not delivered"
+                raise SystemExit(f"kcat produce to {topic} failed (exit status "
+                                 f"{done.returncode}): {why}")
         else:
             _confluent_produce(bootstrap, topic, count, settings)
         elapsed = time.perf_counter() - started
