@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from tests.bench.native_load import CONSUMER_SETTINGS, PRODUCER_SETTINGS, settings_args
+from tests.bench.node_cpu import cpu_seconds
 
 STAMP = 19  # digits of a nanosecond clock reading
 PADDING = b"x" * (100 - STAMP)
@@ -35,6 +36,10 @@ def percentile(weighted: list[tuple[int, int]], total: int, fraction: float) -> 
         if seen > rank:
             return round(latency / 1e6, 2)
     return round(weighted[-1][0] / 1e6, 2)
+
+
+def used_since(before: float | None, after: float | None) -> float | None:
+    return round(after - before, 2) if before is not None and after is not None else None
 
 
 def histogram(weighted: list[tuple[int, int]]) -> dict[str, int]:
@@ -66,6 +71,8 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         [kcat, "-P", "-q", "-b", bootstrap, "-t", topic, "-p", "0",
          *settings_args(producer_settings)], stdin=subprocess.PIPE)
     latencies: Counter[int] = Counter()
+    # CPU seconds the measuring side used while pacing: the two kcat processes and this one.
+    load_cpu: dict[str, float | None] = {"own": None, "producer": None, "consumer": None}
     state = {"counted": 0, "measured": 0, "seen": 0}
     # Until the pacing starts, nothing read counts: probes (stamped 0) and warm-up records
     # come before the cut.
@@ -83,6 +90,8 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         await consumer_positioned()
         sent = 0
         started = time.perf_counter_ns()
+        load_cpu.update(own=time.process_time(), producer=cpu_seconds(producer.pid),
+                        consumer=cpu_seconds(consumer.pid))
         cut[0] = started + int(warm_up_s * 1e9)
         end = started + int((warm_up_s + seconds) * 1e9)
         while True:
@@ -96,6 +105,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
                 if now >= cut[0]:
                     state["measured"] += due
             await trio.sleep(0.001)
+        load_cpu["producer"] = used_since(load_cpu["producer"], cpu_seconds(producer.pid))
         await producer.stdin.aclose()
 
     async def read() -> None:
@@ -119,6 +129,8 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
             while state["counted"] < state["measured"]:
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
+    load_cpu["consumer"] = used_since(load_cpu["consumer"], cpu_seconds(consumer.pid))
+    load_cpu["own"] = used_since(load_cpu["own"], time.process_time())
     for process in (consumer, producer):
         if process.returncode is None:
             process.kill()
@@ -132,7 +144,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
             "p99_ms": percentile(weighted, total, 0.99),
             "p999_ms": percentile(weighted, total, 0.999),
             "max_ms": round(weighted[-1][0] / 1e6, 2) if weighted else None,
-            "histogram": hist}
+            "histogram": hist, "load_cpu_s": load_cpu}
 
 
 def latency_bench(kcat: str, bootstrap: str, topic: str, rate: int, seconds: float,

@@ -78,3 +78,4 @@ def test_native_benchmarks_measure_on_a_small_load(kcat: str, cluster: Cluster,
     assert run["records_measured"] == run["records_sent"] > 1_000
     assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["p999_ms"] <= run["max_ms"]
     assert sum(run["histogram"].values()) == run["records_measured"]
+    assert all(cpu is not None and cpu >= 0 for cpu in run["load_cpu_s"].values())
