@@ -5,7 +5,8 @@ burst per millisecond, each line starting with the clock reading (nanoseconds) t
 was written; a kcat consumer, positioned at the end of the topic (probe records, not counted,
 are sent until it reads one), writes each record's value to another pipe unbuffered, and this
 process takes each record's latency as the clock at the read that returned it minus the
-reading in the value (one clock, one process). Records written in the warm-up second are left out."""
+reading in the value (one clock, one process). Records written in the warm-up second are
+left out."""
 
 from __future__ import annotations
 
