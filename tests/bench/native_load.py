@@ -80,9 +80,12 @@ class LoadGenerator:
         started = time.perf_counter()
         if self.kcat:
             source = self._input(count)
-            done = subprocess.run([self.kcat, "-P", "-q", "-b", bootstrap, "-t", topic,
-                                   *settings_args(settings), "-l", str(source)],
-                                  capture_output=True, text=True, timeout=600)
+            try:
+                done = subprocess.run([self.kcat, "-P", "-q", "-b", bootstrap, "-t", topic,
+                                       *settings_args(settings), "-l", str(source)],
+                                      capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                raise SystemExit(f"kcat produce to {topic} took over 600 s") from None
             if done.returncode != 0 or "fail" in done.stderr.lower():
                 why = done.stderr.strip()[-300:] or "some records were not delivered"
                 raise SystemExit(f"kcat produce to {topic} failed (exit status "
