@@ -7,9 +7,15 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.bench.cluster import create_topic
+from tests.bench.latency import latency_bench
+from tests.bench.native_load import LoadGenerator
+from tests.bench.node_cpu import node_pids
+from tests.bench.replication import replication_matrix
 from tests.compat.cluster import Cluster
 
 RECORDS = 2_000
@@ -45,3 +51,31 @@ def test_kcat_produce_then_consume(kcat: str, cluster: Cluster) -> None:
         for i, message in enumerate(messages):
             assert (message["key"], message["payload"]) == (f"key-{i}", f"value-{codec}-{i}")
             assert message["headers"] == ["codec", codec]
+
+
+def test_native_benchmarks_measure_on_a_small_load(kcat: str, cluster: Cluster,
+                                                   tmp_path: Path) -> None:
+    """scripts/bench's native modes, on a few records: every case of the replication matrix
+    is produced and read back in full with each node's CPU, and the paced latency run
+    measures every record it sent."""
+    load = LoadGenerator(tmp_path)
+    assert load.name == "kcat"
+
+    def create(name: str, partitions: int, rf: int, configs: dict[str, str]) -> dict[int, int]:
+        return create_topic(cluster.port, name, partitions, rf, configs)
+
+    matrix = replication_matrix(load, cluster.bootstrap, node_pids(cluster.info), create,
+                                records=3_000)
+    for partitions in ("p1", "p4"):
+        for case in matrix[partitions].values():
+            assert case["records_per_s"] > 0 and case["consume"]["records"] == 3_000
+            assert sorted(p for n in case["nodes"].values() for p in n["led_partitions"]) == \
+                list(range(case["partitions"]))
+            assert all(n["cpu_s"] is not None for n in case["nodes"].values())
+    assert matrix["ratios"]["rf3_acks_all_vs_rf1_acks1_p4"] > 0
+    create_topic(cluster.port, "bench-latency", 1, 3, {"min.insync.replicas": "2"})
+    run = latency_bench(kcat, cluster.bootstrap, "bench-latency", 2_000, 1, 1)
+    assert run["records_measured"] == run["records_sent"] > 1_000
+    assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["p999_ms"] <= run["max_ms"]
+    assert sum(run["histogram"].values()) == run["records_measured"]
+    assert all(cpu is not None and cpu >= 0 for cpu in run["load_cpu_s"].values())
