@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
-from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import trio
 
@@ -47,36 +45,6 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
     memory whole and sent with its neighbours, so the stream encrypts few large writes."""
     total = sum(chunk_size(chunk) for chunk in chunks)
     sendfile = can_sendfile(stream)
-    if sendfile and any(not isinstance(c, (bytes, bytearray, memoryview)) for c in chunks):
-        # Header, file ranges and tail are separate writes: corked, they leave as full
-        # segments, so a small fetch answer reaches the peer in one piece (one wake-up).
-        with _corked(stream.socket):  # type: ignore[attr-defined]
-            return await _write_chunks(stream, chunks, total, sendfile)
-    return await _write_chunks(stream, chunks, total, sendfile)
-
-
-@contextmanager
-def _corked(sock: trio.socket.SocketType) -> Iterator[None]:
-    cork = getattr(socket, "TCP_CORK", None)
-    if cork is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        yield
-        return
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, cork, 1)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, cork, 0)
-        except OSError:
-            pass  # the connection is gone; its next write reports that
-
-
-async def _write_chunks(stream: trio.abc.SendStream, chunks: Sequence[object], total: int,
-                        sendfile: bool) -> int:
     pending: list[bytes | bytearray | memoryview] = [total.to_bytes(4, "big")]
     pending_bytes = 4
 
