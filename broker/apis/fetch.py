@@ -4,8 +4,9 @@ Records leave as file ranges the network server `os.sendfile`s. A read_committed
 (isolation_level 1) reads up to the last stable offset and gets the aborted transactions of
 the range from the aborted-transaction indexes, so it can drop their batches itself. A fetch that finds fewer
 than `min_bytes` waits in the replica manager's purgatory, woken by appends, until enough
-data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are answered sessionless:
-session id 0 tells clients to send full fetches; incremental ones get
+data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are granted to
+followers (`broker.replica.fetch_session`); consumers are answered sessionless (session id 0
+tells them to send full fetches), and an incremental fetch naming no live session gets
 FETCH_SESSION_ID_NOT_FOUND.
 """
 
@@ -21,6 +22,7 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
+from broker.replica.fetch_session import FetchSessionCache
 from broker.replica.manager import ReplicaManager
 from clients.protocol import ApiKey, ErrorCode
 
@@ -61,9 +63,11 @@ class _FetchPass:
 class FetchHandler:
     """Handles Fetch from the local leader replicas."""
 
-    def __init__(self, replicas: ReplicaManager, authz: Authorization = ALLOW_ALL) -> None:
+    def __init__(self, replicas: ReplicaManager, authz: Authorization = ALLOW_ALL,
+                 sessions: FetchSessionCache | None = None) -> None:
         self._replicas = replicas
         self._authz = authz
+        self._sessions = sessions or FetchSessionCache()
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.FETCH, self.handle, fetch_error_body)
@@ -78,11 +82,13 @@ class FetchHandler:
 
     async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
-        if body.get("session_epoch", -1) > 0:
-            # Incremental fetch: this broker keeps no sessions (it never hands one out).
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                    "session_id": INVALID_SESSION_ID, "responses": []}
         replica_id = int(body.get("replica_id", -1))
+        context = self._sessions.context(body, replica_id)
+        if context.error_code != ErrorCode.NONE:
+            return {"throttle_time_ms": 0, "error_code": context.error_code,
+                    "session_id": INVALID_SESSION_ID, "responses": []}
+        if context.incremental:
+            body = {**body, "topics": context.topics}
         topics = body.get("topics") or []
         max_wait_ms = int(body.get("max_wait_ms", 0))
         min_bytes = int(body.get("min_bytes", 0))
@@ -102,8 +108,11 @@ class FetchHandler:
                     deadline, result.throttled_until)
                 if not await waiter.wait(wake) and wake >= deadline:
                     break
+        responses = result.responses
+        if context.session is not None:
+            responses = context.session.answer(responses, context.incremental)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                "session_id": INVALID_SESSION_ID, "responses": result.responses}
+                "session_id": context.session_id, "responses": responses}
 
     def _read(self, body: dict[str, Any], replica_id: int, readable: set[str]) -> _FetchPass:
         isolation_level = int(body.get("isolation_level", 0))

@@ -7,6 +7,9 @@ follower then truncates at the divergence point (never at the HW) and fetches ag
 Records stay opaque: one `append_as_follower` of the whole fetched blob per partition, which
 validates headers and CRCs, keeps the leader's offsets and epochs (the epoch cache follows
 the batches' partition leader epochs) and replays producer state from the batch headers.
+Fetches run in an incremental fetch session (KIP-227) when the leader grants one: each
+names only the partitions whose fetch position moved, and the answer holds only the
+partitions with news.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from broker.log.errors import LogError
 from broker.replica.manager import ReplicaManager, TopicPartition
 from broker.replica.partition import Partition
 from broker.replica.replication_quota import ReplicationQuota
+from broker.replica_fetcher.session import FollowerFetchSession
 from broker.replica_fetcher.settings import FetcherSettings
 from broker.replica_fetcher.truncation import divergence_truncation_offset
 from clients.net import KafkaConnection, KafkaConnectionError
@@ -38,6 +42,9 @@ _METADATA_RACE_ERRORS = frozenset({
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 })
 _METADATA_RACE_BACKOFF_S = 0.05
+_SESSION_ERRORS = frozenset({
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+})
 
 
 class _Sent:
@@ -69,6 +76,7 @@ class LeaderFetcher:
         self._changed = trio.Event()
         self._scope = trio.CancelScope()
         self._conn: KafkaConnection | None = None
+        self._session = FollowerFetchSession()
         self.fetches = 0
 
     @property
@@ -142,21 +150,22 @@ class LeaderFetcher:
             return
         sent = {p.key: _Sent(p) for p in ready}
         settings = self._settings
-        topics: dict[str, list[dict[str, Any]]] = {}
+        wanted: dict[TopicPartition, dict[str, Any]] = {}
         for partition in ready:
             log = partition.log
-            topics.setdefault(partition.topic, []).append({
+            wanted[partition.key] = {
                 "partition": partition.partition_id,
                 "current_leader_epoch": partition.leader_epoch,
                 "fetch_offset": log.log_end_offset,
                 "last_fetched_epoch": log.epoch_cache.latest_epoch,
                 "log_start_offset": log.log_start_offset,
-                "partition_max_bytes": settings.max_bytes})
+                "partition_max_bytes": settings.max_bytes}
+        plan = self._session.plan(wanted)
         body = {"replica_id": self.broker_id, "max_wait_ms": settings.max_wait_ms,
                 "min_bytes": settings.min_bytes, "max_bytes": settings.response_max_bytes,
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}
+                "isolation_level": 0, "session_id": plan.session_id,
+                "session_epoch": plan.session_epoch, "topics": plan.topics(),
+                "forgotten_topics_data": plan.forgotten_topics(), "rack_id": ""}
         timeout = (settings.socket_timeout_ms + settings.max_wait_ms) / 1000
         try:
             response = await conn.request(ApiKey.FETCH, body, timeout=timeout)
@@ -167,7 +176,14 @@ class LeaderFetcher:
                 self._delay(partition.key, settings.backoff_ms / 1000)
             return
         self.fetches += 1
-        if response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
+        error_code = response.get("error_code", ErrorCode.NONE)
+        self._session.answered(plan, error_code, int(response.get("session_id", 0)))
+        if error_code in _SESSION_ERRORS:
+            # The leader lost the session (a restart, an eviction): fetch in full at once.
+            logger.info("fetch session with broker %d reset: %s", self.leader_id,
+                        _name(error_code))
+            return
+        if error_code != ErrorCode.NONE:
             logger.warning("fetch from broker %d answered %s", self.leader_id,
                            _name(response["error_code"]))
             for partition in ready:
@@ -298,6 +314,7 @@ class LeaderFetcher:
             logger.info("broker %d has no %s endpoint in the metadata yet", self.leader_id,
                         self._settings.listener_name)
             return None
+        self._session.reset()
         try:
             self._conn = await KafkaConnection.connect(
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
@@ -313,6 +330,8 @@ class LeaderFetcher:
         return self._conn
 
     async def _drop_connection(self) -> None:
+        # Whether the leader applied the failed fetch is unknown: the next one is full.
+        self._session.reset()
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.aclose()

@@ -229,3 +229,37 @@ async def test_fetch_hands_the_network_a_file_range(tmp_path):
         records = partition_of(response)["records"]
         assert isinstance(records, FileRange)
         assert os.pread(records.fd, records.size, records.position) == broker.log("t").read_bytes(0, 1 << 20)
+
+
+async def test_follower_fetch_session_answers_only_partitions_with_news(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t", 2)
+        await fill(broker, "t", [batch([b"a"])])
+        conn = await broker.connect()
+        # A follower that already holds partition 0's record, and nothing of partition 1.
+        body = {**fetch_body("t", 1), "replica_id": 7, "session_epoch": 0}
+        body["topics"][0]["partitions"].append({**body["topics"][0]["partitions"][0],
+                                                "partition": 1, "fetch_offset": 0})
+        opened = await conn.request(ApiKey.FETCH, body)
+        session_id = opened["session_id"]
+        assert opened["error_code"] == 0 and session_id > 0
+        assert [p["partition_index"] for p in opened["responses"][0]["partitions"]] == [0, 1]
+        # Nothing new anywhere: the incremental answer is empty.
+        quiet = await conn.request(ApiKey.FETCH, {**fetch_body("t"), "replica_id": 7,
+                                                  "session_id": session_id, "session_epoch": 1,
+                                                  "topics": []})
+        assert quiet["error_code"] == 0 and quiet["responses"] == []
+        # An append to partition 1 (named in no incremental fetch) is answered.
+        conn2 = await broker.connect()
+        await conn2.request(ApiKey.PRODUCE, produce_body("t", batch([b"b"]), partition=1))
+        await conn2.aclose()
+        news = await conn.request(ApiKey.FETCH, {**fetch_body("t"), "replica_id": 7,
+                                                 "session_id": session_id, "session_epoch": 2,
+                                                 "topics": []})
+        (topic,) = news["responses"]
+        assert [p["partition_index"] for p in topic["partitions"]] == [1]
+        assert values_of(topic["partitions"][0]["records"]) == [(0, b"b")]
+        stale = await conn.request(ApiKey.FETCH, {**fetch_body("t"), "replica_id": 7,
+                                                  "session_id": session_id, "session_epoch": 2})
+        assert stale["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+        await conn.aclose()
