@@ -54,8 +54,8 @@ def fill(cluster: RaftkaCluster, topic: str) -> tuple[int, int]:
 
 def bytes_out(cluster: RaftkaCluster, node: int, topic: str) -> float:
     """Record bytes node `node` returned to consumers fetching `topic`."""
-    found = value(scrape(cluster.metrics_url(node)), "kafka_server_brokertopicmetrics_bytesout_total",
-                  {"topic": topic})
+    found = value(scrape(cluster.metrics_url(node)),
+                  "kafka_server_brokertopicmetrics_bytesout_total", {"topic": topic})
     return found or 0.0
 
 
