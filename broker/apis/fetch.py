@@ -8,6 +8,12 @@ data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are granted to
 followers (`broker.replica.fetch_session`); consumers are answered sessionless (session id 0
 tells them to send full fetches), and an incremental fetch naming no live session gets
 FETCH_SESSION_ID_NOT_FOUND.
+
+Fetching from the closest replica (KIP-392): a consumer fetch of v11+ carries client metadata
+(its rack). Such a fetch may be served by a follower, up to the follower's HW (or LSO), and a
+leader with `replica.selector.class` rack-aware may answer it with a `preferred_read_replica`
+and no records, so the consumer goes to a follower in its rack. Older consumer fetches and
+replica fetches are served by the leader only.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
 from broker.replica.fetch_session import FetchSessionCache
+from broker.replica.errors import NotLeaderOrFollower
 from broker.replica.manager import ReplicaManager
+from broker.replica.partition import Partition
+from broker.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -31,6 +40,8 @@ logger = logging.getLogger(__name__)
 READ_COMMITTED = 1
 INVALID_SESSION_ID = 0
 _INT32_MAX = 2**31 - 1
+# From this version a consumer's fetch carries client metadata (KIP-392).
+_CLIENT_METADATA_VERSION = 11
 
 
 def _records_of(result: ReadResult) -> object:
@@ -60,14 +71,30 @@ class _FetchPass:
         self.throttled_until: float | None = None
 
 
+class _Reader:
+    """Who is fetching: a follower (replica id), or a consumer with or without client
+    metadata (rack id and listener), which decides the replicas that may serve it."""
+
+    __slots__ = ("replica_id", "client_metadata", "rack_id", "ctx")
+
+    def __init__(self, replica_id: int, api_version: int, rack_id: str | None,
+                 ctx: RequestContext) -> None:
+        self.replica_id = replica_id
+        self.client_metadata = replica_id < 0 and api_version >= _CLIENT_METADATA_VERSION
+        self.rack_id = (rack_id or None) if self.client_metadata else None
+        self.ctx = ctx
+
+
 class FetchHandler:
     """Handles Fetch from the local leader replicas."""
 
     def __init__(self, replicas: ReplicaManager, authz: Authorization = ALLOW_ALL,
-                 sessions: FetchSessionCache | None = None) -> None:
+                 sessions: FetchSessionCache | None = None,
+                 replica_selector: str | None = None) -> None:
         self._replicas = replicas
         self._authz = authz
         self._sessions = sessions or FetchSessionCache()
+        self._replica_selector = replica_selector
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.FETCH, self.handle, fetch_error_body)
@@ -94,11 +121,12 @@ class FetchHandler:
         min_bytes = int(body.get("min_bytes", 0))
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
         readable = self._readable(ctx, replica_id, topics)
+        reader = _Reader(replica_id, request.api_version, body.get("rack_id"), ctx)
         keys = [(t["topic"], p["partition"]) for t in topics if t["topic"] in readable
                 for p in t.get("partitions") or ()]
         with self._replicas.purgatory.watch(keys, "Fetch") as waiter:
             while True:
-                result = self._read(body, replica_id, readable)
+                result = self._read(body, reader, readable)
                 if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
                         or result.has_divergence or not keys):
                     break
@@ -114,7 +142,8 @@ class FetchHandler:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "session_id": context.session_id, "responses": responses}
 
-    def _read(self, body: dict[str, Any], replica_id: int, readable: set[str]) -> _FetchPass:
+    def _read(self, body: dict[str, Any], reader: _Reader, readable: set[str]) -> _FetchPass:
+        replica_id = reader.replica_id
         isolation_level = int(body.get("isolation_level", 0))
         if replica_id >= 0:
             bound = UpperBound.LEO
@@ -136,7 +165,7 @@ class FetchHandler:
                     continue
                 limit = max(min(int(fp["partition_max_bytes"]), remaining), 0)
                 size = self._read_partition(topic["topic"], fp, entry, bound, limit,
-                                            min_one_batch, result, replica_id)
+                                            min_one_batch, result, reader)
                 if size > 0:
                     min_one_batch = False
                     remaining = max(remaining - size, 0)
@@ -145,12 +174,23 @@ class FetchHandler:
 
     def _read_partition(self, topic: str, fp: dict[str, Any], entry: dict[str, Any],
                         bound: UpperBound, limit: int, min_one_batch: bool,
-                        result: _FetchPass, replica_id: int) -> int:
+                        result: _FetchPass, reader: _Reader) -> int:
         fetch_offset = int(fp["fetch_offset"])
+        replica_id = reader.replica_id
         try:
-            partition = self._replicas.leader_partition(topic, fp["partition"],
-                                                        int(fp.get("current_leader_epoch", -1)))
+            partition = self._serving_replica(topic, fp["partition"],
+                                              int(fp.get("current_leader_epoch", -1)), reader)
             log = partition.log
+            if reader.rack_id is not None and self._replica_selector is not None \
+                    and partition.is_leader:
+                preferred = self._preferred_read_replica(partition, reader, fetch_offset)
+                if preferred != NO_PREFERRED_REPLICA:
+                    # Kafka skips the read: the consumer fetches from `preferred` next.
+                    entry.update(high_watermark=log.high_watermark,
+                                 last_stable_offset=log.last_stable_offset,
+                                 log_start_offset=log.log_start_offset,
+                                 preferred_read_replica=preferred)
+                    return 0
             last_fetched_epoch = int(fp.get("last_fetched_epoch", -1))
             if last_fetched_epoch >= 0:
                 epoch, end_offset = log.epoch_cache.end_offset_for(last_fetched_epoch,
@@ -194,6 +234,37 @@ class FetchHandler:
                 {"producer_id": t.producer_id, "first_offset": t.first_offset}
                 for t in log.aborted_transactions(fetch_offset, read.upper_offset)]
         return read.size
+
+    def _serving_replica(self, topic: str, partition_id: int, current_leader_epoch: int,
+                         reader: _Reader) -> Partition:
+        """The local replica that may serve this fetch: the leader, or for a consumer with
+        client metadata also a follower (Kafka's fetchOnlyLeader false), whose reads stop
+        at its own HW, which its fetches from the leader keep up to date."""
+        try:
+            return self._replicas.leader_partition(topic, partition_id, current_leader_epoch)
+        except NotLeaderOrFollower:
+            local = self._replicas.get_partition(topic, partition_id)
+            if (not reader.client_metadata or local is None or local.is_leader
+                    or local.leader_epoch < 0):
+                raise
+            local.check_leader_epoch(current_leader_epoch)
+            return local
+
+    def _preferred_read_replica(self, partition: Partition, reader: _Reader,
+                                fetch_offset: int) -> int:
+        image = self._replicas.image
+        racks: dict[int, str | None] = {}
+        for broker_id in partition.replicas:
+            registration = image.broker(broker_id)
+            if (registration is not None and not registration.fenced
+                    and registration.endpoint(reader.ctx.listener_name) is not None):
+                racks[broker_id] = registration.rack
+        log = partition.log
+        return preferred_read_replica(
+            self._replica_selector, reader.rack_id, leader_id=partition.broker_id,
+            leader_log_end_offset=log.log_end_offset, log_start_offset=log.log_start_offset,
+            isr=partition.isr, followers=partition.followers, reachable_racks=racks,
+            fetch_offset=fetch_offset, now_ms=now_ms())
 
 
 def fetch_error_body(body: Mapping[str, Any], version: int, error_code: int,

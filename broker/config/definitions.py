@@ -283,6 +283,12 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("replica.fetch.min.bytes", "int", "1", "Follower fetch min bytes.", at_least(1)),
     _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
        at_least(0)),
+    _k("replica.selector.class", "string", None,
+       "Where consumers that name a rack read from (KIP-392): Kafka's "
+       "org.apache.kafka.common.replica.RackAwareReplicaSelector or LeaderSelector; "
+       "no other class can be loaded.",
+       one_of("org.apache.kafka.common.replica.RackAwareReplicaSelector",
+              "org.apache.kafka.common.replica.LeaderSelector")),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
     # Replication throttles (Kafka's ReplicationQuotaManager); the rates are dynamic.
     _k("leader.replication.throttled.rate", "long", str(LONG_MAX),

@@ -429,6 +429,10 @@ class ServerConfig:
         return self._optional_str("broker.rack")
 
     @property
+    def replica_selector_class(self) -> str | None:
+        return self._optional_str("replica.selector.class")
+
+    @property
     def initial_broker_registration_timeout_ms(self) -> int:
         return self._int("initial.broker.registration.timeout.ms")
 

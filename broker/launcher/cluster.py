@@ -43,11 +43,14 @@ def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
                      ready: ReadinessCheck = kraft_ready,
                      timeout: float = DEFAULT_TIMEOUT,
                      hosts: Sequence[str] | None = None,
-                     format_args: Sequence[str] = ()) -> ClusterInfo:
+                     format_args: Sequence[str] = (),
+                     node_overrides: Mapping[int, Mapping[str, str]] | None = None
+                     ) -> ClusterInfo:
     """Write configs, format storage (`raftka storage format` with `format_args` added, e.g.
     `--add-scram ...`), start every node, wait until `ready` holds for all.
 
     `hosts` puts each node on its own loopback address (see `plan_cluster`).
+    `node_overrides` adds keys to single nodes' configs by node id (e.g. `broker.rack`).
 
     `timeout` bounds the whole bootstrap, formatting included. On failure the started nodes
     are stopped and LauncherError carries the failing node's log tail."""
@@ -67,6 +70,7 @@ def bootstrap_quorum(dir: str | Path, nodes: int = 3, controllers: int = 0,
     check_ports_free(cluster.nodes)
     (cluster_dir / CLUSTER_ID_FILE).write_text(cluster.cluster_id + "\n")
     for node in cluster.nodes:
+        node.properties.update((node_overrides or {}).get(node.node_id, {}))
         node.dir.mkdir(parents=True, exist_ok=True)
         node.config_path.write_text(format_properties(node.properties))
         _format_storage(node, cluster.cluster_id, deadline, timeout, format_args)

@@ -225,6 +225,7 @@ class LeaderFetcher:
             self._truncate(partition, int(diverging["epoch"]), int(diverging["end_offset"]))
             return False
         records = entry.get("records")
+        hw_before = log.high_watermark
         try:
             if records:
                 log.append_as_follower(records)
@@ -233,7 +234,9 @@ class LeaderFetcher:
                     quota.record(len(records), trio.current_time())
             high_watermark = int(entry["high_watermark"])
             self._lag[key] = high_watermark - log.log_end_offset
-            log.update_high_watermark(high_watermark)
+            if log.update_high_watermark(high_watermark) > hw_before:
+                # Consumers fetching from this follower (KIP-392) wait on its HW.
+                self._replicas.notify(key)
             leader_start = int(entry.get("log_start_offset", -1))
             if leader_start > log.log_start_offset:
                 log.delete_records_before(min(leader_start, log.high_watermark))

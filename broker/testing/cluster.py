@@ -27,12 +27,17 @@ def _config_key(name: str) -> str:
 
 
 def start_cluster(directory: Path, nodes: int = 3, hosts: Sequence[str] | None = None,
+                  node_config: Mapping[int, Mapping[str, Any]] | None = None,
                   **server_config: Any) -> RaftkaCluster:
     """Bootstrap ``nodes`` combined nodes under ``directory`` on free ports, with
-    ``server_config`` (Kafka's broker keys; underscores stand for dots) on every node;
-    ``hosts`` puts each node on its own loopback address."""
+    ``server_config`` (Kafka's broker keys; underscores stand for dots) on every node and
+    ``node_config`` (node id -> keys, e.g. ``broker.rack``) on single nodes; ``hosts`` puts
+    each node on its own loopback address."""
     overrides = {_config_key(k): str(v) for k, v in server_config.items()}
-    info = bootstrap_on_free_ports(directory, nodes, 0, overrides or None, hosts=hosts)
+    per_node = {node: {key: str(value) for key, value in keys.items()}
+                for node, keys in (node_config or {}).items()}
+    info = bootstrap_on_free_ports(directory, nodes, 0, overrides or None, hosts=hosts,
+                                   node_overrides=per_node)
     return RaftkaCluster(info)
 
 

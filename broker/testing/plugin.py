@@ -1,16 +1,17 @@
 """The pytest plugin (entry point ``pytest11``: ``raftka``): real Raftka clusters as
 fixtures.
 
-``raftka_cluster(nodes=3, hosts=None, **server_config)`` starts a cluster for the test and kills it
-when the test ends, passed or failed; ``raftka_session_cluster(...)`` keeps one cluster
-per distinct set of arguments for the whole session. Both start clusters through
+``raftka_cluster(nodes=3, hosts=None, node_config=None, **server_config)`` starts a cluster
+for the test and kills it when the test ends, passed or failed;
+``raftka_session_cluster(...)`` keeps one cluster per distinct set of arguments for the
+whole session. Both start clusters through
 ``broker.launcher`` on free ports of ``RAFTKA_TEST_PORT_RANGE``, in pytest's temporary
 directories.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pytest
 
@@ -25,8 +26,9 @@ def raftka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
     started: list[RaftkaCluster] = []
 
     def start(nodes: int = 3, hosts: Sequence[str] | None = None,
+              node_config: Mapping[int, Mapping[str, Any]] | None = None,
               **server_config: Any) -> RaftkaCluster:
-        cluster = start_cluster(tmp_path_factory.mktemp("raftka"), nodes, hosts,
+        cluster = start_cluster(tmp_path_factory.mktemp("raftka"), nodes, hosts, node_config,
                                 **server_config)
         started.append(cluster)
         return cluster

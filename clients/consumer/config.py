@@ -44,6 +44,7 @@ CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("isolation.level", parse_str, "read_uncommitted",
               check=one_of("read_uncommitted", "read_committed")),
     ConfigKey("group.instance.id", parse_str, None),
+    ConfigKey("client.rack", parse_str, ""),
     ConfigKey("session.timeout.ms", parse_int, 45000, check=at_least(1)),
     ConfigKey("heartbeat.interval.ms", parse_int, 3000, check=at_least(1)),
     ConfigKey("max.poll.interval.ms", parse_int, 300000, check=at_least(1)),
@@ -90,6 +91,7 @@ class ConsumerConfig:
     interceptors: Sequence[Any] = ()
     security: ClientSecurity = PLAINTEXT
     sasl: SaslCredentials | None = None
+    client_rack: str = ""
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
@@ -132,4 +134,5 @@ class ConsumerConfig:
             value_deserializer=values["value.deserializer"],
             interceptors=values["interceptor.classes"],
             security=client_security(values),
+            client_rack=values["client.rack"] or "",
         )

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 from clients.admin.cluster import ClusterMetadata
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.group.protocol import TopicPartition
+from clients.consumer.read_replicas import ReadReplicas
 from clients.consumer.records import ConsumerRecord, parse_fetched_records
 from clients.protocol import ErrorCode, KafkaError
 
@@ -62,6 +63,8 @@ class ConsumerCore:
         self._errors: list[KafkaError] = []
         # Paused partitions are neither fetched nor drained (their buffer waits).
         self._paused: set[TopicPartition] = set()
+        # Partitions a leader sent to a closer replica (KIP-392, with client.rack).
+        self.read_replicas = ReadReplicas(config.metadata_max_age_ms)
 
     # ---- assignment and positions ----
 
@@ -230,7 +233,8 @@ class ConsumerCore:
     # ---- Fetch ----
 
     def fetch_requests(self, max_wait_ms: int) -> dict[int, dict[str, Any]]:
-        """Fetch bodies by leader for partitions with a position and no buffered records."""
+        """Fetch bodies by broker (the leader, or the replica it prefers) for partitions with a
+        position and no buffered records."""
         by_node: dict[int, dict[str, list[dict[str, Any]]]] = {}
         for tp in self._assignment:
             position = self._positions.get(tp)
@@ -240,14 +244,15 @@ class ConsumerCore:
             if leader is None:
                 self.needs_metadata = True
                 continue
-            by_node.setdefault(leader.node_id, {}).setdefault(tp[0], []).append({
+            node_id = self.read_replicas.node_for(tp, leader.node_id, self.cluster.brokers)
+            by_node.setdefault(node_id, {}).setdefault(tp[0], []).append({
                 "partition": tp[1], "fetch_offset": position,
                 "partition_max_bytes": self.config.max_partition_fetch_bytes})
         return {node: {
             "replica_id": -1, "max_wait_ms": max_wait_ms,
             "min_bytes": self.config.fetch_min_bytes, "max_bytes": self.config.fetch_max_bytes,
             "isolation_level": self.config.isolation_level, "session_id": 0,
-            "session_epoch": -1,
+            "session_epoch": -1, "rack_id": self.config.client_rack,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
         } for node, topics in by_node.items()}
 
@@ -274,6 +279,7 @@ class ConsumerCore:
                          p: dict[str, Any]) -> None:
         code = ErrorCode.from_code(p["error_code"])
         if code == ErrorCode.NONE:
+            self.read_replicas.update(tp, p.get("preferred_read_replica", -1))
             # read_committed drops aborted transactions' batches here, as Kafka's fetcher.
             aborted = (p.get("aborted_transactions") or ()) if self.config.isolation_level \
                 else None
@@ -286,6 +292,13 @@ class ConsumerCore:
                                "max.partition.fetch.bytes (%d) may be too small",
                                tp[0], tp[1], fetch_offset,
                                self.config.max_partition_fetch_bytes)
+        elif self.read_replicas.clear(tp):
+            # The replica the leader preferred failed (OFFSET_OUT_OF_RANGE included: it may
+            # lag): fetch from the leader again before resetting anything, as Kafka does.
+            logger.debug("fetch of %s-%d from its preferred replica answered %s", *tp, code.name)
+            if code != ErrorCode.OFFSET_OUT_OF_RANGE and (code in _METADATA_ERRORS
+                                                          or code.retriable):
+                self.needs_metadata = True
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             logger.info("offset %d out of range for %s-%d", fetch_offset, *tp)
             self._positions[tp] = None

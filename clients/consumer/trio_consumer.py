@@ -592,5 +592,6 @@ class Consumer:
         except (KafkaConnectionError, ProtocolError) as exc:
             logger.debug("Fetch from broker %d failed: %s", node_id, exc)
             self._core.needs_metadata = True
+            self._core.read_replicas.clear_node(node_id)
             return
         self._core.handle_fetch(body, response)

@@ -205,3 +205,44 @@ def test_a_member_that_stops_polling_leaves_and_its_partitions_move(
         # leaves, and busy (still polling) is given both partitions.
         wait_for(lambda: busy.poll(100) is not None and len(owned["busy"]) == 2,
                  "the partitions of the member that stopped polling", 60)
+
+
+def test_a_static_member_restarted_within_its_session_keeps_its_partitions(
+        cluster: RaftkaCluster) -> None:
+    """group.instance.id (KIP-345): a static member closes without leaving, and a new
+    process with the same instance id takes its place with no rebalance of the others."""
+    settings = {"auto_offset_reset": "earliest", "session_timeout_ms": 30000,
+                "heartbeat_interval_ms": 300}
+    events: list[tuple[str, str, list[Any]]] = []
+
+    def listener(name: str, kind: str) -> Callable[[list[Any]], None]:
+        return lambda partitions: events.append((name, kind, sorted(partitions)))
+
+    def join(name: str) -> BlockingConsumer:
+        member = consumer(cluster, "static", **settings, group_instance_id=name)
+        member.subscribe([TOPIC], on_assign=listener(name, "assigned"),
+                         on_revoke=listener(name, "revoked"))
+        return member
+
+    def owns(name: str) -> list[Any]:
+        assigned = [e[2] for e in events if e[:2] == (name, "assigned") and e[2]]
+        return assigned[-1] if assigned else []
+
+    with join("b") as other:
+        first = join("a")
+        try:
+            wait_for(lambda: first.poll(100) is not None and other.poll(100) is not None
+                     and len(owns("a")) == 1 and len(owns("b")) == 1,
+                     "both static members to get a partition", 60)
+        finally:
+            first.close()
+        kept, generation = owns("a"), other.group_metadata().generation_id
+        events.clear()
+        with join("a") as restarted:
+            wait_for(lambda: restarted.poll(100) is not None and other.poll(100) is not None
+                     and owns("a") == kept, "the restarted member's old partition", 30)
+            # A few more rounds of heartbeats: still no rebalance for the other member.
+            for _ in range(5):
+                other.poll(200)
+        assert other.group_metadata().generation_id == generation
+        assert [e for e in events if e[0] == "b"] == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import uuid
 
 import trio
 import trio.testing
 
+from broker.log.results import UpperBound
 from clients.protocol import ApiKey, ErrorCode
+from metadata.records import BrokerEndpoint, FenceBrokerRecord, RegisterBrokerRecord
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 from tests.unit.apis.harness import running_broker
 
@@ -262,4 +265,72 @@ async def test_follower_fetch_session_answers_only_partitions_with_news(tmp_path
         stale = await conn.request(ApiKey.FETCH, {**fetch_body("t"), "replica_id": 7,
                                                   "session_id": session_id, "session_epoch": 2})
         assert stale["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+# -- fetching from the closest replica (KIP-392) -------------------------------------------
+
+
+def register_racks(broker, racks: dict[int, str]) -> None:  # type: ignore[no-untyped-def]
+    broker.publish([
+        RegisterBrokerRecord(broker_id=b, incarnation_id=uuid.uuid4(), broker_epoch=10 + b,
+                             end_points=(BrokerEndpoint("PLAINTEXT", broker.host, broker.port, 0),),
+                             rack=rack, fenced=False)
+        for b, rack in racks.items()])
+
+
+async def test_a_follower_serves_client_metadata_fetches_up_to_its_high_watermark(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        # Records with the leader's offsets: this broker leads "src", and follows "t".
+        broker.create_topic("src")
+        await fill(broker, "src", [batch([b"a", b"b"]), batch([b"c"]), batch([b"d"])])
+        broker.create_topic("t", leader=2, replicas=(2, 1))
+        follower_log = broker.log("t")
+        follower_log.append_as_follower(broker.log("src").read_bytes(0, 1 << 20, UpperBound.LEO))
+        follower_log.update_high_watermark(3)
+        conn = await broker.connect()
+        served = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t"), version=11))
+        assert served["error_code"] == 0 and served["high_watermark"] == 3
+        assert values_of(served["records"]) == [(0, b"a"), (1, b"b"), (2, b"c")]
+        # Between its HW and its LEO: nothing yet; past its LEO: out of range, as in Kafka.
+        waiting = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 3), version=12))
+        assert waiting["error_code"] == 0 and len(waiting["records"]) == 0
+        beyond = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 5), version=12))
+        assert beyond["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+        # Fetches without client metadata, and replica fetches, stay on the leader.
+        old = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t"), version=10))
+        assert old["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        as_replica = partition_of(await conn.request(
+            ApiKey.FETCH, {**fetch_body("t"), "replica_id": 3}, version=12))
+        assert as_replica["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        await conn.aclose()
+
+
+async def test_a_rack_aware_leader_names_the_in_sync_follower_of_the_consumers_rack(tmp_path):
+    selector = {"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"}
+    async with running_broker(tmp_path, extra=selector, other_brokers=(2, 3)) as broker:
+        register_racks(broker, {1: "r1", 2: "r2", 3: "r3"})
+        broker.create_topic("t", replicas=(1, 2, 3))
+        conn = await broker.connect()
+        for value in (b"a", b"b"):
+            response = await conn.request(ApiKey.PRODUCE, produce_body("t", batch([value]), acks=1))
+            assert only_partition(response)["error_code"] == 0
+        # Followers report their log end offsets by fetching: 2 holds both records, 3 one.
+        for replica, offset in ((2, 2), (3, 1)):
+            await conn.request(ApiKey.FETCH, {**fetch_body("t", offset), "replica_id": replica},
+                               version=12)
+
+        async def fetch(rack: str, offset: int = 0, version: int = 12) -> dict:
+            return partition_of(await conn.request(
+                ApiKey.FETCH, {**fetch_body("t", offset), "rack_id": rack}, version=version))
+
+        redirected = await fetch("r2")
+        assert redirected["error_code"] == 0 and redirected["preferred_read_replica"] == 2
+        assert len(redirected["records"]) == 0 and redirected["high_watermark"] == 1
+        assert (await fetch("r3", 1))["preferred_read_replica"] == 3
+        # Follower 3 does not hold offset 2 yet; the leader's rack and unknown racks stay.
+        for rack, offset in (("r3", 2), ("r1", 0), ("elsewhere", 0), ("", 0)):
+            served = await fetch(rack, offset)
+            assert served["preferred_read_replica"] == -1, rack
+        assert values_of((await fetch("r1"))["records"]) == [(0, b"a")]  # HW 1: follower 3
+        # A fenced follower is never named.
+        broker.publish([FenceBrokerRecord(id=2, epoch=12)])
+        assert (await fetch("r2"))["preferred_read_replica"] == -1
         await conn.aclose()
