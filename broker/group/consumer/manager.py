@@ -17,6 +17,8 @@ from broker.group.consumer.heartbeat import (HeartbeatError, owned_partitions,
 from broker.group.consumer.model import (LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroup,
                                          ConsumerMember, MemberState, TopicMetadata)
+from broker.group.consumer.members import (dynamic_member, static_member, validate_commit,
+                                           validate_fetch)
 from broker.group.consumer.reconcile import OwnedPartitions, reconcile
 from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.routing import partition_for_group
@@ -91,9 +93,9 @@ class ConsumerGroupManager:
         owned = owned_partitions(request)
         instance_id = request.get("instance_id")
         if instance_id is None:
-            member = self._dynamic_member(group, member_id, epoch, owned)
+            member = dynamic_member(group, member_id, epoch, owned)
         else:
-            member = self._static_member(group, member_id, epoch, instance_id, owned)
+            member = static_member(group, member_id, epoch, instance_id, owned)
         updated = member.copy(client_id=client_id, client_host=client_host)
         for key, field in (("instance_id", "instance_id"), ("rack_id", "rack_id"),
                            ("server_assignor", "server_assignor"),
@@ -130,50 +132,6 @@ class ConsumerGroupManager:
                 {"topic_id": topic, "partitions": sorted(parts)}
                 for topic, parts in sorted(updated.assigned.items(), key=lambda i: str(i[0]))]}
         return body
-
-    def _dynamic_member(self, group: ConsumerGroup, member_id: str, epoch: int,
-                        owned: OwnedPartitions) -> ConsumerMember:
-        member = group.members.get(member_id)
-        if member is None:
-            if epoch != 0:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group "
-                                     f"{group.group_id}.")
-            logger.info("consumer group %s: member %s joins", group.group_id, member_id)
-            return ConsumerMember(member_id)
-        _check_epoch(member, epoch, owned)
-        return member
-
-    def _static_member(self, group: ConsumerGroup, member_id: str, epoch: int,
-                       instance_id: str, owned: OwnedPartitions) -> ConsumerMember:
-        existing = group.static_member(instance_id)
-        if epoch == 0:
-            if existing is None:
-                return group.members.get(member_id) or ConsumerMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                     f"Static member {member_id} with instance id "
-                                     f"{instance_id} cannot join the group because the "
-                                     f"instance id is owned by {existing.member_id} member.")
-            # The returning instance takes over the old member's assignment under its new id.
-            target = group.target.get(existing.member_id)
-            group.remove(existing.member_id)
-            replacement = existing.copy(member_id=member_id, member_epoch=0,
-                                        previous_member_epoch=0, state=MemberState.STABLE,
-                                        pending_revocation={}, rebalance_deadline=None)
-            if target is not None:
-                group.target[member_id] = target
-            group.put(replacement)
-            return replacement
-        if existing is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {instance_id} "
-                                 f"was fenced by member {existing.member_id}.")
-        _check_epoch(existing, epoch, owned)
-        return existing
 
     def _refresh_metadata(self, group: ConsumerGroup, topics: TopicMetadata) -> bool:
         """Recompute the subscribed topics' metadata; True when it changed."""
@@ -295,28 +253,11 @@ class ConsumerGroupManager:
     def validate_commit(self, group_id: str, member_id: str, member_epoch: int,
                         version: int) -> int:
         """The error of an OffsetCommit to consumer group `group_id` (NONE if allowed)."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not group.members:
-            return ErrorCode.NONE  # admin clients and assign() users, on an empty group
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if version < 9:
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return validate_commit(self.groups[group_id], member_id, member_epoch, version)
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
-        group = self.groups[group_id]
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        """The error of an OffsetFetch of consumer group `group_id` (NONE if allowed)."""
+        return validate_fetch(self.groups[group_id], member_id, member_epoch)
 
     # -- administration ------------------------------------------------------------------
 
@@ -334,26 +275,6 @@ class ConsumerGroupManager:
         """Drop the groups whose offsets partition this broker no longer serves."""
         for group_id in [g for g in self.groups if not keep(g)]:
             del self.groups[group_id]
-
-
-def _check_epoch(member: ConsumerMember, epoch: int, owned: OwnedPartitions) -> None:
-    """Kafka's member-epoch check: a newer epoch than ours, or an older one that is not the
-    previous epoch with a subset of the assignment (its last answer got lost), is fenced."""
-    if epoch > member.member_epoch:
-        raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                             f"The consumer group member has a greater member epoch ({epoch}) "
-                             f"than the one known by the group coordinator "
-                             f"({member.member_epoch}). The member must abandon all its "
-                             "partitions and rejoin.")
-    if epoch < member.member_epoch:
-        subset = owned is not None and all(
-            set(parts) <= member.assigned.get(topic, frozenset()) for topic, parts in owned)
-        if epoch != member.previous_member_epoch or not subset:
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The consumer group member has a smaller member epoch "
-                                 f"({epoch}) than the one known by the group coordinator "
-                                 f"({member.member_epoch}). The member must abandon all its "
-                                 "partitions and rejoin.")
 
 
 def error_body(code: int, message: str | None = None) -> dict[str, Any]:
