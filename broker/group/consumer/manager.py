@@ -279,5 +279,5 @@ class ConsumerGroupManager:
 
 def error_body(code: int, message: str | None = None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
-            "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0,
+            "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0,
             "assignment": None}

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from broker.config import ConfigError
 from broker.group.consumer.assignors import range_assignor, uniform
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.settings import ConsumerGroupSettings
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode
+from tests.unit.apis.harness import running_broker
+from tests.unit.config.test_server_config import config
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 TOPICS = {"a": (T1, 6), "b": (T2, 3)}
@@ -203,3 +206,37 @@ def test_range_gives_contiguous_ranges_per_topic() -> None:
     result = range_assignor({"x": frozenset({"a", "b"}), "y": frozenset({"a", "b"})}, TOPICS, {})
     assert result["x"] == {T1: frozenset({0, 1, 2}), T2: frozenset({0, 1})}
     assert result["y"] == {T1: frozenset({3, 4, 5}), T2: frozenset({2})}
+
+
+def test_settings_from_the_config_keys() -> None:
+    defaults = ConsumerGroupSettings.from_config(config())
+    assert (defaults.enabled, defaults.assignors) == (True, ("uniform", "range"))
+    assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (45_000, 5_000)
+    chosen = ConsumerGroupSettings.from_config(config(**{
+        "group.coordinator.rebalance.protocols": "classic",
+        "group.consumer.assignors":
+            "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform"}))
+    assert (chosen.enabled, chosen.assignors) == (False, ("range", "uniform"))
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("group.coordinator.rebalance.protocols", "consumer"),
+    ("group.coordinator.rebalance.protocols", "classic,share"),
+    ("group.consumer.assignors", "uniform,sticky"),
+    ("group.consumer.assignors", ""),
+])
+def test_bad_settings_stop_start_up_naming_the_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError) as failure:
+        config(**{key: value})
+    assert failure.value.key == key
+
+
+async def test_heartbeat_without_the_consumer_protocol_is_unsupported(tmp_path) -> None:
+    extra = {"group.coordinator.rebalance.protocols": "classic"}
+    async with running_broker(tmp_path, extra=extra) as broker:
+        conn = await broker.connect()
+        body = await conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": "g", "member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 1000,
+            "subscribed_topic_names": ["t"], "topic_partitions": []}, 1)
+        assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+        await conn.aclose()
