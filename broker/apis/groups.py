@@ -345,13 +345,19 @@ class GroupHandlers:
                  if t["name"] in readable for p in t.get("partitions") or ()]
         # As Kafka: a partition the metadata does not know is answered, not passed on.
         unknown = {tp for tp in named if not self._partition_exists(*tp)}
-        partitions = [tp for tp in named if tp not in unknown]
+        # A consumer group keeps the offsets of topics its members subscribe to, as Kafka.
+        subscribed = ({tp for tp in named
+                       if tp[0] in self._consumer_groups.groups[group_id].subscription_metadata}
+                      if self._consumer_group(group_id) and self._consumer_groups is not None
+                      and self._consumer_groups.groups[group_id].members else set())
+        partitions = [tp for tp in named if tp not in unknown and tp not in subscribed]
         if not code:
             code, codes = await self.coordinator.delete_offsets(group_id, partitions)
         if code:
             return offset_delete_error(body, version, int(code))
         codes = dict(codes)
         codes.update((tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown)
+        codes.update((tp, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC) for tp in subscribed)
         codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                      for t in body.get("topics") or () if t["name"] not in readable
                      for p in t.get("partitions") or ())

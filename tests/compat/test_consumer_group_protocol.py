@@ -239,7 +239,15 @@ def test_heartbeat_errors_on_the_wire(cluster: Cluster) -> None:
         {"group_id": group, "member_id": "nobody", "member_epoch": 1, "topics": None}],
         "require_stable": False}, version=9)
     assert fetched["groups"][0]["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    kept = cluster.request(ApiKey.OFFSET_DELETE, {"group_id": group, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": 0}]}]}, version=0)
+    assert kept["topics"][0]["partitions"][0]["error_code"] == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+    classic_view = cluster.request(ApiKey.DESCRIBE_GROUPS, {"groups": [group]}, version=5)
+    assert classic_view["groups"][0]["group_state"] == "Dead"
     left = cluster.request(ApiKey.CONSUMER_GROUP_HEARTBEAT,
                            {**base, "member_epoch": -1, "topic_partitions": None}, version=1)
     assert left["error_code"] == 0 and left["member_epoch"] == -1
     assert _describe(cluster, group)["group_state"] == "Empty"
+    deleted = cluster.request(ApiKey.DELETE_GROUPS, {"groups_names": [group]}, version=2)
+    assert deleted["results"][0]["error_code"] == 0
+    assert _describe(cluster, group)["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
