@@ -1,5 +1,6 @@
 """ConsumerGroupHeartbeat v0-1 and ConsumerGroupDescribe v0 (KIP-848) on the wire, served by
-the coordinator of the group's `__consumer_offsets` partition."""
+the coordinator of the group's `__consumer_offsets` partition. A change to a group is
+written to that partition before the heartbeat that made it is answered."""
 
 from __future__ import annotations
 
@@ -10,11 +11,41 @@ from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, Reque
 from broker.group.consumer.manager import ConsumerGroupManager, error_body
 from broker.group.consumer.model import Assignment, ConsumerGroup, TopicMetadata
 from broker.group.coordinator import GroupCoordinator, wall_clock_ms
+from broker.group.model import GroupWrite
+from broker.group.offsets import commit_error
+from broker.group.records import ConsumerGroupKey, ConsumerGroupValue
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 
 UNSUPPORTED_MESSAGE = ("The new consumer group protocol is not enabled on this broker "
                        "(group.coordinator.rebalance.protocols lacks \"consumer\").")
+
+
+async def persist(coordinator: GroupCoordinator, manager: ConsumerGroupManager
+                  ) -> dict[str, int]:
+    """Write every consumer group whose stored state is out of date; the error code of
+    each group whose write failed."""
+    submitted = []
+    for group_id, partition, state in manager.pending_writes():
+        value = None if state is None else ConsumerGroupValue(state)
+        write = GroupWrite(partition, [(ConsumerGroupKey(group_id), value)])
+        submitted.append((group_id, coordinator.submit(write)))
+    failed: dict[str, int] = {}
+    for group_id, item in submitted:
+        await item.done.wait()
+        if item.code:
+            manager.unwritten(group_id)
+            failed[group_id] = commit_error(item.code)
+    return failed
+
+
+def serve(coordinator: GroupCoordinator, manager: ConsumerGroupManager, group_id: str,
+          now_ms: int) -> int:
+    """Bring `manager` in line with the partitions `coordinator` serves (dropping groups
+    that moved away, adopting those a load found); the coordinator error of `group_id`."""
+    manager.forget(lambda g: coordinator.coordinator_error(g) == ErrorCode.NONE)
+    manager.adopt(coordinator.engine.loaded_consumer_groups, now_ms)
+    return coordinator.coordinator_error(group_id)
 
 
 def cluster_topics(image: MetadataImage) -> TopicMetadata:
@@ -41,8 +72,7 @@ class ConsumerGroupHandlers:
                         CONSUMER_GROUP_ERRORS[ApiKey.CONSUMER_GROUP_DESCRIBE])
 
     def _served(self, group_id: str) -> int:
-        self.manager.forget(lambda g: self.coordinator.coordinator_error(g) == ErrorCode.NONE)
-        return self.coordinator.coordinator_error(group_id)
+        return serve(self.coordinator, self.manager, group_id, self._clock())
 
     async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
@@ -55,16 +85,21 @@ class ConsumerGroupHandlers:
         if code:
             return error_body(code)
         classic = self.coordinator.engine.groups.get(group_id)
-        return self.manager.heartbeat(
+        response = self.manager.heartbeat(
             body, request.api_version, client_id=request.client_id or "",
             client_host=f"/{ctx.peer[0]}", topics=cluster_topics(self._image()),
             classic_has_members=classic is not None and bool(classic.members),
             now_ms=self._clock())
+        failed = await persist(self.coordinator, self.manager)
+        if group_id in failed:
+            return error_body(failed[group_id])
+        return response
 
     async def describe(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         include_operations = bool(request.body.get("include_authorized_operations"))
         image = self._image()
         self.manager.expire(self._clock(), cluster_topics(image))
+        await persist(self.coordinator, self.manager)
         described = []
         for group_id in request.body.get("group_ids") or ():
             if not self._authz.allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,

@@ -13,7 +13,7 @@ import logging
 from typing import Any, Callable, Mapping, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.consumer_groups import cluster_topics
+from broker.apis.consumer_groups import cluster_topics, persist, serve
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
@@ -60,7 +60,14 @@ class GroupHandlers:
 
     def _consumer_group(self, group_id: str) -> bool:
         """Whether `group_id` is a consumer-type (KIP-848) group of this coordinator."""
-        return self._consumer_groups is not None and group_id in self._consumer_groups.groups
+        if self._consumer_groups is None:
+            return False
+        serve(self.coordinator, self._consumer_groups, group_id, wall_clock_ms())
+        return group_id in self._consumer_groups.groups
+
+    async def _persist_consumer_groups(self) -> None:
+        if self._consumer_groups is not None:
+            await persist(self.coordinator, self._consumer_groups)
 
     def _group_allowed(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return self._authz.allowed(ctx, operation, ResourceType.GROUP, group_id)
@@ -169,7 +176,8 @@ class GroupHandlers:
                 # Kafka lets classic members into a consumer group only under its migration
                 # policy, which Raftka does not have.
                 return join_group_error(body, version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            del self._consumer_groups.groups[body["group_id"]]  # empty: it becomes classic
+            self._consumer_groups.drop(body["group_id"])  # empty: it becomes classic
+            await self._persist_consumer_groups()
         response = await self.coordinator.join_group(
             body, client_id=request.client_id or "", client_host=client_host(ctx),
             require_known_member_id=version >= 4)
@@ -278,6 +286,7 @@ class GroupHandlers:
         groups = self.coordinator.engine.list_groups(states)
         if self._consumer_groups is not None:
             groups = self._with_consumer_groups(groups, states)
+            await self._persist_consumer_groups()
         if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
             visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
                                                 (g["group_id"] for g in groups))
@@ -289,6 +298,7 @@ class GroupHandlers:
         """ListGroups entries with consumer groups as Kafka lists them (protocol type
         "consumer", their own states) in place of the offsets they share an id with."""
         assert self._consumer_groups is not None
+        serve(self.coordinator, self._consumer_groups, "", wall_clock_ms())
         if self._image is not None:
             self._consumer_groups.expire(wall_clock_ms(), cluster_topics(self._image()))
         served = {g: group for g, group in self._consumer_groups.groups.items()
@@ -328,6 +338,7 @@ class GroupHandlers:
             if not code and self._consumer_group(group_id):
                 assert self._consumer_groups is not None
                 code = self._consumer_groups.delete(group_id)
+                await self._persist_consumer_groups()
                 if not code and group_id not in self.coordinator.engine.groups:
                     results.append({"group_id": group_id, "error_code": 0})
                     continue

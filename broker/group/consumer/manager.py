@@ -1,7 +1,8 @@
 """The consumer groups of this coordinator: ConsumerGroupHeartbeat decisions, session and
 rebalance timeouts, and the member-epoch checks of offset commits and fetches (Kafka's
 GroupMetadataManager and ConsumerGroup decisions). Pure: time and topic metadata are
-arguments; the state lives in memory only.
+arguments. What must be written to `__consumer_offsets` is collected by `pending_writes`;
+groups a load found come in through `adopt`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from broker.group.consumer.model import (LEAVE_GROUP_MEMBER_EPOCH,
                                          ConsumerMember, MemberState, TopicMetadata)
 from broker.group.consumer.members import (dynamic_member, static_member, validate_commit,
                                            validate_fetch)
+from broker.group.consumer.persistence import group_from_state, group_state
 from broker.group.consumer.reconcile import OwnedPartitions, reconcile
 from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.routing import partition_for_group
@@ -40,6 +42,9 @@ class ConsumerGroupManager:
         self.settings = settings
         self.groups: dict[str, ConsumerGroup] = {}
         self._new_member_id = new_member_id
+        # The state last written (or loaded) of each group, and groups to tombstone.
+        self._written: dict[str, Any] = {}
+        self._deleted: dict[str, int] = {}
 
     # -- heartbeat -----------------------------------------------------------------------
 
@@ -268,13 +273,54 @@ class ConsumerGroupManager:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        del self.groups[group_id]
+        self.drop(group_id)
         return ErrorCode.NONE
 
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Drop the groups whose offsets partition this broker no longer serves."""
         for group_id in [g for g in self.groups if not keep(g)]:
             del self.groups[group_id]
+            self._written.pop(group_id, None)
+        for group_id in [g for g in self._deleted if not keep(g)]:
+            del self._deleted[group_id]
+
+    def drop(self, group_id: str) -> None:
+        """Remove a group (deleted, or turned classic); its record is tombstoned."""
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            self._deleted[group_id] = group.partition
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def adopt(self, loaded: dict[str, tuple[int, Any]], now_ms: int) -> None:
+        """Take over the groups a load of their offsets partition found (and empty
+        `loaded`); a group already live here is newer than its record."""
+        for group_id, (partition, stored) in list(loaded.items()):
+            del loaded[group_id]
+            if group_id in self.groups:
+                continue
+            self.groups[group_id] = group_from_state(group_id, partition, stored.state, now_ms,
+                                                     self.settings.session_timeout_ms)
+            self._written[group_id] = stored.state
+
+    def pending_writes(self) -> list[tuple[str, int, Any | None]]:
+        """(group id, partition, state or None for a tombstone) of every group whose stored
+        state is out of date; they count as written from now on (`unwritten` undoes it)."""
+        out: list[tuple[str, int, Any | None]] = []
+        for group_id, partition in self._deleted.items():
+            out.append((group_id, partition, None))
+            self._written.pop(group_id, None)
+        self._deleted.clear()
+        for group_id, group in self.groups.items():
+            state = group_state(group)
+            if self._written.get(group_id) != state:
+                out.append((group_id, group.partition, state))
+                self._written[group_id] = state
+        return out
+
+    def unwritten(self, group_id: str) -> None:
+        """A write of `group_id` failed: it is written again with the next change."""
+        self._written.pop(group_id, None)
 
 
 def error_body(code: int, message: str | None = None) -> dict[str, Any]:

@@ -11,7 +11,11 @@ import pytest
 from broker.config import ConfigError
 from broker.group.consumer.assignors import range_assignor, uniform
 from broker.group.consumer.manager import ConsumerGroupManager
+from broker.group.consumer.persistence import group_state
 from broker.group.consumer.settings import ConsumerGroupSettings
+from broker.group.engine import GroupEngine, PartitionReplay
+from broker.group.model import GroupSettings
+from broker.group.records import ConsumerGroupKey, ConsumerGroupValue, build_batch, iter_log
 from clients.protocol import ApiKey, ErrorCode
 from tests.unit.apis.harness import running_broker
 from tests.unit.config.test_server_config import config
@@ -240,3 +244,34 @@ async def test_heartbeat_without_the_consumer_protocol_is_unsupported(tmp_path) 
             "subscribed_topic_names": ["t"], "topic_partitions": []}, 1)
         assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
         await conn.aclose()
+
+
+def test_a_stored_group_is_adopted_with_fresh_sessions_after_a_load() -> None:
+    m = manager()
+    beat(m, "s1", 0, instance_id="i1", subscribed_topic_regex="b", subscribed_topic_names=None)
+    beat(m, "m2", 0)
+    beat(m, "s1", 1, owned=[], instance_id="i1")
+    writes = m.pending_writes()
+    assert [(g, s is not None) for g, _, s in writes] == [("g", True)]
+    assert m.pending_writes() == []  # nothing changed since
+    group_id, partition, state = writes[0]
+    batch = bytearray(build_batch([(ConsumerGroupKey(group_id), ConsumerGroupValue(state))], 0))
+    replay = PartitionReplay()
+    replay.apply(iter_log(batch))
+    engine = GroupEngine(GroupSettings())
+    assert engine.install(partition, replay, 0) == 1
+    fresh = manager()
+    fresh.adopt(engine.loaded_consumer_groups, now_ms=100_000)
+    assert engine.loaded_consumer_groups == {}
+    loaded = fresh.groups["g"]
+    assert group_state(loaded) == group_state(m.groups["g"])
+    assert all(mb.session_deadline == 100_000 + SESSION_MS for mb in loaded.members.values())
+    assert fresh.pending_writes() == []
+    # The members carry on with the epochs they had.
+    again = beat(fresh, "m2", m.groups["g"].members["m2"].member_epoch, owned=[], now=100_000)
+    assert again["error_code"] == 0
+    fresh.delete("g")  # not empty: refused
+    beat(fresh, "m2", -1, now=100_000)
+    beat(fresh, "s1", -1, instance_id="i1", now=100_000)
+    assert fresh.delete("g") == 0
+    assert [(g, s) for g, _, s in fresh.pending_writes()] == [("g", None)]
