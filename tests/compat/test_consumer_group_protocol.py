@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from broker.launcher.cluster import start_node, stop_quorum
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.compat.cluster import Cluster, running_cluster
@@ -251,3 +252,27 @@ def test_heartbeat_errors_on_the_wire(cluster: Cluster) -> None:
     deleted = cluster.request(ApiKey.DELETE_GROUPS, {"groups_names": [group]}, version=2)
     assert deleted["results"][0]["error_code"] == 0
     assert _describe(cluster, group)["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_restarted_coordinator_resumes_the_group(cluster: Cluster) -> None:
+    """Last in the module: it restarts the node."""
+    group = f"r-{uuid.uuid4().hex[:8]}"
+    _coordinated(cluster, group)
+    member = {"group_id": group, "member_id": uuid.uuid4().hex, "member_epoch": 0,
+              "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 5000,
+              "subscribed_topic_names": [TOPIC], "subscribed_topic_regex": None,
+              "server_assignor": None, "topic_partitions": []}
+    joined = cluster.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, member, version=1)
+    assert joined["error_code"] == 0
+    before = _describe(cluster, group)
+    stop_quorum(cluster.info.dir, 1)
+    start_node(cluster.info.dir, 1, timeout=45.0)
+    _coordinated(cluster, "another-group")
+    after = wait_for(lambda: (d := _describe(cluster, group))["error_code"] == 0 and d,
+                     "the group to be loaded again", timeout=20)
+    assert after == before
+    owned = joined["assignment"]["topic_partitions"]
+    again = cluster.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+        **member, "member_epoch": joined["member_epoch"], "rebalance_timeout_ms": -1,
+        "subscribed_topic_names": None, "topic_partitions": owned}, version=1)
+    assert (again["error_code"], again["member_epoch"]) == (0, joined["member_epoch"])
