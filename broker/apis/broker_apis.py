@@ -69,6 +69,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     DescribeClientQuotasHandler(image).register(router)
     DescribeTopicPartitionsHandler(image, authz).register(router)
     consumer_groups = ConsumerGroupManager(ConsumerGroupSettings.from_config(config))
+    groups.engine.active_consumer_groups = consumer_groups.active
     GroupHandlers(groups, image, transactions, authz, consumer_groups).register(router)
     ConsumerGroupHandlers(groups, consumer_groups, image, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)

@@ -33,6 +33,8 @@ class GroupEngine:
         # Consumer-type groups (KIP-848) found by loads, by id: (partition, stored state),
         # until the consumer group manager adopts them.
         self.loaded_consumer_groups: dict[str, tuple[int, ConsumerGroupValue]] = {}
+        # Ids of the consumer-type groups with members (their manager sets this).
+        self.active_consumer_groups: Callable[[], set[str]] = set
         self.membership = Membership(self.groups, settings, self.partition_for, new_member_id)
 
     def partition_for(self, group_id: str) -> int:
@@ -79,7 +81,16 @@ class GroupEngine:
         return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> Effects:
-        return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
+        """Expired offsets and empty groups removed; a consumer-type group with members
+        keeps its offsets (Kafka keeps those of the topics its members subscribe to)."""
+        active = self.active_consumer_groups()
+        if not active:
+            return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
+        expiring = {g: group for g, group in self.groups.items() if g not in active}
+        effects = expire_offsets(expiring, now_ms, self.settings.offsets_retention_ms)
+        for group_id in [g for g in self.groups if g not in active and g not in expiring]:
+            del self.groups[group_id]
+        return effects
 
     def delete(self, group_id: str, now_ms: int) -> tuple[int, GroupWrite | None]:
         return delete_group(self.groups, group_id, now_ms)

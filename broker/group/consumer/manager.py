@@ -276,6 +276,10 @@ class ConsumerGroupManager:
         self.drop(group_id)
         return ErrorCode.NONE
 
+    def active(self) -> set[str]:
+        """Ids of the groups that have members (their offsets do not expire)."""
+        return {group_id for group_id, group in self.groups.items() if group.members}
+
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Drop the groups whose offsets partition this broker no longer serves."""
         for group_id in [g for g in self.groups if not keep(g)]:

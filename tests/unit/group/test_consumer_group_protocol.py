@@ -15,7 +15,8 @@ from broker.group.consumer.persistence import group_state
 from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupSettings
-from broker.group.records import ConsumerGroupKey, ConsumerGroupValue, build_batch, iter_log
+from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, OffsetValue,
+                                  build_batch, iter_log)
 from clients.protocol import ApiKey, ErrorCode
 from tests.unit.apis.harness import running_broker
 from tests.unit.config.test_server_config import config
@@ -275,3 +276,19 @@ def test_a_stored_group_is_adopted_with_fresh_sessions_after_a_load() -> None:
     beat(fresh, "s1", -1, instance_id="i1", now=100_000)
     assert fresh.delete("g") == 0
     assert [(g, s) for g, _, s in fresh.pending_writes()] == [("g", None)]
+
+
+def test_offsets_of_a_consumer_group_with_members_do_not_expire() -> None:
+    m = manager()
+    beat(m, "m1", 0)
+    engine = GroupEngine(GroupSettings(offsets_retention_ms=1000))
+    engine.active_consumer_groups = m.active
+    for group_id in ("g", "other"):
+        engine.commit({"group_id": group_id, "topics": [{"name": "a", "partitions": [
+            {"partition_index": 0, "committed_offset": 5}]}]}, now_ms=0).write.then(0)
+    assert isinstance(engine.groups["g"].offsets[("a", 0)], OffsetValue)
+    engine.expire_offsets(now_ms=10_000)
+    assert "other" not in engine.groups and ("a", 0) in engine.groups["g"].offsets
+    beat(m, "m1", -1)
+    engine.expire_offsets(now_ms=10_000)
+    assert "g" not in engine.groups
