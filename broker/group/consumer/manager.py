@@ -102,11 +102,10 @@ class ConsumerGroupManager:
         else:
             member = static_member(group, member_id, epoch, instance_id, owned)
         updated = member.copy(client_id=client_id, client_host=client_host)
-        for key, field in (("instance_id", "instance_id"), ("rack_id", "rack_id"),
-                           ("server_assignor", "server_assignor"),
-                           ("subscribed_topic_regex", "subscribed_topic_regex")):
-            if request.get(key) is not None:
-                setattr(updated, field, request[key])
+        # Null fields did not change since the last heartbeat.
+        for name in ("instance_id", "rack_id", "server_assignor", "subscribed_topic_regex"):
+            if request.get(name) is not None:
+                setattr(updated, name, request[name])
         if int(request.get("rebalance_timeout_ms", -1)) != -1:
             updated.rebalance_timeout_ms = int(request["rebalance_timeout_ms"])
         if request.get("subscribed_topic_names") is not None:
@@ -122,7 +121,7 @@ class ConsumerGroupManager:
             logger.info("consumer group %s: group epoch bumped to %d", group_id,
                         group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
-            self._assign(group, topics)
+            self._assign(group)
         updated = self._reconcile(group, updated, owned, now_ms)
         updated.session_deadline = now_ms + self.settings.session_timeout_ms
         full = joining or (int(request.get("rebalance_timeout_ms", -1)) != -1
@@ -149,7 +148,7 @@ class ConsumerGroupManager:
         group.subscription_metadata = metadata
         return True
 
-    def _assign(self, group: ConsumerGroup, topics: TopicMetadata) -> None:
+    def _assign(self, group: ConsumerGroup) -> None:
         group.assignor_name = self._preferred_assignor(group)
         subscriptions = {m.member_id: subscribed_topics(m, group.subscription_metadata)
                          for m in group.members.values()}
@@ -247,11 +246,6 @@ class ConsumerGroupManager:
                     self._fence(group, member.member_id, topics)
                     fenced.append((group.group_id, member.member_id))
         return fenced
-
-    def next_deadline(self) -> int | None:
-        deadlines = [d for g in self.groups.values() for m in g.members.values()
-                     for d in (m.session_deadline, m.rebalance_deadline) if d is not None]
-        return min(deadlines, default=None)
 
     # -- offsets -------------------------------------------------------------------------
 
