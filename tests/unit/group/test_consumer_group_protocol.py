@@ -229,6 +229,7 @@ def test_settings_from_the_config_keys() -> None:
     ("group.coordinator.rebalance.protocols", "classic,share"),
     ("group.consumer.assignors", "uniform,sticky"),
     ("group.consumer.assignors", ""),
+    ("group.consumer.heartbeat.interval.ms", "45000"),
 ])
 def test_bad_settings_stop_start_up_naming_the_key(key: str, value: str) -> None:
     with pytest.raises(ConfigError) as failure:
