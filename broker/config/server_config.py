@@ -493,6 +493,10 @@ class ServerConfig:
 
     def _check_structure(self) -> None:
         self.metrics_listener  # a bad value stops start-up naming the key
+        if self._int("group.consumer.heartbeat.interval.ms") >= self._int(
+                "group.consumer.session.timeout.ms"):
+            raise ConfigError("group.consumer.heartbeat.interval.ms",
+                              "must be less than group.consumer.session.timeout.ms")
         if not self.process_roles:
             raise ConfigError("process.roles", "must name broker, controller or both")
         cluster_id = self.cluster_id

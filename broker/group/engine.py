@@ -13,7 +13,8 @@ from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupW
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
 from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
-from broker.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue, RecordKey
+from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
+                                  OffsetKey, OffsetValue, RecordKey)
 from broker.group.records import TxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
@@ -29,6 +30,11 @@ class GroupEngine:
                  new_member_id: Callable[[str], str] | None = None) -> None:
         self.settings = settings
         self.groups: dict[str, Group] = {}
+        # Consumer-type groups (KIP-848) found by loads, by id: (partition, stored state),
+        # until the consumer group manager adopts them.
+        self.loaded_consumer_groups: dict[str, tuple[int, ConsumerGroupValue]] = {}
+        # Ids of the consumer-type groups with members (their manager sets this).
+        self.active_consumer_groups: Callable[[], set[str]] = set
         self.membership = Membership(self.groups, settings, self.partition_for, new_member_id)
 
     def partition_for(self, group_id: str) -> int:
@@ -75,7 +81,16 @@ class GroupEngine:
         return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> Effects:
-        return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
+        """Expired offsets and empty groups removed; a consumer-type group with members
+        keeps its offsets (Kafka keeps those of the topics its members subscribe to)."""
+        active = self.active_consumer_groups()
+        if not active:
+            return expire_offsets(self.groups, now_ms, self.settings.offsets_retention_ms)
+        expiring = {g: group for g, group in self.groups.items() if g not in active}
+        effects = expire_offsets(expiring, now_ms, self.settings.offsets_retention_ms)
+        for group_id in [g for g in self.groups if g not in active and g not in expiring]:
+            del self.groups[group_id]
+        return effects
 
     def delete(self, group_id: str, now_ms: int) -> tuple[int, GroupWrite | None]:
         return delete_group(self.groups, group_id, now_ms)
@@ -153,6 +168,10 @@ class GroupEngine:
             group.pending_txn_offsets = pending
             self.groups[group_id] = group
             loaded += 1
+        for group_id, stored in replay.consumer_groups.items():
+            if stored is not None:
+                self.loaded_consumer_groups[group_id] = (partition, stored)
+                loaded += 1
         return loaded
 
     def unload(self, partition: int) -> Effects:
@@ -163,6 +182,9 @@ class GroupEngine:
                 effects.replies.extend(parked_error_replies(group.group_id, member,
                                                             ErrorCode.NOT_COORDINATOR))
             del self.groups[group.group_id]
+        for group_id in [g for g, (p, _) in self.loaded_consumer_groups.items()
+                         if p == partition]:
+            del self.loaded_consumer_groups[group_id]
         return effects
 
 
@@ -176,6 +198,7 @@ class PartitionReplay:
         self.metadata: dict[str, GroupValue | None] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
         self.pending_txn: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
+        self.consumer_groups: dict[str, ConsumerGroupValue | None] = {}
         self.records = 0
 
     def apply(self, entries: Iterable[Any]) -> None:
@@ -199,6 +222,8 @@ class PartitionReplay:
                     committed[(key.topic, key.partition)] = value
             elif isinstance(key, GroupKey):
                 self.metadata[key.group] = value
+            elif isinstance(key, ConsumerGroupKey):
+                self.consumer_groups[key.group] = value
 
     def _end_txn(self, marker: TxnMarker) -> None:
         pending = self.pending_txn.pop(marker.producer_id, None)

@@ -1,16 +1,18 @@
 """Keys and values of `__consumer_offsets` records, and the batches that carry them.
 
 Kafka's own schemas are replaced by msgpack (the topic is internal); what is kept is
-Kafka's shape: a versioned key saying what the record is about (an offset commit or a
-group's metadata) and a versioned value, with a null value (a tombstone) deleting the key
-once the log is compacted. Key type numbers follow Kafka's key versions (1 offset commit,
-2 group metadata), so one compacted key space never mixes the two.
+Kafka's shape: a versioned key saying what the record is about (an offset commit, a
+group's metadata, a consumer-type group's state) and a versioned value, with a null value
+(a tombstone) deleting the key once the log is compacted. Key type numbers follow Kafka's key
+versions (1 offset commit, 2 group metadata, 3 consumer group metadata), so one compacted key
+space never mixes them. A consumer group (KIP-848) is one record holding its whole state,
+where Kafka writes one record per kind of change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import msgpack
 
@@ -20,6 +22,8 @@ from clients.records.header import parse_header
 
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
+CONSUMER_GROUP_KEY = 3
+CONSUMER_GROUP_VALUE_VERSION = 0
 OFFSET_VALUE_VERSION = 0
 GROUP_VALUE_VERSION = 0
 
@@ -44,7 +48,14 @@ class GroupKey:
     group: str
 
 
-RecordKey = Union[OffsetKey, GroupKey]
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupKey:
+    """The state of one consumer-type group (KIP-848)."""
+
+    group: str
+
+
+RecordKey = Union[OffsetKey, GroupKey, ConsumerGroupKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +96,22 @@ class GroupValue:
     members: tuple[MemberValue, ...] = ()
 
 
-RecordValue = Union[OffsetValue, GroupValue]
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupValue:
+    """A consumer group's epochs, members and assignments, as plain msgpack data (its
+    layout is `broker.group.consumer.persistence`'s)."""
+
+    state: Any
+
+
+RecordValue = Union[OffsetValue, GroupValue, ConsumerGroupValue]
 
 
 def encode_key(key: RecordKey) -> bytes:
     if isinstance(key, OffsetKey):
         return msgpack.packb([OFFSET_COMMIT_KEY, key.group, key.topic, key.partition])
+    if isinstance(key, ConsumerGroupKey):
+        return msgpack.packb([CONSUMER_GROUP_KEY, key.group])
     return msgpack.packb([GROUP_METADATA_KEY, key.group])
 
 
@@ -102,6 +123,8 @@ def decode_key(data: bytes) -> RecordKey:
             return OffsetKey(str(fields[1]), str(fields[2]), int(fields[3]))
         if kind == GROUP_METADATA_KEY:
             return GroupKey(str(fields[1]))
+        if kind == CONSUMER_GROUP_KEY:
+            return ConsumerGroupKey(str(fields[1]))
     except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
         raise OffsetsRecordError(f"unreadable __consumer_offsets key: {exc}") from None
     raise OffsetsRecordError(f"unknown __consumer_offsets key type {kind!r}")
@@ -119,6 +142,8 @@ def encode_value(value: RecordValue | None) -> bytes | None:
     if isinstance(value, OffsetValue):
         return msgpack.packb([OFFSET_VALUE_VERSION, value.offset, value.leader_epoch,
                               value.metadata, value.commit_timestamp, value.expire_timestamp])
+    if isinstance(value, ConsumerGroupValue):
+        return msgpack.packb([CONSUMER_GROUP_VALUE_VERSION, value.state], use_bin_type=True)
     return msgpack.packb([GROUP_VALUE_VERSION, value.protocol_type, value.generation,
                           value.protocol, value.leader, value.current_state_timestamp,
                           [_member_fields(m) for m in value.members]], use_bin_type=True)
@@ -135,6 +160,10 @@ def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
                 raise OffsetsRecordError(f"unknown offset value version {fields[0]}")
             return OffsetValue(int(fields[1]), int(fields[2]), str(fields[3]), int(fields[4]),
                                int(fields[5]))
+        if isinstance(key, ConsumerGroupKey):
+            if fields[0] != CONSUMER_GROUP_VALUE_VERSION:
+                raise OffsetsRecordError(f"unknown consumer group value version {fields[0]}")
+            return ConsumerGroupValue(fields[1])
         if fields[0] != GROUP_VALUE_VERSION:
             raise OffsetsRecordError(f"unknown group value version {fields[0]}")
         members = tuple(MemberValue(str(m[0]), m[1], str(m[2]), str(m[3]), int(m[4]), int(m[5]),
