@@ -29,6 +29,7 @@ from clients.consumer.core import (
     TopicPartition,
 )
 from clients.consumer.group.assignors import make_assignors
+from clients.consumer.group.consumer_member import ConsumerGroupMember
 from clients.consumer.group.membership import GroupMembership, GroupSettings
 from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
@@ -77,8 +78,12 @@ class Consumer:
                 retry_backoff_ms=config.retry_backoff_ms,
                 request_timeout_ms=config.request_timeout_ms,
                 group_instance_id=config.group_instance_id)
-            membership = GroupMembership(settings,
-                                         make_assignors(config.partition_assignment_strategy))
+            membership: GroupMembership | ConsumerGroupMember
+            if config.group_protocol == "consumer":
+                membership = ConsumerGroupMember(settings, config.group_remote_assignor)
+            else:
+                membership = GroupMembership(
+                    settings, make_assignors(config.partition_assignment_strategy))
             self._group = GroupClient(membership, self._pool,
                                       lambda: self._core.cluster.brokers.values(),
                                       config.retry_backoff_ms)

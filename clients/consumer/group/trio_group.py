@@ -24,6 +24,7 @@ from clients.consumer.group.coordinator_search import (
     CoordinatorSearchReport,
     coordinator_error_reason,
 )
+from clients.consumer.group.consumer_member import ConsumerGroupMember
 from clients.consumer.group.membership import GroupMembership, Send, Wait, coordinator_from
 from clients.consumer.group.offsets import (
     CommitFailedError,
@@ -59,7 +60,8 @@ def _at(ms: float | None) -> float:
 class GroupClient:
     """Drives a GroupMembership over trio; ``run`` is the background task."""
 
-    def __init__(self, membership: GroupMembership, pool: TrioConnectionPool,
+    def __init__(self, membership: GroupMembership | ConsumerGroupMember,
+                 pool: TrioConnectionPool,
                  brokers: Callable[[], Iterable[BrokerNode]], retry_backoff_ms: int) -> None:
         """``pool`` also gives the coordinator connections their client id and timeouts."""
         self.membership = membership
@@ -130,7 +132,7 @@ class GroupClient:
             self.membership.abandon(action.api_key)
             return
         if response is None:
-            self.membership.handle_failure(action.api_key, now_ms())
+            self.membership.handle_failure(action.api_key, now_ms(), failure)
         else:
             self.membership.handle_response(action.api_key, response, now_ms())
         if action.api_key == ApiKey.FIND_COORDINATOR:
@@ -294,6 +296,7 @@ class GroupClient:
         if not wanted:
             return {}
         group_id = self.membership.settings.group_id
+        member_id, member_epoch = self.membership.offset_fetch_member()
 
         def read(response: dict[str, Any]) -> tuple[FetchedOffsets, ErrorCode]:
             fetched = parse_offset_fetch(response)
@@ -304,12 +307,14 @@ class GroupClient:
                 raise KafkaError(code, f"OffsetFetch for group {group_id}")
 
         fetched = await self._until_done(ApiKey.OFFSET_FETCH,
-                                         offset_fetch_request(group_id, wanted), timeout_s,
+                                         offset_fetch_request(group_id, wanted, member_id,
+                                                              member_epoch), timeout_s,
                                          read, give_up)
         return {tp: fetched.offsets.get(tp) for tp in wanted}
 
     async def leave(self, timeout_s: float) -> None:
-        """Leave the group (dropping any request in flight); errors are only logged."""
+        """Leave the group (dropping any request in flight): LeaveGroup, or a heartbeat
+        with a leaving epoch under the consumer protocol; errors are only logged."""
         self.abandon_request()
         body = self.membership.unsubscribe()
         self.notify()
@@ -320,7 +325,7 @@ class GroupClient:
             return
         with trio.move_on_after(timeout_s):
             try:
-                await self.coordinator_request(ApiKey.LEAVE_GROUP, body)
+                await self.coordinator_request(self.membership.leave_api_key, body)
             except (*NO_ANSWER, KafkaError) as exc:
                 logger.debug("LeaveGroup failed: %s", exc)
 
