@@ -239,3 +239,15 @@ def test_remote_assignor_needs_the_consumer_protocol() -> None:
     with pytest.raises(ConfigError, match="group.remote.assignor"):
         ConsumerConfig.from_mapping({"bootstrap.servers": "h:1",
                                      "group.remote.assignor": "uniform"})
+
+
+def test_a_broker_without_the_api_is_a_fatal_error() -> None:
+    member = joined()
+    member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(5), 0)
+    heartbeat = step(member, 5000)
+    assert isinstance(heartbeat, Send)
+    member.handle_failure(heartbeat.api_key, 5000, KafkaError(
+        ErrorCode.UNSUPPORTED_VERSION, "ConsumerGroupHeartbeat is not supported"))
+    assert member.fatal_error is not None and member.fatal_error.code == \
+        ErrorCode.UNSUPPORTED_VERSION
+    assert step(member, 6000) == Wait(None)
