@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import re
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import trio
@@ -124,9 +125,12 @@ class Consumer:
 
     # ---- assignment ----
 
-    def subscribe(self, topics: Iterable[str], on_assign: Listener | None = None,
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str],
+                  on_assign: Listener | None = None,
                   on_revoke: Listener | None = None) -> None:
-        """Join ``group.id`` and consume the partitions the group assigns from ``topics``.
+        """Join ``group.id`` and consume the partitions the group assigns from ``topics``
+        (with ``group.protocol=consumer`` also a compiled pattern, which the coordinator
+        matches against the topics, as Kafka's ``subscribe(SubscriptionPattern)``).
 
         Listeners run inside ``poll`` (and ``unsubscribe``/``close``). ``on_revoke(partitions)``
         runs before the partitions are given up and before the member rejoins (after the
@@ -142,13 +146,21 @@ class Consumer:
         if self._nursery is None:
             raise RuntimeError("subscribe needs the consumer opened with `async with`, "
                                "whose nursery runs the heartbeats")
-        names = [topics] if isinstance(topics, str) else list(topics)
-        if not names:
+        membership = self._group.membership
+        pattern = topics.pattern if isinstance(topics, re.Pattern) else None
+        if pattern is not None and not isinstance(membership, ConsumerGroupMember):
+            raise ValueError("subscribing by pattern needs group.protocol=consumer")
+        names = [] if pattern is not None else \
+            [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+        if pattern is None and not names:
             raise ValueError("subscribe needs at least one topic; use unsubscribe() to stop")
         driver = self._driver
         assert driver is not None
         driver.on_assign, driver.on_revoke = on_assign, on_revoke
-        self._group.membership.subscribe(names)
+        if isinstance(membership, ConsumerGroupMember) and pattern is not None:
+            membership.subscribe_pattern(pattern)
+        else:
+            membership.subscribe(names)
         if self._heartbeat_scope is None:
             self._heartbeat_scope = self._spawn(self._group.run)
         if not self._subscribed:

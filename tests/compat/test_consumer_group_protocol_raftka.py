@@ -7,6 +7,7 @@ go through under the member's epoch."""
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Iterator
 
@@ -169,3 +170,18 @@ def test_raftka_and_librdkafka_share_a_consumer_protocol_group(cluster: Cluster)
         raftka.stop()
     assert not ledger.violations, ledger.violations
     assert raftka.committed == {(TOPIC, p): RECORDS_PER_PARTITION for p in range(PARTITIONS)}
+
+
+def test_raftka_subscribes_by_pattern(cluster: Cluster) -> None:
+    """The coordinator matches the pattern (SubscribedTopicRegex); the member resolves
+    the topic ids it is given."""
+    for name, partitions in (("kip848-re-a", 2), ("kip848-re-b", 1), ("kip848-other", 1)):
+        cluster.create_topic(name, partitions)
+    assigned: list[TP] = []
+    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-re",
+                           "group.protocol": "consumer"}) as consumer:
+        consumer.subscribe(re.compile("kip848-re-.*"), on_assign=assigned.extend)
+        wait_for(lambda: (consumer.poll(100), sorted(assigned))[1] == [
+            ("kip848-re-a", 0), ("kip848-re-a", 1), ("kip848-re-b", 0)],
+            "the pattern's partitions", SETTLE_S)
+        assert sorted(consumer.assignment()) == sorted(assigned)

@@ -69,6 +69,7 @@ class ConsumerGroupMember:
         self.member_id = str(uuid.uuid4())
         self.member_epoch = -1
         self.subscription: tuple[str, ...] | None = None
+        self.subscription_regex: str | None = None     # subscribed by pattern
         self.rejoin_needed = False            # the coordinator rebalances by itself
         self.fatal_error: KafkaError | None = None
         self.owned: list[TopicPartition] = []
@@ -129,12 +130,21 @@ class ConsumerGroupMember:
 
     def subscribe(self, topics: Iterable[str]) -> None:
         wanted = tuple(sorted(set(topics)))
-        if wanted != self.subscription:
-            self.subscription = wanted
-            if self.state == ConsumerMemberState.UNSUBSCRIBED:
-                self._start_joining()
-            else:
-                self._next_heartbeat = 0.0    # tell the coordinator now
+        if wanted != self.subscription or self.subscription_regex is not None:
+            self.subscription, self.subscription_regex = wanted, None
+            self._subscription_changed()
+
+    def subscribe_pattern(self, regex: str) -> None:
+        """Subscribe to the topics matching ``regex``; the coordinator matches them."""
+        if regex != self.subscription_regex:
+            self.subscription, self.subscription_regex = (), regex
+            self._subscription_changed()
+
+    def _subscription_changed(self) -> None:
+        if self.state == ConsumerMemberState.UNSUBSCRIBED:
+            self._start_joining()
+        else:
+            self._next_heartbeat = 0.0    # tell the coordinator now
 
     def unsubscribe(self) -> dict[str, Any] | None:
         """Forget the subscription; returns the leaving heartbeat to send, if any."""
@@ -143,7 +153,7 @@ class ConsumerGroupMember:
             body = self._fields.leave(group_id=self.settings.group_id,
                                       member_id=self.member_id,
                                       instance_id=self.settings.group_instance_id)
-        self.subscription = None
+        self.subscription = self.subscription_regex = None
         self.state = ConsumerMemberState.UNSUBSCRIBED
         self.member_epoch = -1
         self._clear_reconciliation()
@@ -209,7 +219,9 @@ class ConsumerGroupMember:
             return self._leave_for_poll_timeout(max_poll_ms)
         if self._metadata_wanted:
             self._metadata_wanted = False
-            return self._send(ApiKey.METADATA, metadata_request(self.subscription),
+            # A pattern's topics are the coordinator's to know: ask about every topic.
+            topics = None if self.subscription_regex is not None else self.subscription
+            return self._send(ApiKey.METADATA, metadata_request(topics),
                               to_coordinator=False)
         if now >= self._next_heartbeat:
             return self._send(ApiKey.CONSUMER_GROUP_HEARTBEAT, self._heartbeat())
@@ -280,7 +292,7 @@ class ConsumerGroupMember:
             rebalance_timeout_ms=self.settings.rebalance_timeout_ms,
             subscription=self.subscription or (), server_assignor=self.server_assignor,
             owned=self.owned, topic_ids=self._ids,
-            full=self.state == ConsumerMemberState.JOINING)
+            full=self.state == ConsumerMemberState.JOINING, regex=self.subscription_regex)
 
     def _start_joining(self) -> None:
         self.state = ConsumerMemberState.JOINING

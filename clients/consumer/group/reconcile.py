@@ -98,20 +98,23 @@ class HeartbeatFields:
 
     rebalance_timeout_ms: int | None = None
     subscribed: tuple[str, ...] | None = None
+    regex: str | None = None
     server_assignor: str | None = None
     owned: tuple[TopicPartition, ...] | None = None
 
     def reset(self) -> None:
         """Forget what was sent (after a failed request or a new join): send all again."""
-        self.rebalance_timeout_ms = self.subscribed = self.server_assignor = self.owned = None
+        self.rebalance_timeout_ms = self.subscribed = self.regex = None
+        self.server_assignor = self.owned = None
 
     def request(self, *, group_id: str, member_id: str, member_epoch: int,
                 instance_id: str | None, rebalance_timeout_ms: int,
                 subscription: Sequence[str], server_assignor: str | None,
                 owned: Sequence[TopicPartition], topic_ids: Mapping[str, uuid.UUID],
-                full: bool) -> dict[str, Any]:
+                full: bool, regex: str | None = None) -> dict[str, Any]:
         """The ConsumerGroupHeartbeat body; records what it sends. ``full``: the member is
-        joining, so every field goes."""
+        joining, so every field goes. A member subscribed by pattern sends ``regex``
+        (v1) in place of topic names."""
         if full:
             self.reset()
         body: dict[str, Any] = {
@@ -122,7 +125,10 @@ class HeartbeatFields:
         if self.rebalance_timeout_ms != rebalance_timeout_ms:
             body["rebalance_timeout_ms"] = self.rebalance_timeout_ms = rebalance_timeout_ms
         topics = tuple(sorted(subscription))
-        if self.subscribed != topics:
+        if regex is not None:
+            if self.regex != regex:
+                body["subscribed_topic_regex"] = self.regex = regex
+        elif self.subscribed != topics:
             body["subscribed_topic_names"] = list(topics)
             self.subscribed = topics
         if server_assignor is not None and self.server_assignor != server_assignor:

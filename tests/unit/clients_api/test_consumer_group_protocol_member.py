@@ -251,3 +251,21 @@ def test_a_broker_without_the_api_is_a_fatal_error() -> None:
     assert member.fatal_error is not None and member.fatal_error.code == \
         ErrorCode.UNSUPPORTED_VERSION
     assert step(member, 6000) == Wait(None)
+
+
+def test_pattern_subscription_sends_the_regex_and_looks_up_every_topic() -> None:
+    member = ConsumerGroupMember(SETTINGS)
+    member.subscribe_pattern("orders-.*")
+    member.handle_response(ApiKey.FIND_COORDINATOR, COORDINATOR, 0)
+    join = step(member, 0)
+    assert isinstance(join, Send)
+    assert join.body["subscribed_topic_regex"] == "orders-.*"
+    assert join.body["subscribed_topic_names"] is None
+    fit_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, join.body)
+    member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(1, {T1: [0]}), 0)
+    lookup = step(member, 0)
+    assert isinstance(lookup, Send) and lookup.body["topics"] is None
+    member.handle_response(ApiKey.METADATA, metadata(("orders-1", T1)), 0)
+    assert member.pending_assignment == [("orders-1", 0)]
+    steady = step(member, 3000)
+    assert isinstance(steady, Send) and steady.body["subscribed_topic_regex"] is None
