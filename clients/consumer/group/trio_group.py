@@ -244,16 +244,20 @@ class GroupClient:
             logger.debug("%s failed: %s", api_key.name, exc)
             return None
 
-    async def _until_done(self, api_key: ApiKey, body: dict[str, Any], timeout_s: float,
+    async def _until_done(self, api_key: ApiKey,
+                          body: dict[str, Any] | Callable[[], dict[str, Any]],
+                          timeout_s: float,
                           read: Callable[[dict[str, Any]], tuple[T, ErrorCode]],
                           give_up: Callable[[ErrorCode], None]) -> T:
         """Send ``body`` to the coordinator until ``read`` finds no error in the answer,
         and return what it read. On an error the coordinator is looked up again if it is
         gone (no answer counts as that), else ``give_up`` raises unless the error is worth
-        retrying; KafkaError when ``timeout_s`` passes first."""
+        retrying; KafkaError when ``timeout_s`` passes first. A callable ``body`` is built
+        again for each attempt."""
         deadline = trio.current_time() + timeout_s
         while True:
-            response = await self._coordinator_call(api_key, body, deadline)
+            response = await self._coordinator_call(
+                api_key, body() if callable(body) else body, deadline)
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if response is not None:
                 result, code = read(response)
@@ -271,16 +275,29 @@ class GroupClient:
                      member_id: str, timeout_s: float) -> None:
         """OffsetCommit until it succeeds; CommitFailedError if the generation is stale."""
         m = self.membership
-        body = offset_commit_request(m.settings.group_id, generation_id, member_id,
-                                     m.settings.group_instance_id, offsets)
+        sent = [generation_id]      # the epoch of the latest attempt
+
+        def still_member() -> bool:
+            return isinstance(m, ConsumerGroupMember) and generation_id > 0 \
+                and m.member_id == member_id and m.member_epoch > 0
+
+        def body() -> dict[str, Any]:
+            # The consumer protocol: a commit the coordinator finds stale goes again with
+            # the epoch the member has learnt since, as Kafka's consumer retries it.
+            if still_member():
+                sent.append(m.member_epoch)
+            return offset_commit_request(m.settings.group_id, sent[-1], member_id,
+                                         m.settings.group_instance_id, offsets)
 
         def read(response: dict[str, Any]) -> tuple[None, ErrorCode]:
             return None, next(iter(offset_commit_errors(response).values()), ErrorCode.NONE)
 
         def give_up(code: ErrorCode) -> None:
             outcome = classify(code)
+            if code == ErrorCode.STALE_MEMBER_EPOCH and still_member():
+                return      # the next heartbeat brings the newer epoch
             if outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
-                m.group_error(code, "OffsetCommit", now_ms(), generation_id, member_id)
+                m.group_error(code, "OffsetCommit", now_ms(), sent[-1], member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")

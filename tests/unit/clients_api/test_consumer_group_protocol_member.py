@@ -8,17 +8,20 @@ import uuid
 from typing import Any
 
 import pytest
+import trio
 
 from clients.admin.settings import ConfigError
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.group.actions import GroupSettings, Send, Wait
 from clients.consumer.group.consumer_member import ConsumerGroupMember, ConsumerMemberState
+from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.reconcile import (
     HeartbeatFields,
     read_assignment,
     reconcile,
     resolve,
 )
+from clients.consumer.group.trio_group import GroupClient
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from clients.protocol.fit import fit_request
 
@@ -269,3 +272,44 @@ def test_pattern_subscription_sends_the_regex_and_looks_up_every_topic() -> None
     assert member.pending_assignment == [("orders-1", 0)]
     steady = step(member, 3000)
     assert isinstance(steady, Send) and steady.body["subscribed_topic_regex"] is None
+
+
+# ---- commits under the member epoch ----
+
+
+class ScriptedCoordinator(GroupClient):
+    """A GroupClient whose coordinator answers from a script, recording the bodies."""
+
+    def __init__(self, member: ConsumerGroupMember, codes: list[ErrorCode],
+                 on_answer: Any = None) -> None:
+        super().__init__(member, None, lambda: [], 1)  # type: ignore[arg-type]
+        self.codes, self.bodies, self.on_answer = codes, [], on_answer
+
+    async def _coordinator_call(self, api_key: ApiKey, body: dict[str, Any],
+                                deadline: float) -> dict[str, Any] | None:
+        self.bodies.append(body)
+        code = self.codes.pop(0)
+        if self.on_answer is not None:
+            self.on_answer()
+        return {"topics": [{"name": "t1", "partitions": [
+            {"partition_index": 0, "error_code": int(code)}]}]}
+
+
+def test_a_stale_commit_goes_again_with_the_epoch_the_member_learnt() -> None:
+    member = joined()
+
+    def heartbeat_answered() -> None:
+        member.member_epoch = 6
+    client = ScriptedCoordinator(member, [ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE],
+                                 heartbeat_answered)
+    trio.run(client.commit, {("t1", 0): 10}, 5, member.member_id, 5.0)
+    assert [b["generation_id_or_member_epoch"] for b in client.bodies] == [5, 6]
+    assert {b["member_id"] for b in client.bodies} == {member.member_id}
+
+
+def test_a_fenced_commit_fails_and_fences_the_member() -> None:
+    member = joined()
+    client = ScriptedCoordinator(member, [ErrorCode.FENCED_MEMBER_EPOCH])
+    with pytest.raises(CommitFailedError):
+        trio.run(client.commit, {("t1", 0): 10}, 5, member.member_id, 5.0)
+    assert member.member_epoch == 0 and member.state == ConsumerMemberState.JOINING
