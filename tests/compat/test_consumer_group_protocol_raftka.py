@@ -15,6 +15,7 @@ import pytest
 
 from broker.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer
+from clients.protocol import ApiKey
 from tests.compat.cluster import Cluster, running_cluster
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -174,7 +175,7 @@ def test_raftka_and_librdkafka_share_a_consumer_protocol_group(cluster: Cluster)
 
 def test_raftka_subscribes_by_pattern(cluster: Cluster) -> None:
     """The coordinator matches the pattern (SubscribedTopicRegex); the member resolves
-    the topic ids it is given."""
+    the topic ids it is given, and closing leaves the group at once."""
     for name, partitions in (("kip848-re-a", 2), ("kip848-re-b", 1), ("kip848-other", 1)):
         cluster.create_topic(name, partitions)
     assigned: list[TP] = []
@@ -185,3 +186,14 @@ def test_raftka_subscribes_by_pattern(cluster: Cluster) -> None:
             ("kip848-re-a", 0), ("kip848-re-a", 1), ("kip848-re-b", 0)],
             "the pattern's partitions", SETTLE_S)
         assert sorted(consumer.assignment()) == sorted(assigned)
+        assert len(describe(cluster, "kip848-re")["members"]) == 1
+    # Closing left the group (epoch -1): the coordinator has no member to wait out.
+    assert describe(cluster, "kip848-re")["members"] == []
+
+
+def describe(cluster: Cluster, group: str) -> dict[str, Any]:
+    answer = cluster.request(ApiKey.CONSUMER_GROUP_DESCRIBE, {
+        "group_ids": [group], "include_authorized_operations": False})
+    (described,) = answer["groups"]
+    assert described["error_code"] == 0, described
+    return described
