@@ -15,23 +15,18 @@ with epoch 0. Leaving is a heartbeat with epoch -1 (-2 for a static member).
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.consumer.group.actions import GroupSettings, Send, Wait
+from clients.consumer.group.member_assignment import MemberAssignment
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from
 from clients.consumer.group.offsets import Outcome, classify
 from clients.consumer.group.protocol import TopicPartition
-from clients.consumer.group.reconcile import (
-    JOIN_EPOCH,
-    HeartbeatFields,
-    TopicIdAssignment,
-    read_assignment,
-    reconcile,
-    resolve,
-)
+from clients.consumer.group.reconcile import JOIN_EPOCH, HeartbeatFields, read_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 __all__ = ["ConsumerGroupMember", "ConsumerMemberState"]
@@ -72,20 +67,10 @@ class ConsumerGroupMember:
         self.subscription_regex: str | None = None     # subscribed by pattern
         self.rejoin_needed = False            # the coordinator rebalances by itself
         self.fatal_error: KafkaError | None = None
-        self.owned: list[TopicPartition] = []
+        self.assignment = MemberAssignment()
         self.heartbeat_interval_ms = settings.heartbeat_interval_ms
         self._fields = HeartbeatFields()
-        self._target: TopicIdAssignment | None = None   # the coordinator's latest
-        self._names: dict[uuid.UUID, str] = {}          # topic id -> name
-        self._ids: dict[str, uuid.UUID] = {}            # name -> topic id
-        self._metadata_wanted = False
-        # The reconciliation under way: the assignment it ends with, what it revokes
-        # first, then what the application takes on (and which of it is new).
-        self._planned: tuple[TopicPartition, ...] | None = None
-        self._to_revoke: list[TopicPartition] = []
-        self._pending: list[TopicPartition] | None = None
-        self._pending_added: list[TopicPartition] = []
-        self._lost = False
+        self._metadata_at = 0.0     # when to ask for topic names again
         self._inflight: ApiKey | None = None
         self._retry_at = 0.0
         self._next_heartbeat = 0.0
@@ -103,16 +88,20 @@ class ConsumerGroupMember:
         return self.state == ConsumerMemberState.STABLE and self.member_epoch > 0
 
     @property
+    def owned(self) -> list[TopicPartition]:
+        return self.assignment.owned
+
+    @property
     def partitions_lost(self) -> bool:
-        return self._lost
+        return self.assignment.lost
 
     @property
     def pending_assignment(self) -> list[TopicPartition] | None:
-        return self._pending
+        return self.assignment.pending
 
     @property
     def pending_added(self) -> list[TopicPartition]:
-        return self._pending_added
+        return self.assignment.pending_added
 
     def offset_fetch_member(self) -> tuple[str | None, int]:
         """The member id and epoch OffsetFetch v9 carries (none before joining)."""
@@ -156,8 +145,7 @@ class ConsumerGroupMember:
         self.subscription = self.subscription_regex = None
         self.state = ConsumerMemberState.UNSUBSCRIBED
         self.member_epoch = -1
-        self._clear_reconciliation()
-        self._target = None
+        self.assignment.forget()
         return body
 
     def on_poll(self, now: float) -> None:
@@ -168,33 +156,21 @@ class ConsumerGroupMember:
     def partitions_to_revoke(self) -> list[TopicPartition] | None:
         """Owned partitions to give up now: all of them when lost (fenced, or out of the
         group after a poll timeout), else those the reconciliation revokes."""
-        if self._lost and self.owned:
-            return list(self.owned)
-        if self._to_revoke:
-            return list(self._to_revoke)
-        return None
+        return self.assignment.partitions_to_revoke()
 
     def revoked(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        gone = set(self.owned if partitions is None else partitions)
-        self.owned = [tp for tp in self.owned if tp not in gone]
-        self._to_revoke = [tp for tp in self._to_revoke if tp not in gone]
-        if not self.owned:
-            self._lost = False
+        self.assignment.revoked(partitions)
         if self.state == ConsumerMemberState.FENCED and not self.owned:
             self._start_joining()
-        elif self._planned is not None and not self._to_revoke:
-            # Revoked: now the application takes on the rest (``on_assign`` runs even
-            # when nothing is added, as in Kafka's consumer).
-            still = set(self.owned)
-            self._pending = list(self._planned)
-            self._pending_added = [tp for tp in self._planned if tp not in still]
 
     def take_assignment(self) -> list[TopicPartition] | None:
-        pending, self._pending = self._pending, None
+        """The application holds the new assignment: acknowledge it at once (the owned
+        partitions changed, so the heartbeat lists them), then reconcile any newer
+        target."""
+        pending = self.assignment.take()
         if pending is not None:
-            self.owned = list(pending)
-            self._lost = False
-            self._finish_reconciliation()
+            self._next_heartbeat = 0.0
+            self._reconcile()
         return pending
 
     # ---- driver side ----
@@ -217,8 +193,8 @@ class ConsumerGroupMember:
         max_poll_ms = self.settings.rebalance_timeout_ms
         if self._last_poll is not None and now - self._last_poll > max_poll_ms:
             return self._leave_for_poll_timeout(max_poll_ms)
-        if self._metadata_wanted:
-            self._metadata_wanted = False
+        if self.assignment.metadata_wanted and now >= self._metadata_at:
+            self._metadata_at = math.inf      # until the answer
             # A pattern's topics are the coordinator's to know: ask about every topic.
             topics = None if self.subscription_regex is not None else self.subscription
             return self._send(ApiKey.METADATA, metadata_request(topics),
@@ -226,6 +202,8 @@ class ConsumerGroupMember:
         if now >= self._next_heartbeat:
             return self._send(ApiKey.CONSUMER_GROUP_HEARTBEAT, self._heartbeat())
         wake = self._next_heartbeat
+        if self.assignment.metadata_wanted:
+            wake = min(wake, self._metadata_at)
         if self._last_poll is not None:
             wake = min(wake, self._last_poll + max_poll_ms + 1)
         return Wait(wake)
@@ -239,7 +217,7 @@ class ConsumerGroupMember:
         if api_key == ApiKey.FIND_COORDINATOR:
             self._on_find_coordinator(response, now)
         elif api_key == ApiKey.METADATA:
-            self._on_metadata(response)
+            self._on_metadata(response, now)
         elif api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
             if self.state in (ConsumerMemberState.JOINING, ConsumerMemberState.STABLE):
                 self._on_heartbeat(response, now)
@@ -255,7 +233,7 @@ class ConsumerGroupMember:
                        "set group.protocol=classic", api_key.name)
             return
         if api_key == ApiKey.METADATA:
-            self._metadata_wanted = True
+            self._metadata_at = now + self.settings.retry_backoff_ms
         elif api_key != ApiKey.FIND_COORDINATOR:
             self.coordinator_dead()
         self._retry_at = now + self.settings.retry_backoff_ms
@@ -291,32 +269,23 @@ class ConsumerGroupMember:
             member_epoch=self.member_epoch, instance_id=self.settings.group_instance_id,
             rebalance_timeout_ms=self.settings.rebalance_timeout_ms,
             subscription=self.subscription or (), server_assignor=self.server_assignor,
-            owned=self.owned, topic_ids=self._ids,
+            owned=self.owned, topic_ids=self.assignment.ids,
             full=self.state == ConsumerMemberState.JOINING, regex=self.subscription_regex)
 
     def _start_joining(self) -> None:
         self.state = ConsumerMemberState.JOINING
         self.member_epoch = JOIN_EPOCH
         self._fields.reset()
-        self._target = None
-        self._clear_reconciliation()
+        self.assignment.forget()
         self._next_heartbeat = 0.0
-
-    def _clear_reconciliation(self) -> None:
-        self._planned = None
-        self._to_revoke = []
-        self._pending = None
-        self._pending_added = []
 
     def _fence(self, code: ErrorCode, what: str) -> None:
         logger.info("group %s: %s answered %s; releasing the partitions and joining again",
                     self.settings.group_id, what, code.name)
-        self._clear_reconciliation()
-        self._target = None
         self.member_epoch = JOIN_EPOCH
+        self.assignment.lose()
         if self.owned:
             self.state = ConsumerMemberState.FENCED
-            self._lost = True
         else:
             self._start_joining()
 
@@ -329,9 +298,7 @@ class ConsumerGroupMember:
                                   instance_id=self.settings.group_instance_id)
         self.state = ConsumerMemberState.STALE
         self.member_epoch = -1
-        self._clear_reconciliation()
-        self._target = None
-        self._lost = bool(self.owned)
+        self.assignment.lose()
         return self._send(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
 
     def _fail(self, code: ErrorCode, message: str, what: str) -> None:
@@ -348,13 +315,12 @@ class ConsumerGroupMember:
             return
         self._retry_at = now + self.settings.retry_backoff_ms
 
-    def _on_metadata(self, response: dict[str, Any]) -> None:
-        cluster = ClusterMetadata.from_response(response)
-        for name, info in cluster.topics.items():
-            if info.topic_id.int:
-                self._names[info.topic_id] = name
-                self._ids[name] = info.topic_id
-        self._maybe_reconcile()
+    def _on_metadata(self, response: dict[str, Any], now: float) -> None:
+        # A topic just created may not be in every broker's metadata yet: ask again
+        # after the backoff while some topic id stays unnamed.
+        self._metadata_at = now + self.settings.retry_backoff_ms
+        self.assignment.learn_topics(ClusterMetadata.from_response(response))
+        self._reconcile()
 
     def _on_heartbeat(self, response: dict[str, Any], now: float) -> None:
         code = ErrorCode.from_code(response["error_code"])
@@ -372,8 +338,8 @@ class ConsumerGroupMember:
             self.state = ConsumerMemberState.STABLE
         target = read_assignment(response.get("assignment"))
         if target is not None:
-            self._target = target
-            self._maybe_reconcile()
+            self.assignment.target = target
+            self._reconcile()
 
     def _on_heartbeat_error(self, code: ErrorCode, message: str, now: float) -> None:
         if code in _FENCED:
@@ -390,32 +356,11 @@ class ConsumerGroupMember:
         else:
             self._fail(code, message, "ConsumerGroupHeartbeat")
 
-    def _maybe_reconcile(self) -> None:
-        """Start moving towards the target, unless a reconciliation is under way (the
-        next one starts when it ends) or the member is not in a state to."""
-        if self._target is None or self._planned is not None \
-                or self.state != ConsumerMemberState.STABLE:
+    def _reconcile(self) -> None:
+        if self.state != ConsumerMemberState.STABLE:
             return
-        resolved = resolve(self._target, self._names)
-        if resolved.unknown_ids:
-            # Their partitions wait for the names; the rest reconcile now.
-            self._metadata_wanted = True
-        step = reconcile(self.owned, resolved.partitions)
-        if not step.changes:
-            return
-        logger.info("group %s epoch %d: revoking %s, assigning %s", self.settings.group_id,
-                    self.member_epoch, list(step.revoke), list(step.add))
-        self._planned = step.assignment
-        self._to_revoke = list(step.revoke)
-        if not self._to_revoke:
-            self._pending = list(step.assignment)
-            self._pending_added = list(step.add)
-
-    def _finish_reconciliation(self) -> None:
-        """The application holds the planned assignment: acknowledge it at once (the owned
-        partitions changed, so the heartbeat lists them), then reconcile any newer target."""
-        self._planned = None
-        self._to_revoke = []
-        self._pending_added = []
-        self._next_heartbeat = 0.0
-        self._maybe_reconcile()
+        step = self.assignment.reconcile()
+        if step is not None:
+            logger.info("group %s epoch %d: revoking %s, assigning %s",
+                        self.settings.group_id, self.member_epoch, list(step.revoke),
+                        list(step.add))

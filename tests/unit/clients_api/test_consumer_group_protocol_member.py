@@ -155,7 +155,7 @@ def test_member_resolves_ids_takes_the_assignment_and_acknowledges_at_once() -> 
 def test_member_revokes_before_it_assigns() -> None:
     member = joined()
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(5), 0)
-    member._on_metadata(metadata(("t1", T1), ("t2", T2)))
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1), ("t2", T2)), 0)
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(6, {T1: [0, 1]}), 0)
     take(member)
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT,
@@ -171,7 +171,7 @@ def test_member_revokes_before_it_assigns() -> None:
 
 def test_fenced_member_loses_its_partitions_then_joins_with_epoch_zero() -> None:
     member = joined()
-    member._on_metadata(metadata(("t1", T1)))
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1)), 0)
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(6, {T1: [0]}), 0)
     take(member)
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT,
@@ -196,7 +196,7 @@ def test_leaving_sends_the_leave_epoch(instance_id: str | None, epoch: int) -> N
 
 def test_member_leaves_after_max_poll_interval_and_rejoins_at_the_next_poll() -> None:
     member = joined()
-    member._on_metadata(metadata(("t1", T1)))
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1)), 0)
     member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(6, {T1: [0]}), 0)
     take(member)
     leave = step(member, 60001)
@@ -313,3 +313,21 @@ def test_a_fenced_commit_fails_and_fences_the_member() -> None:
     with pytest.raises(CommitFailedError):
         trio.run(client.commit, {("t1", 0): 10}, 5, member.member_id, 5.0)
     assert member.member_epoch == 0 and member.state == ConsumerMemberState.JOINING
+
+
+def test_an_unnamed_topic_id_is_looked_up_again_after_the_backoff() -> None:
+    member = joined({T1: [0], T2: [0]})
+    lookup = step(member, 10)
+    assert isinstance(lookup, Send) and lookup.api_key == ApiKey.METADATA
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1)), 10)   # t2 not there yet
+    assert member.pending_assignment == [("t1", 0)]      # the named part goes ahead
+    take(member)
+    ack = step(member, 10)
+    assert isinstance(ack, Send) and ack.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT
+    member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(5), 10)
+    assert step(member, 50) == Wait(110)                 # not at once: the backoff
+    again = step(member, 110)
+    assert isinstance(again, Send) and again.api_key == ApiKey.METADATA
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1), ("t2", T2)), 120)
+    assert take(member) == [("t2", 0)]
+    assert member.owned == [("t1", 0), ("t2", 0)]
