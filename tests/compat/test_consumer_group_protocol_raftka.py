@@ -12,9 +12,10 @@ import threading
 from typing import Any, Iterator
 
 import pytest
+import trio
 
 from broker.testing.waiting import wait_for
-from clients.consumer import BlockingConsumer
+from clients.consumer import BlockingConsumer, Consumer
 from clients.protocol import ApiKey
 from tests.compat.cluster import Cluster, running_cluster
 
@@ -174,19 +175,24 @@ def test_raftka_and_librdkafka_share_a_consumer_protocol_group(cluster: Cluster)
 
 
 def test_raftka_subscribes_by_pattern(cluster: Cluster) -> None:
-    """The coordinator matches the pattern (SubscribedTopicRegex); the member resolves
-    the topic ids it is given, and closing leaves the group at once."""
+    """The trio consumer: the coordinator matches the pattern (SubscribedTopicRegex), the
+    member resolves the topic ids it is given, and closing leaves the group at once."""
     for name, partitions in (("kip848-re-a", 2), ("kip848-re-b", 1), ("kip848-other", 1)):
         cluster.create_topic(name, partitions)
+    wanted = [("kip848-re-a", 0), ("kip848-re-a", 1), ("kip848-re-b", 0)]
     assigned: list[TP] = []
-    with BlockingConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-re",
-                           "group.protocol": "consumer"}) as consumer:
-        consumer.subscribe(re.compile("kip848-re-.*"), on_assign=assigned.extend)
-        wait_for(lambda: (consumer.poll(100), sorted(assigned))[1] == [
-            ("kip848-re-a", 0), ("kip848-re-a", 1), ("kip848-re-b", 0)],
-            "the pattern's partitions", SETTLE_S)
-        assert sorted(consumer.assignment()) == sorted(assigned)
-        assert len(describe(cluster, "kip848-re")["members"]) == 1
+
+    async def member() -> None:
+        async with Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-re",
+                             "group.protocol": "consumer"}) as consumer:
+            consumer.subscribe(re.compile("kip848-re-.*"), on_assign=assigned.extend)
+            with trio.fail_after(SETTLE_S):
+                while sorted(assigned) != wanted:
+                    await consumer.poll(100)
+            assert sorted(consumer.assignment()) == wanted
+            assert len(describe(cluster, "kip848-re")["members"]) == 1
+
+    trio.run(member)
     # Closing left the group (epoch -1): the coordinator has no member to wait out.
     assert describe(cluster, "kip848-re")["members"] == []
 
