@@ -95,6 +95,12 @@ class Member:
     def run(self, stop: threading.Event) -> None:
         raise NotImplementedError
 
+    def healthy(self) -> bool:
+        """True, or the error that ended the member's loop early (so a wait ends)."""
+        if self.error is not None:
+            raise self.error
+        return True
+
 
 def _tps(partitions: Any) -> list[TP]:
     return [(p.topic, p.partition) for p in partitions]
@@ -156,16 +162,17 @@ def test_raftka_and_librdkafka_share_a_consumer_protocol_group(cluster: Cluster)
     everything = {(TOPIC, p) for p in range(PARTITIONS)}
     try:
         raftka.start()
-        wait_for(lambda: ledger.of("raftka") == everything
+        wait_for(lambda: raftka.healthy() and ledger.of("raftka") == everything
                  and len(raftka.read) == PARTITIONS * RECORDS_PER_PARTITION,
                  "raftka's member to take and read every partition", SETTLE_S)
         # Joining takes partitions from Raftka's member: it revokes (auto-committing) first.
         librdkafka.start()
-        wait_for(lambda: len(ledger.of("raftka")) == len(ledger.of("librdkafka")) == 3,
+        wait_for(lambda: raftka.healthy() and librdkafka.healthy()
+                 and len(ledger.of("raftka")) == len(ledger.of("librdkafka")) == 3,
                  "the two members to split the partitions", SETTLE_S)
         librdkafka.stop()
         assert not ledger.of("librdkafka")
-        wait_for(lambda: ledger.of("raftka") == everything,
+        wait_for(lambda: raftka.healthy() and ledger.of("raftka") == everything,
                  "raftka's member to take every partition back", SETTLE_S)
     finally:
         librdkafka.stop()
