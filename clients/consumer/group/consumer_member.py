@@ -74,6 +74,7 @@ class ConsumerGroupMember:
         self._inflight: ApiKey | None = None
         self._retry_at = 0.0
         self._next_heartbeat = 0.0
+        self._news = False          # something to tell the coordinator without delay
         self._last_poll: float | None = None
 
     # ---- what the consumer reads ----
@@ -133,7 +134,7 @@ class ConsumerGroupMember:
         if self.state == ConsumerMemberState.UNSUBSCRIBED:
             self._start_joining()
         else:
-            self._next_heartbeat = 0.0    # tell the coordinator now
+            self._heartbeat_soon()    # tell the coordinator now
 
     def unsubscribe(self) -> dict[str, Any] | None:
         """Forget the subscription; returns the leaving heartbeat to send, if any."""
@@ -169,7 +170,7 @@ class ConsumerGroupMember:
         target."""
         pending = self.assignment.take()
         if pending is not None:
-            self._next_heartbeat = 0.0
+            self._heartbeat_soon()
             self._reconcile()
         return pending
 
@@ -200,6 +201,7 @@ class ConsumerGroupMember:
             return self._send(ApiKey.METADATA, metadata_request(topics),
                               to_coordinator=False)
         if now >= self._next_heartbeat:
+            self._news = False
             return self._send(ApiKey.CONSUMER_GROUP_HEARTBEAT, self._heartbeat())
         wake = self._next_heartbeat
         if self.assignment.metadata_wanted:
@@ -257,6 +259,10 @@ class ConsumerGroupMember:
         self.coordinator = None
 
     # ---- internals ----
+
+    def _heartbeat_soon(self) -> None:
+        self._next_heartbeat = 0.0
+        self._news = True
 
     def _send(self, api_key: ApiKey, body: dict[str, Any], to_coordinator: bool = True
               ) -> Send:
@@ -333,7 +339,9 @@ class ConsumerGroupMember:
         self.member_epoch = response["member_epoch"]
         if response.get("heartbeat_interval_ms", 0) > 0:
             self.heartbeat_interval_ms = response["heartbeat_interval_ms"]
-        self._next_heartbeat = now + self.heartbeat_interval_ms
+        # News since that heartbeat left (an assignment taken on, a new subscription)
+        # goes at once rather than an interval later.
+        self._next_heartbeat = now if self._news else now + self.heartbeat_interval_ms
         if self.state == ConsumerMemberState.JOINING:
             self.state = ConsumerMemberState.STABLE
         target = read_assignment(response.get("assignment"))

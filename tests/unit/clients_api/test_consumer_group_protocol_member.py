@@ -331,3 +331,16 @@ def test_an_unnamed_topic_id_is_looked_up_again_after_the_backoff() -> None:
     member.handle_response(ApiKey.METADATA, metadata(("t1", T1), ("t2", T2)), 120)
     assert take(member) == [("t2", 0)]
     assert member.owned == [("t1", 0), ("t2", 0)]
+
+
+def test_an_assignment_taken_while_a_heartbeat_is_out_is_acknowledged_at_its_answer() -> None:
+    member = joined()
+    member.handle_response(ApiKey.METADATA, metadata(("t1", T1)), 0)
+    member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(6, {T1: [0]}), 10)
+    beat = step(member, 2010)       # the regular heartbeat, out before the application polls
+    assert isinstance(beat, Send) and beat.body["topic_partitions"] is None
+    take(member)
+    member.handle_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(6), 2030)
+    ack = step(member, 2030)        # not an interval later
+    assert isinstance(ack, Send)
+    assert ack.body["topic_partitions"] == [{"topic_id": T1, "partitions": [0]}]
