@@ -146,21 +146,14 @@ class Consumer:
         if self._nursery is None:
             raise RuntimeError("subscribe needs the consumer opened with `async with`, "
                                "whose nursery runs the heartbeats")
-        membership = self._group.membership
-        pattern = topics.pattern if isinstance(topics, re.Pattern) else None
-        if pattern is not None and not isinstance(membership, ConsumerGroupMember):
-            raise ValueError("subscribing by pattern needs group.protocol=consumer")
-        names = [] if pattern is not None else \
-            [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
-        if pattern is None and not names:
+        names = topics if isinstance(topics, re.Pattern) else \
+            [topics] if isinstance(topics, str) else list(topics)
+        if not names:
             raise ValueError("subscribe needs at least one topic; use unsubscribe() to stop")
         driver = self._driver
         assert driver is not None
         driver.on_assign, driver.on_revoke = on_assign, on_revoke
-        if isinstance(membership, ConsumerGroupMember) and pattern is not None:
-            membership.subscribe_pattern(pattern)
-        else:
-            membership.subscribe(names)
+        self._group.membership.subscribe(names)
         if self._heartbeat_scope is None:
             self._heartbeat_scope = self._spawn(self._group.run)
         if not self._subscribed:

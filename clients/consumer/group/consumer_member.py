@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import uuid
 from enum import Enum
 from typing import Any, Iterable, Mapping
@@ -118,7 +119,11 @@ class ConsumerGroupMember:
 
     # ---- application side ----
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str]) -> None:
+        """Subscribe to ``topics``, or the topics a compiled pattern matches."""
+        if isinstance(topics, re.Pattern):
+            self.subscribe_pattern(topics.pattern)
+            return
         wanted = tuple(sorted(set(topics)))
         if wanted != self.subscription or self.subscription_regex is not None:
             self.subscription, self.subscription_regex = wanted, None

@@ -18,6 +18,7 @@ counts the assignment was computed from change (``metadata_update``).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
@@ -103,7 +104,9 @@ class GroupMembership:
 
     # ---- application side ----
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str]) -> None:
+        if isinstance(topics, re.Pattern):
+            raise ValueError("subscribing by pattern needs group.protocol=consumer")
         wanted = tuple(sorted(set(topics)))
         if wanted != self.subscription:
             self.subscription = wanted

@@ -4,6 +4,7 @@ by hand-written coordinator answers, and the ``group.protocol`` configuration.""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -12,6 +13,7 @@ import trio
 
 from clients.admin.settings import ConfigError
 from clients.consumer.config import ConsumerConfig
+from clients.consumer.group import GroupMembership, make_assignors
 from clients.consumer.group.actions import GroupSettings, Send, Wait
 from clients.consumer.group.consumer_member import ConsumerGroupMember, ConsumerMemberState
 from clients.consumer.group.offsets import CommitFailedError
@@ -344,3 +346,12 @@ def test_an_assignment_taken_while_a_heartbeat_is_out_is_acknowledged_at_its_ans
     ack = step(member, 2030)        # not an interval later
     assert isinstance(ack, Send)
     assert ack.body["topic_partitions"] == [{"topic_id": T1, "partitions": [0]}]
+
+
+def test_a_pattern_needs_the_consumer_protocol() -> None:
+    classic = GroupMembership(SETTINGS, make_assignors(("range",)))
+    with pytest.raises(ValueError, match="group.protocol=consumer"):
+        classic.subscribe(re.compile("orders-.*"))
+    member = ConsumerGroupMember(SETTINGS)
+    member.subscribe(re.compile("orders-.*"))
+    assert member.subscription_regex == "orders-.*"
