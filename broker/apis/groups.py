@@ -13,11 +13,12 @@ import logging
 from typing import Any, Callable, Mapping, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
+from broker.apis.consumer_groups import cluster_topics
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import GroupState as ConsumerGroupState
-from broker.group.coordinator import GroupCoordinator
+from broker.group.coordinator import GroupCoordinator, wall_clock_ms
 from broker.group.offsets import requested_partitions
 from broker.group.responses import join_body, sync_body
 from clients.protocol import ApiKey, ErrorCode
@@ -288,6 +289,8 @@ class GroupHandlers:
         """ListGroups entries with consumer groups as Kafka lists them (protocol type
         "consumer", their own states) in place of the offsets they share an id with."""
         assert self._consumer_groups is not None
+        if self._image is not None:
+            self._consumer_groups.expire(wall_clock_ms(), cluster_topics(self._image()))
         served = {g: group for g, group in self._consumer_groups.groups.items()
                   if self.coordinator.coordinator_error(g) == ErrorCode.NONE}
         wanted = {s.lower() for s in states}

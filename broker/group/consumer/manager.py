@@ -156,10 +156,11 @@ class ConsumerGroupManager:
                                      f"{instance_id} cannot join the group because the "
                                      f"instance id is owned by {existing.member_id} member.")
             # The returning instance takes over the old member's assignment under its new id.
-            group.remove(existing.member_id)
             target = group.target.get(existing.member_id)
+            group.remove(existing.member_id)
             replacement = existing.copy(member_id=member_id, member_epoch=0,
-                                        previous_member_epoch=0, rebalance_deadline=None)
+                                        previous_member_epoch=0, state=MemberState.STABLE,
+                                        pending_revocation={}, rebalance_deadline=None)
             if target is not None:
                 group.target[member_id] = target
             group.put(replacement)
