@@ -3,7 +3,8 @@ librdkafka's: they split the partitions, librdkafka's member leaves, Raftka's ta
 all; seen from the rebalance callbacks, no partition is ever owned by both. Raftka's
 member starts alone, so librdkafka's joining makes it revoke half of its partitions. Its
 commits (OffsetCommit v9, member id and epoch) and committed-offset reads (OffsetFetch v9)
-go through under the member's epoch."""
+go through under the member's epoch. Also: a pattern subscription (trio consumer), and a
+static member that closes and returns."""
 
 from __future__ import annotations
 
@@ -210,3 +211,44 @@ def describe(cluster: Cluster, group: str) -> dict[str, Any]:
     (described,) = answer["groups"]
     assert described["error_code"] == 0, described
     return described
+
+
+def test_a_static_member_that_restarts_keeps_its_partitions(cluster: Cluster) -> None:
+    """Closing a static member sends epoch -2: the coordinator keeps its partitions for
+    it (the other member gets none of them) and hands them back when it returns."""
+    topic = "kip848-static"
+    cluster.create_topic(topic, 4)
+    owned: dict[str, set[TP]] = {"a": set(), "b": set()}
+
+    def member(name: str, instance_id: str | None) -> BlockingConsumer:
+        consumer = BlockingConsumer({
+            "bootstrap.servers": cluster.bootstrap, "group.id": "kip848-static",
+            "group.protocol": "consumer", "group.instance.id": instance_id})
+        consumer.subscribe([topic], on_assign=owned[name].update,
+                           on_revoke=owned[name].difference_update)
+        return consumer
+
+    def polled_until(probe: Any, what: str, *consumers: BlockingConsumer) -> None:
+        def step() -> bool:
+            for consumer in consumers:
+                consumer.poll(20)
+            return probe()
+        wait_for(step, what, SETTLE_S)
+
+    b = member("b", None)
+    a = member("a", "static-a")
+    try:
+        polled_until(lambda: len(owned["a"]) == len(owned["b"]) == 2, "a 2/2 split", a, b)
+        before = set(owned["a"])
+        a.close()
+        assert owned["a"] == set()     # revoked on close
+        # Still a member to the coordinator (a dynamic one would be gone at once).
+        assert [m["instance_id"] for m in describe(cluster, "kip848-static")["members"]
+                if m["instance_id"]] == ["static-a"]
+        a = member("a", "static-a")
+        polled_until(lambda: owned["a"] == before, "the static member's partitions back",
+                     a, b)
+        assert len(owned["b"]) == 2 and not owned["b"] & before
+    finally:
+        a.close()
+        b.close()
