@@ -49,6 +49,7 @@ class GroupSettings:
     retry_backoff_ms: int
     request_timeout_ms: int = 30000
     group_instance_id: str | None = None
+    rack_id: str | None = None           # client.rack; sent by the consumer protocol
 
 
 def join_request(settings: GroupSettings, member_id: str, topics: Sequence[str],
