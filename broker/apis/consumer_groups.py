@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+import trio
+
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager, error_body
@@ -17,6 +19,8 @@ from broker.group.records import ConsumerGroupKey, ConsumerGroupValue
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 
+# How often sessions are checked between requests: timeouts are seconds long.
+EXPIRY_CHECK_INTERVAL_S = 0.5
 UNSUPPORTED_MESSAGE = ("The new consumer group protocol is not enabled on this broker "
                        "(group.coordinator.rebalance.protocols lacks \"consumer\").")
 
@@ -66,10 +70,24 @@ class ConsumerGroupHandlers:
         self._clock = clock
 
     def register(self, router: RequestRouter) -> None:
+        self.coordinator.background.append(self.expire_sessions)
         router.register(ApiKey.CONSUMER_GROUP_HEARTBEAT, self.heartbeat,
                         CONSUMER_GROUP_ERRORS[ApiKey.CONSUMER_GROUP_HEARTBEAT])
         router.register(ApiKey.CONSUMER_GROUP_DESCRIBE, self.describe,
                         CONSUMER_GROUP_ERRORS[ApiKey.CONSUMER_GROUP_DESCRIBE])
+
+    async def expire_sessions(self) -> None:
+        """Fence members past their session or rebalance timeout even when no request
+        reaches the coordinator (a group whose only member died), as Kafka's per-member
+        timers do; the change is written like any other."""
+        while True:
+            await trio.sleep(EXPIRY_CHECK_INTERVAL_S)
+            if not self.manager.groups:
+                continue
+            self.manager.forget(
+                lambda g: self.coordinator.coordinator_error(g) == ErrorCode.NONE)
+            if self.manager.expire(self._clock(), cluster_topics(self._image())):
+                await persist(self.coordinator, self.manager)
 
     def _served(self, group_id: str) -> int:
         return serve(self.coordinator, self.manager, group_id, self._clock())

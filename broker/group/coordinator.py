@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import trio
 
@@ -95,6 +95,8 @@ class GroupCoordinator:
         self._slots: dict[tuple[str, str, str], list[_Slot]] = {}
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # Timers of other group protocols, run beside this coordinator's own.
+        self.background: list[Callable[[], Awaitable[None]]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -104,6 +106,8 @@ class GroupCoordinator:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._timer)
+                for task in self.background:
+                    nursery.start_soon(task)
                 self.reconcile(self._image())
                 task_status.started()
                 await trio.sleep_forever()

@@ -254,6 +254,38 @@ def test_heartbeat_errors_on_the_wire(cluster: Cluster) -> None:
     assert _describe(cluster, group)["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def _offsets_topic_end(cluster: Cluster) -> int:
+    """The sum of `__consumer_offsets`' end offsets: it grows with every group write."""
+    answer = cluster.request(ApiKey.LIST_OFFSETS, {
+        "replica_id": -1, "isolation_level": 0, "topics": [{
+            "name": "__consumer_offsets", "partitions": [
+                {"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
+                for p in range(3)]}]}, version=7)
+    partitions = answer["topics"][0]["partitions"]
+    assert all(p["error_code"] == 0 for p in partitions), partitions
+    return sum(int(p["offset"]) for p in partitions)
+
+
+def test_a_silent_member_is_fenced_without_any_other_request(cluster: Cluster) -> None:
+    """The only member of a group stops heartbeating: after the session timeout (6 s here)
+    the coordinator fences it on its own, writing the group, though no request names the
+    group meanwhile (ListOffsets does not reach the group coordinator)."""
+    group = f"s-{uuid.uuid4().hex[:8]}"
+    _coordinated(cluster, group)
+    joined = cluster.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+        "group_id": group, "member_id": uuid.uuid4().hex, "member_epoch": 0,
+        "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 5000,
+        "subscribed_topic_names": [TOPIC], "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": []}, version=1)
+    assert joined["error_code"] == 0
+    written = _offsets_topic_end(cluster)
+    wait_for(lambda: _offsets_topic_end(cluster) > written,
+             "the coordinator to write the fenced member's group", timeout=20)
+    described = _describe(cluster, group)
+    assert described["members"] == []
+    assert described["group_epoch"] > joined["member_epoch"]
+
+
 def test_a_restarted_coordinator_resumes_the_group(cluster: Cluster) -> None:
     """Last in the module: it restarts the node."""
     group = f"r-{uuid.uuid4().hex[:8]}"
