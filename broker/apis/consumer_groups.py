@@ -99,6 +99,13 @@ class ConsumerGroupHandlers:
             return error_body(ErrorCode.UNSUPPORTED_VERSION, UNSUPPORTED_MESSAGE)
         if not self._authz.allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
             return error_body(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        names = set(body.get("subscribed_topic_names") or ())
+        denied = names - self._authz.allowed_names(ctx, AclOperation.DESCRIBE,
+                                                   ResourceType.TOPIC, names)
+        if denied:
+            # As Kafka: a subscription naming a topic the member may not describe is refused.
+            return error_body(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                              f"Unauthorized topics: {', '.join(sorted(denied))}")
         code = self._served(group_id)
         if code:
             return error_body(code)

@@ -17,6 +17,8 @@ import pytest
 from broker.launcher import ClusterInfo, stop_quorum
 from broker.launcher.ports import bootstrap_on_free_ports
 from broker.testing.waiting import wait_for
+from clients.net import BlockingKafkaConnection
+from clients.protocol import ApiKey, ErrorCode
 from tests.integration.quorum_helpers import CONSUMER, produce
 from tests.integration.quorum_helpers import start_cluster  # noqa: F401  (fixture)
 from tests.integration.test_cli_tools import raftka
@@ -158,6 +160,16 @@ def test_topic_acls_for_another_principal_close_the_topic_to_anonymous(cluster: 
             producer.send("secret", b"x").get(timeout=10)
     finally:
         producer.close()
+
+    # The consumer group protocol refuses a subscription to a topic it may not describe.
+    host, port = servers.split(",")[0].rsplit(":", 1)
+    with BlockingKafkaConnection(host, int(port)) as conn:
+        refused = conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": f"g-{uuid.uuid4()}", "member_id": uuid.uuid4().hex, "member_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 5000,
+            "subscribed_topic_names": ["secret"], "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": []}, 1)
+    assert refused["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
     acls(cluster, "--remove", "--force", "--topic", "secret")
     wait_for(lambda: produce_error(servers, "secret") is None,
