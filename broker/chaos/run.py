@@ -193,7 +193,7 @@ def _verdict(settings: ChaosSettings, cluster: RaftkaCluster, workload: Workload
                       aborted=log.aborted)
     checked = check(history)
     times = ack_times(log.acknowledged, [(d.sent_s, d.acked_s) for d in log.deliveries])
-    figures = fault_figures(windows, times, log.controller_seen)
+    figures = fault_figures(windows, times, log.controller_views)
     report = summary(checked, figures, times, {
         "nodes": settings.nodes, "duration_s": settings.duration_s,
         "nemesis": settings.kinds, "seed": settings.seed,
