@@ -410,6 +410,13 @@ class QuorumController:
         replay (a decision bug: the batch was skipped everywhere).
         """
         status = self.check_leadership()
+        if status.is_leader and not status.is_ready:
+            # Just elected: its first entry commits within a round trip. Kafka's new
+            # controller queues requests until then too; NOT_CONTROLLER would send the
+            # broker on to the other voters, the old controller among them, which may be
+            # unreachable and eat the request's whole timeout.
+            await self.quorum.wait_ready(timeout_ms=self.append_timeout_ms)
+            status = self.check_leadership()
         if not status.is_ready or not self.has_majority_contact(status):
             raise NotLeaderError(status.leader_id)
         async with self._decision_lock:
