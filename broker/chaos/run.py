@@ -89,9 +89,13 @@ def run_chaos(settings: ChaosSettings) -> ChaosResult:
                           settings.seed, settings.session_timeout_ms / 1000)
         nemesis = Nemesis(cluster, partitioner, disks)
         clock = RunClock()
+        controllers = tuple(f"{cluster.host(n)}:{cluster.info.node(n).controller_port}"
+                            for n in cluster.node_ids
+                            if cluster.info.node(n).controller_port is not None)
         workload = Workload(WorkloadSettings(cluster.bootstrap_servers, TOPIC,
                                              settings.partitions, settings.producers,
-                                             settings.rate_per_producer), clock)
+                                             settings.rate_per_producer,
+                                             controllers=controllers), clock)
         windows = trio.run(_drive, cluster, nemesis, faults, workload, settings, clock)
         return _verdict(settings, cluster, workload, windows)
 

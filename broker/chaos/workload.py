@@ -64,6 +64,9 @@ class WorkloadSettings:
     producers: int = 2
     rate_per_producer: float = 400.0       # records/s
     transactional: bool = True
+    # host:port of each node's CONTROLLER listener: each answers DescribeQuorum from its
+    # own view, so the election watch asks them (else the broker listeners, which forward).
+    controllers: tuple[str, ...] = ()
 
 
 class Workload:
@@ -88,7 +91,7 @@ class Workload:
             for n in range(2):
                 nursery.start_soon(self._consume, f"c{n}")
             nursery.start_soon(self._observe, nursery.cancel_scope)
-            for address in self.settings.bootstrap.split(","):
+            for address in self.settings.controllers or self.settings.bootstrap.split(","):
                 nursery.start_soon(self._watch_controller, address)
 
     async def _produce(self, name: str) -> None:
@@ -196,7 +199,7 @@ class Workload:
 
     async def _watch_controller(self, address: str) -> None:
         """Ask one node for the active controller every fifth of a second until reading
-        stops. Each node on its own, so an election is seen as soon as any node knows of
+        stops. Each node on its own, so an election is seen as soon as any voter knows of
         it, whatever a cut-off node still answers."""
         host, _, port = address.rpartition(":")
         body = {"topics": [{"topic_name": METADATA_TOPIC,
