@@ -186,8 +186,15 @@ class BlockingConnectionPool:
     def request_any(self, api_key: int, body: dict[str, Any],
                     brokers: Iterable[BrokerNode] = (),
                     version: int | None = None) -> dict[str, Any]:
+        """Send to a reachable broker, open connections first, each call starting at the
+        next one (see TrioConnectionPool.request_any)."""
         failures: list[KafkaConnectionError] = []
-        for key in [k for k, c in self._connections.items() if not c.closed]:
+        open_keys = [k for k, c in self._connections.items() if not c.closed]
+        if open_keys:
+            start = self._any_calls % len(open_keys)
+            open_keys = open_keys[start:] + open_keys[:start]
+        self._any_calls += 1
+        for key in open_keys:
             try:
                 return self._connections[key].request(api_key, body, version)
             except KafkaConnectionError as exc:
