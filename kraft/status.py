@@ -33,6 +33,9 @@ class QuorumStatus:
     is_ready: bool
     voters: tuple[ReplicaStatus, ...]
     observers: tuple[ReplicaStatus, ...]
+    # On the leader: milliseconds since a majority of the voters (itself included) was last
+    # heard from; None on other members, or while some majority was never heard from.
+    majority_contact_age_ms: int | None = None
 
 
 class PeerView(NamedTuple):
@@ -89,7 +92,22 @@ def build_status(view: RaftView, node_id: int, is_voter: bool,
         is_ready=view.is_ready,
         voters=tuple(sorted(voters, key=lambda r: (r.node_id is None, r.node_id or 0))),
         observers=tuple(observers),
+        majority_contact_age_ms=(majority_contact_age_ms(view, now)
+                                 if view.is_leader and is_voter else None),
     )
+
+
+def majority_contact_age_ms(view: RaftView, now: float) -> int | None:
+    """How long ago the leader of `view` last heard from enough voters to make a majority
+    with itself (the contact Raft's check-quorum watches); None if it never did."""
+    needed = (len(view.voters) + 1) // 2  # peers needed besides the leader itself
+    if needed == 0:
+        return 0
+    contacts = sorted((peer.last_contact for peer in view.voters
+                       if peer.last_contact is not None), reverse=True)
+    if len(contacts) < needed:
+        return None
+    return max(0, int((now - contacts[needed - 1]) * 1000))
 
 
 def _replica(node_id: int | None, peer: PeerView, view: RaftView, now: float) -> ReplicaStatus:

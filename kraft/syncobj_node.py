@@ -43,6 +43,12 @@ from kraft.status import EMPTY_VIEW, PeerView, RaftView
 logger = logging.getLogger(__name__)
 
 OBSERVER_HELLO = "raftka_observer_hello"
+# Sent between voters that have nothing else to say to each other (two followers), so
+# their connection stays up: pysyncobj drops a connection that is silent for its
+# connection timeout and drops any message sent while it reconnects, so without these a
+# candidate's vote request to the other follower was often lost, and most elections
+# took a second round.
+KEEPALIVE = "raftka_keepalive"
 
 _MANGLED_METHODS = ("_SyncObj__doApplyCommand", "_SyncObj__getEntries", "_SyncObj__getCurrentLogIndex")
 _MANGLED_FIELDS = ("_SyncObj__raftLog", "_SyncObj__mainThread", "_SyncObj__votedForNodeId",
@@ -108,7 +114,8 @@ def check_pysyncobj_compatible() -> None:
 
 
 class QuorumTransport(TCPTransport):
-    """TCPTransport that records peer contact, learns observers' node ids, and flushes first."""
+    """TCPTransport that records peer contact, learns observers' node ids, flushes first,
+    and keeps idle voter connections up."""
 
     def __init__(self, syncObj: "RaftNode", selfNode: Node | None, otherNodes: set[Node]) -> None:
         self.last_contact: dict[Node, float] = {}
@@ -130,7 +137,16 @@ class QuorumTransport(TCPTransport):
             # Read-only nodes only say "readonly"; tell the leader who we are for its status.
             conn.send({"type": OBSERVER_HELLO, "node_id": self._syncObj.observer_id})
 
+    def keep_alive(self, nodes: set[Node]) -> None:
+        """Send every connected node in `nodes` a message it ignores (tick thread)."""
+        for node in nodes:
+            # Not through `send`: this acknowledges nothing, so nothing needs flushing.
+            TCPTransport.send(self, node, {"type": KEEPALIVE})
+
     def _onMessageReceived(self, node: Node, message: Any) -> None:
+        if isinstance(message, dict) and message.get("type") == KEEPALIVE:
+            # Not contact: a deposed leader must not count a follower of the new one.
+            return
         self.last_contact[node] = time.monotonic()
         if isinstance(message, dict) and message.get("type") == OBSERVER_HELLO:
             if node in self._readonlyNodes and isinstance(message.get("node_id"), int):
@@ -167,6 +183,9 @@ class RaftNode(SyncObj):
         self._destroyed = False
         self._view = EMPTY_VIEW
         self._journal_meta = conf.journalFile + ".meta" if conf.journalFile else None
+        # A quarter of the idle time after which pysyncobj drops a peer connection.
+        self._keepalive_interval_s = conf.connectionTimeout / 4
+        self._next_keepalive = 0.0
         conf.serializer = self._write_dump
         conf.deserializer = self._read_dump
         journal_meta.install()
@@ -262,6 +281,10 @@ class RaftNode(SyncObj):
 
     def _on_tick(self) -> None:
         self.flush_journal_if_dirty()
+        now = time.monotonic()
+        if self.selfNode is not None and now >= self._next_keepalive:
+            self._next_keepalive = now + self._keepalive_interval_s
+            self._SyncObj__transport.keep_alive(self.otherNodes)
         view = self._build_view()
         progressed = view.progress_key() != self._view.progress_key()
         self._view = view

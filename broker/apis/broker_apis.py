@@ -59,7 +59,9 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     authz = authorization
     install_api_versions(router)
     SaslHandlers().register(router)
-    MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz).register(router)
+    MetadataHandlers(image, cluster_id, auto_create=auto_create, authz=authz,
+                     broker_id=config.node_id,
+                     session_lapsed=lambda: replicas.session_lost).register(router)
     ProduceHandler(replicas, txn_verifier, authz).register(router)
     TxnMarkerHandlers(replicas, offsets_marker_listener, authz=authz).register(router)
     FetchHandler(replicas, authz, replica_selector=config.replica_selector_class).register(router)

@@ -4,6 +4,11 @@ Brokers listed are the live (registered, unfenced) ones, each with its endpoint 
 listener the request arrived on, as Kafka answers. In KRaft clients cannot reach the
 controllers, so `controller_id` is a random live broker (Kafka's KRaft behaviour); -1 only
 while no broker is live.
+
+A broker whose session with the controller has lapsed has been fenced by now, its leaderships
+moved, though it has not heard so: it answers its own partitions as leaderless
+(LEADER_NOT_AVAILABLE), so a client that asks it goes on asking until it finds the new
+leader elsewhere, instead of coming back to a leader that refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from metadata.describe import describe_topic_by_id, describe_topics, metadata_brokers
 from metadata.image import MetadataImage
+from metadata.records import NO_LEADER
 from metadata.topic_names import topic_name_error
 
 # Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).
@@ -34,8 +40,12 @@ class MetadataHandlers:
     def __init__(self, image: Callable[[], MetadataImage], cluster_id: str, *,
                  auto_create: AutoCreateTopics | None = None,
                  rng: random.Random | None = None,
-                 authz: Authorization = ALLOW_ALL) -> None:
+                 authz: Authorization = ALLOW_ALL,
+                 broker_id: int | None = None,
+                 session_lapsed: Callable[[], bool] | None = None) -> None:
         self._image = image
+        self._broker_id = broker_id
+        self._session_lapsed = session_lapsed
         self._authz = authz
         self._cluster_id = cluster_id
         self._auto_create = auto_create
@@ -69,6 +79,8 @@ class MetadataHandlers:
                 if topic["error_code"] == ErrorCode.NONE:
                     topic["topic_authorized_operations"] = authz.operations(
                         ctx, ResourceType.TOPIC, topic["name"])
+        if self._session_lapsed is not None and self._session_lapsed():
+            _disclaim_leadership(topics, self._broker_id)
         brokers = metadata_brokers(image, listener)
         response: dict[str, Any] = {
             "throttle_time_ms": 0,
@@ -163,6 +175,15 @@ class MetadataHandlers:
         if not brokers:
             return -1
         return int(self._rng.choice(brokers)[id_key])
+
+
+def _disclaim_leadership(topics: list[dict[str, Any]], broker_id: int | None) -> None:
+    """Answer the partitions `broker_id` leads as leaderless."""
+    for topic in topics:
+        for partition in topic.get("partitions") or ():
+            if partition["leader_id"] == broker_id:
+                partition["leader_id"] = NO_LEADER
+                partition["error_code"] = ErrorCode.LEADER_NOT_AVAILABLE
 
 
 def _topic_error(name: str | None, topic_id: uuid.UUID, code: int) -> dict[str, Any]:

@@ -66,14 +66,18 @@ def _all_acknowledge_after(times: Mapping[TopicPartition, list[tuple[float, floa
 
 def fault_figures(windows: Sequence[FaultWindow],
                   times: Mapping[TopicPartition, list[tuple[float, float]]],
-                  controllers: Sequence[tuple[float, int]]) -> list[FaultFigures]:
-    """The figures of each fault; `controllers` is (time, active controller) observed."""
+                  controllers: Sequence[tuple[float, int, int]]) -> list[FaultFigures]:
+    """The figures of each fault; `controllers` is (time, controller, epoch) as the nodes
+    named it. A fault on the active controller ends in an election: the first sight of
+    another controller in a higher epoch than any seen before the fault."""
     figures = []
     for w in windows:
         election = None
         if w.controller == w.node:
-            moved = [at for at, c in controllers if at > w.start_s and c != w.node]
-            election = moved[0] - w.start_s if moved else None
+            epoch = max((e for at, _, e in controllers if at <= w.start_s), default=-1)
+            moved = [at for at, c, e in controllers
+                     if at > w.start_s and c != w.node and e > epoch]
+            election = min(moved) - w.start_s if moved else None
         figures.append(FaultFigures(w.kind, w.node, w.start_s, w.healed_s,
                                     _all_acknowledge_after(times, w.start_s),
                                     _all_acknowledge_after(times, w.healed_s), election))

@@ -89,9 +89,13 @@ def run_chaos(settings: ChaosSettings) -> ChaosResult:
                           settings.seed, settings.session_timeout_ms / 1000)
         nemesis = Nemesis(cluster, partitioner, disks)
         clock = RunClock()
+        controllers = tuple(f"{cluster.host(n)}:{cluster.info.node(n).controller_port}"
+                            for n in cluster.node_ids
+                            if cluster.info.node(n).controller_port is not None)
         workload = Workload(WorkloadSettings(cluster.bootstrap_servers, TOPIC,
                                              settings.partitions, settings.producers,
-                                             settings.rate_per_producer), clock)
+                                             settings.rate_per_producer,
+                                             controllers=controllers), clock)
         windows = trio.run(_drive, cluster, nemesis, faults, workload, settings, clock)
         return _verdict(settings, cluster, workload, windows)
 
@@ -193,7 +197,7 @@ def _verdict(settings: ChaosSettings, cluster: RaftkaCluster, workload: Workload
                       aborted=log.aborted)
     checked = check(history)
     times = ack_times(log.acknowledged, [(d.sent_s, d.acked_s) for d in log.deliveries])
-    figures = fault_figures(windows, times, log.controller_seen)
+    figures = fault_figures(windows, times, log.controller_views)
     report = summary(checked, figures, times, {
         "nodes": settings.nodes, "duration_s": settings.duration_s,
         "nemesis": settings.kinds, "seed": settings.seed,

@@ -20,7 +20,10 @@ from broker.chaos.checker import (
 )
 from clients.admin import Admin
 from clients.consumer import Consumer
+from clients.net import KafkaConnection
 from clients.producer import open_producer
+from clients.protocol import ApiKey
+from metadata.topic_names import METADATA_TOPIC
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +49,11 @@ class WorkloadLog:
     reads: list[Read] = field(default_factory=list)
     committed_offsets: list[CommittedOffset] = field(default_factory=list)
     controllers: list[ControllerObservation] = field(default_factory=list)
-    # (run seconds, active controller) for each observation, for the report's elections.
+    # (run seconds, active controller) for each observation, for the nemesis's targets.
     controller_seen: list[tuple[float, int]] = field(default_factory=list)
+    # (run seconds, controller, epoch) as each node named it, asked every fifth of a second,
+    # for the report's elections: the first sight of a new controller in a higher epoch.
+    controller_views: list[tuple[float, int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,9 @@ class WorkloadSettings:
     producers: int = 2
     rate_per_producer: float = 400.0       # records/s
     transactional: bool = True
+    # host:port of each node's CONTROLLER listener: each answers DescribeQuorum from its
+    # own view, so the election watch asks them (else the broker listeners, which forward).
+    controllers: tuple[str, ...] = ()
 
 
 class Workload:
@@ -82,6 +91,8 @@ class Workload:
             for n in range(2):
                 nursery.start_soon(self._consume, f"c{n}")
             nursery.start_soon(self._observe, nursery.cancel_scope)
+            for address in self.settings.controllers or self.settings.bootstrap.split(","):
+                nursery.start_soon(self._watch_controller, address)
 
     async def _produce(self, name: str) -> None:
         config = self._client(acks="all", **{"enable.idempotence": True, "linger.ms": 2,
@@ -185,6 +196,34 @@ class Workload:
             except Exception as exc:            # rebalanced or coordinator gone: rejoin
                 logger.debug("consumer %s: %s", name, exc)
                 await trio.sleep(0.5)
+
+    async def _watch_controller(self, address: str) -> None:
+        """Ask one node for the active controller every fifth of a second until reading
+        stops. Each node on its own, so an election is seen as soon as any voter knows of
+        it, whatever a cut-off node still answers."""
+        host, _, port = address.rpartition(":")
+        body = {"topics": [{"topic_name": METADATA_TOPIC,
+                            "partitions": [{"partition_index": 0}]}]}
+        conn: KafkaConnection | None = None
+        while not self.stop_reading.is_set():
+            with trio.move_on_after(1.0):
+                try:
+                    if conn is None or conn.closed:
+                        conn = await KafkaConnection.connect(host, int(port), timeout=1.0,
+                                                             client_id="chaos-watch")
+                    response = await conn.request(ApiKey.DESCRIBE_QUORUM, body, timeout=1.0)
+                    partition = response["topics"][0]["partitions"][0]
+                    if partition["error_code"] == 0 and partition["leader_id"] >= 0:
+                        self.log.controller_views.append(
+                            (self.clock(), partition["leader_id"], partition["leader_epoch"]))
+                except Exception as exc:     # a node away or mid-election: ask again
+                    logger.debug("controller watch %s: %s", address, exc)
+                    if conn is not None:
+                        await conn.aclose()
+                    conn = None
+            await trio.sleep(0.2)
+        if conn is not None:
+            await conn.aclose()
 
     async def _observe(self, scope: trio.CancelScope) -> None:
         """Every half second: the active controller and its epoch, and the group's

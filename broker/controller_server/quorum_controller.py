@@ -140,6 +140,9 @@ class QuorumController:
         self._tracker_lock = threading.Lock()
         self._decision_lock = trio.Lock()
         self._active_epoch: int | None = None
+        # The last other voter seen leading: its broker's session, when this node takes
+        # over, starts when that voter was last heard from (see `_start_sessions`).
+        self._previous_leader: int | None = None
         self._caught_up = CaughtUpTimes()
         # Committed with the first decision while the metadata log is empty.
         self.bootstrap_records: list[MetadataRecord] = (
@@ -353,11 +356,11 @@ class QuorumController:
     def check_leadership(self) -> QuorumStatus:
         """Read the quorum status and start or end this node's term as active controller."""
         status = self.quorum.status()
+        if status.leader_id is not None and status.leader_id != self.node_id:
+            self._previous_leader = status.leader_id
         if status.is_ready:
             if self._active_epoch != status.epoch:
-                # Kafka's new active controller gives every broker a fresh session.
-                with self._tracker_lock:
-                    self.tracker.reset(self.state.image, self.now_ms())
+                self._start_sessions(status)
                 self._active_epoch = status.epoch
                 logger.info("node %d is the active controller (epoch %d)", self.node_id, status.epoch)
         elif self._active_epoch is not None:
@@ -366,6 +369,35 @@ class QuorumController:
             self._active_epoch = None
         self._caught_up.observe(status, self.now_ms())
         return status
+
+    def _start_sessions(self, status: QuorumStatus) -> None:
+        """On becoming the active controller: a session for every registered broker.
+
+        Kafka's new active controller starts every session afresh. One broker is known
+        better: the previous controller's, when that node is also a broker. This node heard
+        from it until it went silent (a crash, a pause, a cut), so its session starts then,
+        and a combined node cut off while it was the controller is fenced one session
+        timeout after the cut, as any other broker is, not one after the election."""
+        now_ms = self.now_ms()
+        previous, self._previous_leader = self._previous_leader, None
+        silent_ms = next((voter.last_contact_ms for voter in status.voters
+                          if voter.node_id == previous and voter.node_id != self.node_id),
+                         None)
+        with self._tracker_lock:
+            self.tracker.reset(self.state.image, now_ms)
+            if previous is not None and silent_ms is not None \
+                    and previous in self.state.image.brokers:
+                self.tracker.touch(previous, now_ms - silent_ms)
+
+    def has_majority_contact(self, status: QuorumStatus) -> bool:
+        """Whether this leader heard from a majority of the voters within half an election
+        timeout. One that did not may be cut off, a new controller already elected on the
+        other side (once the election timeout passes): it takes no decision, and answers
+        no broker heartbeat, so a broker cut off with it loses its session one session
+        timeout after the cut rather than after this node steps down (Raft's check-quorum,
+        1.5 x controller.quorum.fetch.timeout.ms)."""
+        age = status.majority_contact_age_ms
+        return age is not None and age < self.quorum.config.election_timeout_ms / 2
 
     # -- decisions ----------------------------------------------------------------------------
 
@@ -378,11 +410,18 @@ class QuorumController:
         replay (a decision bug: the batch was skipped everywhere).
         """
         status = self.check_leadership()
-        if not status.is_ready:
+        if status.is_leader and not status.is_ready:
+            # Just elected: its first entry commits within a round trip. Kafka's new
+            # controller queues requests until then too; NOT_CONTROLLER would send the
+            # broker on to the other voters, the old controller among them, which may be
+            # unreachable and eat the request's whole timeout.
+            await self.quorum.wait_ready(timeout_ms=self.append_timeout_ms)
+            status = self.check_leadership()
+        if not status.is_ready or not self.has_majority_contact(status):
             raise NotLeaderError(status.leader_id)
         async with self._decision_lock:
             status = self.check_leadership()
-            if not status.is_ready:
+            if not status.is_ready or not self.has_majority_contact(status):
                 raise NotLeaderError(status.leader_id)
             with self._tracker_lock:
                 image = self.state.image

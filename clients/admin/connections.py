@@ -65,6 +65,7 @@ class TrioConnectionPool:
         self._connections: dict[int, KafkaConnection] = {}
         self._locks: dict[int, trio.Lock] = {}
         self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
+        self._any_calls = 0
 
     async def _connect(self, key: int, host: str, port: int) -> KafkaConnection:
         lock = self._locks.setdefault(key, trio.Lock())
@@ -103,10 +104,19 @@ class TrioConnectionPool:
     async def request_any(self, api_key: int, body: dict[str, Any],
                           brokers: Iterable[BrokerNode] = (),
                           version: int | None = None) -> dict[str, Any]:
-        """Send to the first reachable broker; KafkaConnectionError if none answers."""
+        """Send to a reachable broker; KafkaConnectionError if none answers.
+
+        Open connections come first, each call starting at the next one (as Kafka's
+        least-loaded-node choice moves on), so repeated calls, a metadata refresh retried
+        because an answer named no leader, do not keep asking the same broker: it may be
+        one cut off from the cluster, whose metadata never changes."""
         failures: list[KafkaConnectionError] = []
         # A snapshot: other tasks may drop or replace connections while this one waits.
         open_first = [(k, c) for k, c in self._connections.items() if not c.closed]
+        if open_first:
+            start = self._any_calls % len(open_first)
+            open_first = open_first[start:] + open_first[:start]
+        self._any_calls += 1
         for key, open_conn in open_first:
             try:
                 return await open_conn.request(
@@ -146,6 +156,7 @@ class BlockingConnectionPool:
         self.request_timeout_s = request_timeout_s
         self._connections: dict[int, BlockingKafkaConnection] = {}
         self._bootstrap_keys = {address: -(i + 1) for i, address in enumerate(bootstrap)}
+        self._any_calls = 0
 
     def _connect(self, key: int, host: str, port: int) -> BlockingKafkaConnection:
         conn = self._connections.get(key)
@@ -175,8 +186,15 @@ class BlockingConnectionPool:
     def request_any(self, api_key: int, body: dict[str, Any],
                     brokers: Iterable[BrokerNode] = (),
                     version: int | None = None) -> dict[str, Any]:
+        """Send to a reachable broker, open connections first, each call starting at the
+        next one (see TrioConnectionPool.request_any)."""
         failures: list[KafkaConnectionError] = []
-        for key in [k for k, c in self._connections.items() if not c.closed]:
+        open_keys = [k for k, c in self._connections.items() if not c.closed]
+        if open_keys:
+            start = self._any_calls % len(open_keys)
+            open_keys = open_keys[start:] + open_keys[:start]
+        self._any_calls += 1
+        for key in open_keys:
             try:
                 return self._connections[key].request(api_key, body, version)
             except KafkaConnectionError as exc:

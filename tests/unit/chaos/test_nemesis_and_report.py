@@ -65,7 +65,10 @@ def test_fault_figures_measure_resumption_recovery_and_election() -> None:
     acked, at = acks({P0: [1, 2, 3, 9, 10, 11], P1: [1, 2, 3, 4, 5, 12]})
     times = ack_times(acked, at)
     window = FaultWindow("partition", 2, start_s=3.5, healed_s=8.0, controller=2)
-    [figures] = fault_figures([window], times, [(3.0, 2), (4.0, 2), (6.5, 1)])
+    # (time, controller, epoch) as the nodes named it; a cut-off node naming itself in
+    # its old epoch, or a node not yet knowing better, is not the election.
+    views = [(3.0, 2, 5), (4.0, 2, 5), (5.0, 1, 5), (6.5, 1, 6), (6.6, 2, 5)]
+    [figures] = fault_figures([window], times, views)
     assert figures.resumed_s == pytest.approx(5.5)     # P0 acked again at 9
     assert figures.recovered_s == pytest.approx(4.0)   # P1 acked again at 12
     # A record in flight when the fault starts says nothing: P1's ack at 4 was sent at 3.9.
@@ -77,7 +80,7 @@ def test_fault_figures_measure_resumption_recovery_and_election() -> None:
     # The longest gap overlapping the fault: P1 from 5 to 12.
     assert longest_unavailability([figures], times) == {"partition": pytest.approx(7.0)}
     other = FaultWindow("kill", 3, 3.5, 8.0, controller=2)
-    assert fault_figures([other], times, [(6.5, 1)])[0].election_s is None
+    assert fault_figures([other], times, [(6.5, 1, 6)])[0].election_s is None
 
 
 def test_a_partition_that_never_recovers_has_no_figure() -> None:

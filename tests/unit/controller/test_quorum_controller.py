@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -211,14 +212,21 @@ async def test_leader_loss_moves_the_controller(tmp_path: Path) -> None:
         old = await quorum.leader()
         async with connect(old) as conn:
             epoch = await register_and_unfence(conn, old, 100)
+            # The old controller's node is a broker too (a combined node).
+            await register_and_unfence(conn, old, old.node_id)
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("before"))
             assert response["topics"][0]["error_code"] == ErrorCode.NONE
         await wait_until(lambda: all_images_have_topic(quorum, "before"), 10, "topic replicated")
         await quorum.stop(old.node_id)
+        stopped_ms = time.time() * 1000
 
         new = await quorum.leader()
         assert new.node_id != old.node_id
         await wait_until(lambda: new.controller.is_active, 5, "new controller active")
+        # Every broker's session starts afresh, but the old controller's: it was last
+        # heard from when it stopped, so its session started then.
+        assert new.controller.tracker.last_contact_ms(100) >= stopped_ms
+        assert new.controller.tracker.last_contact_ms(old.node_id) <= stopped_ms
         async with connect(new) as conn:
             # The new controller gave the broker a fresh session instead of fencing it.
             beat = await send_heartbeat(conn, new, 100, epoch)
@@ -275,13 +283,23 @@ async def test_lost_majority_times_out_then_answers_not_controller(tmp_path: Pat
     async with running_quorum(tmp_path, 3, SETTINGS, append_timeout_ms=600) as quorum:
         leader = await quorum.leader()
         async with connect(leader) as conn:
-            await register_and_unfence(conn, leader, 100)
+            epoch = await register_and_unfence(conn, leader, 100)
             for follower in quorum.followers():
                 await quorum.stop(follower.node_id)
-            # Still leader (it steps down after 1.5 x the fetch timeout), but nothing commits.
+            # Nothing it decides commits: it times out, or, once it has heard from no
+            # majority for half an election timeout, it no longer decides.
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("stuck"))
-            assert response["topics"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+            assert response["topics"][0]["error_code"] in (ErrorCode.REQUEST_TIMED_OUT,
+                                                           ErrorCode.NOT_CONTROLLER)
             assert leader.state.image.topic("stuck") is None
+            # Still the Raft leader (it steps down after 1.5 x the fetch timeout), but
+            # without a recent majority it answers no broker heartbeat either.
+            await wait_until(
+                lambda: not leader.controller.has_majority_contact(leader.quorum.status()), 5,
+                "the majority contact to age")
+            assert leader.quorum.status().is_leader
+            beat = await send_heartbeat(conn, leader, 100, epoch)
+            assert beat["error_code"] == ErrorCode.NOT_CONTROLLER
 
             await wait_until(lambda: not leader.quorum.status().is_leader, 10, "leader steps down")
             response = await conn.request(ApiKey.CREATE_TOPICS, create_topics_body("later"))
