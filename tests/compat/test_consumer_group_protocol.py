@@ -17,10 +17,10 @@ from broker.launcher.cluster import start_node, stop_quorum
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.compat.cluster import Cluster, running_cluster
+from tests.compat.ownership import TP, Ledger
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-TP = tuple[str, int]
 TOPIC = "kip848"
 PARTITIONS = 6
 
@@ -35,36 +35,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                          overrides=overrides) as started:
         started.create_topic(TOPIC, partitions=PARTITIONS)
         yield started
-
-
-class Ledger:
-    """Who owns which partition, as the members' callbacks report it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.owner: dict[TP, str] = {}
-        self.violations: list[str] = []
-
-    def assigned(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                other = self.owner.get(tp)
-                if other is not None and other != member:
-                    self.violations.append(f"{tp} given to {member} while {other} owns it")
-                self.owner[tp] = member
-
-    def revoked(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                if self.owner.get(tp) == member:
-                    del self.owner[tp]
-
-    def counts(self) -> dict[str, int]:
-        with self.lock:
-            out: dict[str, int] = {}
-            for member in self.owner.values():
-                out[member] = out.get(member, 0) + 1
-            return out
 
 
 class Member:

@@ -19,10 +19,10 @@ from broker.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer, Consumer
 from clients.protocol import ApiKey
 from tests.compat.cluster import Cluster, running_cluster
+from tests.compat.ownership import TP, Ledger
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-TP = tuple[str, int]
 TOPIC = "kip848-mixed"
 PARTITIONS = 6
 RECORDS_PER_PARTITION = 5
@@ -36,33 +36,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "group.consumer.heartbeat.interval.ms": "500",
             "group.consumer.session.timeout.ms": "10000"}) as started:
         yield started
-
-
-class Ledger:
-    """Who owns which partition, as the members' callbacks report it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.owner: dict[TP, str] = {}
-        self.violations: list[str] = []
-
-    def assigned(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                other = self.owner.get(tp)
-                if other is not None and other != member:
-                    self.violations.append(f"{tp} assigned to {member} while {other} owns it")
-                self.owner[tp] = member
-
-    def revoked(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                if self.owner.get(tp) == member:
-                    del self.owner[tp]
-
-    def of(self, member: str) -> set[TP]:
-        with self.lock:
-            return {tp for tp, m in self.owner.items() if m == member}
 
 
 class Member:

@@ -20,43 +20,12 @@ from clients.consumer import BlockingConsumer
 from clients.consumer.group.assignors import CooperativeStickyAssignor, MemberSubscription
 from clients.consumer.group.sticky import StickyMember, sticky_assign
 from tests.compat.cluster import Cluster
+from tests.compat.ownership import TP, Ledger
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 
-TP = tuple[str, int]
 SETTLE_S = 60.0
-
-
-class Ledger:
-    """Who owns which partition, as the members' callbacks report it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.owner: dict[TP, str] = {}
-        self.violations: list[str] = []
-
-    def assigned(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                other = self.owner.get(tp)
-                if other is not None and other != member:
-                    self.violations.append(f"{tp} assigned to {member} while {other} owns it")
-                self.owner[tp] = member
-
-    def revoked(self, member: str, partitions: list[TP]) -> None:
-        with self.lock:
-            for tp in partitions:
-                if self.owner.get(tp) == member:
-                    del self.owner[tp]
-
-    def of(self, member: str) -> set[TP]:
-        with self.lock:
-            return {tp for tp, m in self.owner.items() if m == member}
-
-    def snapshot(self) -> dict[TP, str]:
-        with self.lock:
-            return dict(self.owner)
 
 
 class Member:
