@@ -283,6 +283,8 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("replica.fetch.min.bytes", "int", "1", "Follower fetch min bytes.", at_least(1)),
     _k("replica.fetch.backoff.ms", "int", "1000", "Backoff after a follower fetch error.",
        at_least(0)),
+    _k("replica.socket.receive.buffer.bytes", "int", "65536",
+       "SO_RCVBUF of follower fetch connections; -1 = OS default.", at_least(-1)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
     # Replication throttles (Kafka's ReplicationQuotaManager); the rates are dynamic.
     _k("leader.replication.throttled.rate", "long", str(LONG_MAX),

@@ -20,6 +20,7 @@ from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
 from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_transport
+from clients.net.socket_buffers import OS_DEFAULT
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -65,11 +66,15 @@ class KafkaConnection(ConnectionBase):
                       timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
                       security: ClientSecurity = PLAINTEXT,
                       sasl: SaslCredentials | None = None,
-                      local_address: str | None = None) -> KafkaConnection:
+                      local_address: str | None = None,
+                      send_buffer_bytes: int = OS_DEFAULT,
+                      receive_buffer_bytes: int = OS_DEFAULT) -> KafkaConnection:
         """Open a TCP connection (TLS when ``security`` says so), negotiate API versions
         and (with ``sasl``) authenticate, each step within ``timeout`` seconds.
 
-        ``local_address`` (an IP address) binds the connection's source address.
+        ``local_address`` (an IP address) binds the connection's source address;
+        ``send_buffer_bytes`` / ``receive_buffer_bytes`` size the socket's buffers (-1: the
+        OS default).
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
         usable in time, ProtocolError for an undecodable answer, KafkaError for an
@@ -77,8 +82,9 @@ class KafkaConnection(ConnectionBase):
         """
         try:
             with trio.fail_after(timeout):
-                stream, sock = await open_transport(host, port, security,
-                                                    local_address=local_address)
+                stream, sock = await open_transport(
+                    host, port, security, local_address=local_address,
+                    send_buffer_bytes=send_buffer_bytes, receive_buffer_bytes=receive_buffer_bytes)
         except trio.TooSlowError:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:g} s") from None

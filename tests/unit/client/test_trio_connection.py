@@ -208,3 +208,12 @@ async def test_a_cancelled_caller_does_not_disturb_the_others(nursery: trio.Nurs
         response = await conn.request(ApiKey.METADATA, metadata_body("kept"), timeout=5)
         assert response["topics"][0]["name"] == "kept"
         assert not conn.closed
+
+
+async def test_connect_sizes_the_socket_buffers(nursery: trio.Nursery) -> None:
+    stub = await StubBroker().start(nursery)
+    async with await KafkaConnection.connect("127.0.0.1", stub.port, send_buffer_bytes=36864,
+                                             receive_buffer_bytes=45056) as conn:
+        sock = conn._socket
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (36864, 2 * 36864)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (45056, 2 * 45056)
