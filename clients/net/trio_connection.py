@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
+# Frames from this size up are received straight into a buffer of their own.
+_IN_PLACE_MIN = 1 << 16
 
 
 class _Pending:
@@ -60,6 +62,11 @@ class KafkaConnection(ConnectionBase):
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
+        # A large frame received in place (plaintext only: under TLS the stream decrypts):
+        # its buffer and how much of it arrived.
+        self._recv_into = (self._socket.recv_into
+                           if isinstance(stream, trio.SocketStream) else None)
+        self._partial: tuple[bytearray, int] | None = None
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
@@ -181,7 +188,7 @@ class KafkaConnection(ConnectionBase):
         """Read one frame and hand it to the oldest pending request."""
         while True:
             try:
-                frame = self._frames.next_frame()
+                frame = self._complete_frame()
             except ProtocolError as exc:
                 await self._fail_with(exc)
                 return
@@ -189,14 +196,13 @@ class KafkaConnection(ConnectionBase):
                 break
             self._check_open()
             try:
-                data = await self._stream.receive_some(self._receive_size())
+                received = await self._receive_more()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 await self._fail(f"receiving from {self.host}:{self.port} failed: {exc!r}")
                 return
-            if not data:
+            if not received:
                 await self._fail(f"{self.host}:{self.port} closed the connection")
                 return
-            self._frames.feed(data)
         if not self._pending:
             await self._fail_with(ProtocolError(
                 f"{self.host}:{self.port} sent a response to no request"))
@@ -204,6 +210,34 @@ class KafkaConnection(ConnectionBase):
         pending = self._pending.popleft()
         # A caller abandoned by an outer cancel scope leaves its slot; the frame is dropped.
         pending.complete(frame, None)
+
+    def _complete_frame(self) -> bytes | bytearray | None:
+        """The next frame if it has fully arrived. A large frame (a fetch answer) whose size
+        is known is then received in place, into a buffer of its own size."""
+        partial = self._partial
+        if partial is not None:
+            if partial[1] < len(partial[0]):
+                return None
+            self._partial = None
+            return partial[0]
+        frame = self._frames.next_frame()
+        if frame is None and self._recv_into is not None:
+            self._partial = self._frames.detach_frame(_IN_PLACE_MIN)
+        return frame
+
+    async def _receive_more(self) -> int:
+        """Receive what the socket has for the frame being read; 0 when the peer closed.
+        The state lives on the connection: a reader cancelled here loses nothing."""
+        partial = self._partial
+        if partial is None:
+            data = await self._stream.receive_some(self._receive_size())
+            self._frames.feed(data)
+            return len(data)
+        assert self._recv_into is not None
+        frame, filled = partial
+        received = await self._recv_into(memoryview(frame)[filled:])
+        self._partial = (frame, filled + received)
+        return received
 
     async def _fail_with(self, error: ProtocolError) -> None:
         """Close after a protocol violation: the head request gets ``error``."""

@@ -217,3 +217,24 @@ async def test_connect_sizes_the_socket_buffers(nursery: trio.Nursery) -> None:
         sock = conn._socket
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (36864, 2 * 36864)
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (45056, 2 * 45056)
+
+
+async def test_large_response_is_received_in_place_across_a_cancelled_reader(
+        nursery: trio.Nursery) -> None:
+    stub = await StubBroker(handlers={ApiKey.METADATA: metadata_echo}).start(nursery)
+    names = [f"topic-{i:06d}-" + "n" * 100 for i in range(3000)]  # a ~350 KB answer
+    async with await KafkaConnection.connect("127.0.0.1", stub.port) as conn:
+        real_recv_into, calls = conn._recv_into, []
+
+        async def recv_into(view: memoryview) -> int:
+            calls.append(len(view))
+            if len(calls) == 1:
+                await trio.sleep_forever()  # the first reader is cancelled mid-frame
+            return await real_recv_into(view)
+
+        conn._recv_into = recv_into
+        with trio.move_on_after(0.2):
+            await conn.request(ApiKey.METADATA, metadata_body(*names))
+        assert calls  # it stopped inside a frame received in place
+        response = await conn.request(ApiKey.METADATA, metadata_body(*names[:2]))
+        assert [t["name"] for t in response["topics"]] == names[:2]
