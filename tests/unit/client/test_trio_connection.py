@@ -224,17 +224,18 @@ async def test_large_response_is_received_in_place_across_a_cancelled_reader(
     stub = await StubBroker(handlers={ApiKey.METADATA: metadata_echo}).start(nursery)
     names = [f"topic-{i:06d}-" + "n" * 100 for i in range(3000)]  # a ~350 KB answer
     async with await KafkaConnection.connect("127.0.0.1", stub.port) as conn:
-        real_recv_into, calls = conn._recv_into, []
+        real_recv_into, in_frame = conn._recv_into, trio.Event()
 
         async def recv_into(view: memoryview) -> int:
-            calls.append(len(view))
-            if len(calls) == 1:
+            if not in_frame.is_set():
+                in_frame.set()
                 await trio.sleep_forever()  # the first reader is cancelled mid-frame
             return await real_recv_into(view)
 
         conn._recv_into = recv_into
-        with trio.move_on_after(0.2):
-            await conn.request(ApiKey.METADATA, metadata_body(*names))
-        assert calls  # it stopped inside a frame received in place
+        async with trio.open_nursery() as first_reader:
+            first_reader.start_soon(conn.request, ApiKey.METADATA, metadata_body(*names))
+            await in_frame.wait()  # it is inside a frame received in place
+            first_reader.cancel_scope.cancel()
         response = await conn.request(ApiKey.METADATA, metadata_body(*names[:2]))
         assert [t["name"] for t in response["topics"]] == names[:2]
