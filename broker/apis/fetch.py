@@ -3,8 +3,9 @@
 Records leave as file ranges the network server `os.sendfile`s. A read_committed consumer
 (isolation_level 1) reads up to the last stable offset and gets the aborted transactions of
 the range from the aborted-transaction indexes, so it can drop their batches itself. A fetch that finds fewer
-than `min_bytes` waits in the replica manager's purgatory, woken by appends, until enough
-data arrived or `max_wait_ms` passed. Fetch sessions (KIP-227) are granted to
+than `min_bytes` waits in the replica manager's purgatory until enough data arrived or
+`max_wait_ms` passed: a follower's is woken by every append, a consumer's only when the HW
+(what it may read) moves. Fetch sessions (KIP-227) are granted to
 followers (`broker.replica.fetch_session`); consumers are answered sessionless (session id 0
 tells them to send full fetches), and an incremental fetch naming no live session gets
 FETCH_SESSION_ID_NOT_FOUND.
@@ -30,7 +31,7 @@ from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
 from broker.replica.fetch_session import FetchSessionCache
 from broker.replica.errors import NotLeaderOrFollower
-from broker.replica.manager import ReplicaManager
+from broker.replica.manager import ReplicaManager, WaitKey, appended_key
 from broker.replica.partition import Partition
 from broker.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
 from clients.protocol import ApiKey, ErrorCode
@@ -122,8 +123,12 @@ class FetchHandler:
         deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
         readable = self._readable(ctx, replica_id, topics)
         reader = _Reader(replica_id, request.api_version, body.get("rack_id"), ctx)
-        keys = [(t["topic"], p["partition"]) for t in topics if t["topic"] in readable
-                for p in t.get("partitions") or ()]
+        keys: list[WaitKey] = [(t["topic"], p["partition"]) for t in topics
+                               if t["topic"] in readable for p in t.get("partitions") or ()]
+        if replica_id >= 0:
+            # A follower reads up to the log end: every append concerns it. A consumer is
+            # woken only when what it may read moves (the HW), not by each append.
+            keys += [appended_key(key) for key in keys]  # type: ignore[arg-type]
         with self._replicas.purgatory.watch(keys, "Fetch") as waiter:
             while True:
                 result = self._read(body, reader, readable)

@@ -163,6 +163,7 @@ class ProduceHandler:
             batches = _check_payload(data.get("records"), version, transactional_id)
             # A flush.messages fsync waits until every partition of the request is appended,
             # then runs off the event loop (a slow disk must not hold up other partitions).
+            high_watermark = partition.high_watermark
             with partition.log.flush_deferred():
                 result = partition.append_as_leader(batches, acks, timestamp, verification)
             if partition.log.flush_pending:
@@ -175,7 +176,7 @@ class ProduceHandler:
         entry["log_append_time_ms"] = result.log_append_time
         entry["log_start_offset"] = result.log_start_offset
         if not result.duplicate:
-            self._replicas.notify(partition.key)
+            self._replicas.notify_appended(partition, high_watermark)
         if acks == -1 and result.last_offset >= 0:
             pending.append(PendingAppend(entry, partition, result.last_offset + 1))
 

@@ -307,6 +307,8 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "no other class can be loaded.",
        one_of("org.apache.kafka.common.replica.RackAwareReplicaSelector",
               "org.apache.kafka.common.replica.LeaderSelector")),
+    _k("replica.socket.receive.buffer.bytes", "int", "65536",
+       "SO_RCVBUF of follower fetch connections; -1 = OS default.", at_least(-1)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
     # Replication throttles (Kafka's ReplicationQuotaManager); the rates are dynamic.
     _k("leader.replication.throttled.rate", "long", str(LONG_MAX),

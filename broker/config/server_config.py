@@ -377,6 +377,14 @@ class ServerConfig:
         return self._int("socket.request.max.bytes")
 
     @property
+    def socket_send_buffer_bytes(self) -> int:
+        return self._int("socket.send.buffer.bytes")
+
+    @property
+    def socket_receive_buffer_bytes(self) -> int:
+        return self._int("socket.receive.buffer.bytes")
+
+    @property
     def connections_max_idle_ms(self) -> int:
         return self._int("connections.max.idle.ms")
 
@@ -463,6 +471,10 @@ class ServerConfig:
     @property
     def replica_lag_time_max_ms(self) -> int:
         return self._int("replica.lag.time.max.ms")
+
+    @property
+    def replica_socket_receive_buffer_bytes(self) -> int:
+        return self._int("replica.socket.receive.buffer.bytes")
 
     @property
     def replica_fetch_max_bytes(self) -> int:

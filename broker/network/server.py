@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 import trio
 
+from clients.net.socket_buffers import apply_buffer_sizes
 from broker.config.endpoints import TLS_SECURITY_PROTOCOLS, Listener
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
@@ -137,6 +138,10 @@ class NetworkServer:
         except OSError as exc:
             raise OSError(exc.errno, f"cannot listen on {listener.uri()} "
                           f"({exc.strerror or exc})") from exc
+        for sock in sockets:
+            # Accepted connections inherit the listener's receive buffer (and the window
+            # scale it implies); the send buffer is set on each (Kafka's Acceptor).
+            apply_buffer_sizes(sock.socket, receive_bytes=self.settings.receive_buffer_bytes)
         sockname = sockets[0].socket.getsockname()
         self._addresses[listener.name] = (sockname[0], sockname[1])
         logger.info("listening on %s (%s:%d)", listener.name, sockname[0], sockname[1])
@@ -148,6 +153,7 @@ class NetworkServer:
             stream = await sock.accept()
             try:
                 peer = stream.socket.getpeername()
+                apply_buffer_sizes(stream.socket, send_bytes=self.settings.send_buffer_bytes)
             except OSError:
                 await trio.aclose_forcefully(stream)
                 continue

@@ -22,6 +22,10 @@ class ServerSettings:
     # (Kafka's connection.failed.authentication.delay.ms, KIP-306), unless the client
     # closes first: it slows password guessing and lets the client read the answer.
     failed_authentication_delay_s: float = 0.1
+    # SO_SNDBUF of accepted connections and SO_RCVBUF of listening sockets (which accepted
+    # ones inherit); -1 leaves the OS default and its autotuning.
+    send_buffer_bytes: int = -1
+    receive_buffer_bytes: int = -1
 
     @classmethod
     def from_config(cls, config: "ServerConfig") -> "ServerSettings":
@@ -31,4 +35,6 @@ class ServerSettings:
             max_connections=config.max_connections,
             failed_authentication_delay_s=int(
                 config.get("connection.failed.authentication.delay.ms")) / 1000.0,  # type: ignore[call-overload]
+            send_buffer_bytes=config.socket_send_buffer_bytes,
+            receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )

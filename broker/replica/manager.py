@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, Union
 
 import trio
 
@@ -42,6 +42,17 @@ class IsrSender(Protocol):
         ...
 
 
+# Waiters on a partition's (topic, partition) key are woken when what consumers may read
+# or where acks stand changes (the HW, the leadership); follower fetches also watch its
+# `appended_key`, woken by every append.
+WaitKey = Union[TopicPartition, tuple[str, int, str]]
+
+
+def appended_key(key: TopicPartition) -> tuple[str, int, str]:
+    """The purgatory key notified by each append to `key`, whether or not its HW moved."""
+    return (key[0], key[1], "appended")
+
+
 class ReplicaManager:
     """Local partitions by (topic, partition); `purgatory` wakes requests waiting on them."""
 
@@ -50,7 +61,7 @@ class ReplicaManager:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.broker_log_defaults = dict(broker_log_defaults or log_manager.broker_defaults)
-        self.purgatory: Purgatory[TopicPartition] = Purgatory()
+        self.purgatory: Purgatory[WaitKey] = Purgatory()
         self.session_lost = False
         self._partitions: dict[TopicPartition, Partition] = {}
         self._image = MetadataImage.empty()
@@ -174,11 +185,22 @@ class ReplicaManager:
         self.session_lost = lost
         if lost:
             for key in list(self._partitions):
-                self.purgatory.notify(key)
+                self.notify(key)
 
     def notify(self, key: TopicPartition) -> None:
-        """Wake requests waiting on `key` (new data, a new HW, or a leadership change)."""
+        """Wake every request waiting on `key` (a new HW, a leadership change, or new data
+        that may already be readable)."""
         self.purgatory.notify(key)
+        self.purgatory.notify(appended_key(key))
+
+    def notify_appended(self, partition: Partition, high_watermark_before: int) -> None:
+        """A leader append landed: wake the follower fetches, and the consumers and acks
+        only when the HW moved with it (an ISR of one); otherwise a follower's next fetch
+        moves it and wakes them then."""
+        if partition.high_watermark != high_watermark_before:
+            self.notify(partition.key)
+        else:
+            self.purgatory.notify(appended_key(partition.key))
 
     # -- metadata ------------------------------------------------------------------------
 

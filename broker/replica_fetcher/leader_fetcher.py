@@ -323,7 +323,8 @@ class LeaderFetcher:
                 endpoint.host, endpoint.port, client_id=f"raftka-replica-fetcher-{self.broker_id}",
                 timeout=self._settings.socket_timeout_ms / 1000,
                 security=self._settings.security, sasl=self._settings.sasl,
-                local_address=source_address_for(self._settings.local_address, endpoint.host))
+                local_address=source_address_for(self._settings.local_address, endpoint.host),
+                receive_buffer_bytes=self._settings.receive_buffer_bytes)
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
             logger.info("cannot reach leader %d at %s:%d: %s", self.leader_id, endpoint.host,
                         endpoint.port, exc)

@@ -23,6 +23,7 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
+    receive_buffer_bytes: int = 65_536    # replica.socket.receive.buffer.bytes (-1: OS's)
     local_address: str | None = None      # raftka.client.bind.address
     # How the inter-broker listener is reached (its security protocol, TLS context).
     security: ClientSecurity = PLAINTEXT
@@ -38,6 +39,7 @@ class FetcherSettings:
                    max_wait_ms=config.replica_fetch_wait_max_ms,
                    min_bytes=config.replica_fetch_min_bytes,
                    backoff_ms=config.replica_fetch_backoff_ms,
+                   receive_buffer_bytes=config.replica_socket_receive_buffer_bytes,
                    local_address=config.client_bind_address,
                    security=config.inter_broker_security,
                    sasl=inter_broker_sasl(config))

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import trio
 
 from clients.net.errors import KafkaConnectionError, TlsHandshakeError
+from clients.net.socket_buffers import OS_DEFAULT, apply_buffer_sizes
 from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings
 from clients.net.tls_context import build_context
 
@@ -59,15 +60,22 @@ PLAINTEXT = ClientSecurity()
 
 async def open_transport(host: str, port: int, security: ClientSecurity,
                          local_address: str | None = None,
+                         send_buffer_bytes: int = OS_DEFAULT,
+                         receive_buffer_bytes: int = OS_DEFAULT,
                          ) -> tuple[trio.abc.Stream, trio.socket.SocketType]:
     """A connected stream to `host:port` (TLS-wrapped and handshaken when `security` asks)
-    and its socket (for closing without a checkpoint), from `local_address` when given. The
-    caller bounds the time."""
+    and its socket (for closing without a checkpoint), from `local_address` when given, with
+    the socket buffer sizes given (-1: the OS default). The caller bounds the time."""
     try:
         tcp = await trio.open_tcp_stream(host, port, local_address=local_address)
     except OSError as exc:
         raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
     raw_socket = tcp.socket
+    try:
+        apply_buffer_sizes(raw_socket, send_buffer_bytes, receive_buffer_bytes)
+    except OSError as exc:
+        await trio.aclose_forcefully(tcp)
+        raise KafkaConnectionError(f"cannot size the socket to {host}:{port}: {exc}") from None
     if not security.uses_tls:
         return tcp, raw_socket
     assert security.ssl_context is not None

@@ -75,6 +75,28 @@ class FrameBuffer:
         size = _SIZE.unpack_from(self._buffer, 0)[0]
         return max(4 + max(size, 0) - have, 0)
 
+    def detach_frame(self, min_size: int) -> tuple[bytearray, int] | None:
+        """For a frame of at least `min_size` bytes whose size prefix arrived but not all of
+        it: a buffer of the frame's size holding the bytes received so far, and how many
+        those are; they leave this buffer, which must be empty then (nothing can follow an
+        incomplete frame). The caller receives the rest straight into it: large frames are
+        then copied once, from the socket. None otherwise.
+
+        Raises ProtocolError for a negative size prefix.
+        """
+        have = len(self._buffer) - 4
+        if have < 0:
+            return None
+        size = _SIZE.unpack_from(self._buffer, 0)[0]
+        if size < 0:
+            raise ProtocolError(f"negative response frame size {size}")
+        if size < min_size or have >= size:
+            return None
+        frame = bytearray(size)
+        frame[:have] = self._buffer[4:]
+        self._buffer.clear()
+        return frame, have
+
     def next_frame(self) -> bytes | None:
         """The next complete frame, or None if more bytes are needed.
 

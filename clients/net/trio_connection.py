@@ -20,6 +20,7 @@ from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
 from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_transport
+from clients.net.socket_buffers import OS_DEFAULT
 from clients.net.session import OutgoingRequest
 from clients.protocol import ProtocolError
 
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
+# Frames from this size up are received straight into a buffer of their own.
+_IN_PLACE_MIN = 1 << 16
 
 
 class _Pending:
@@ -59,17 +62,26 @@ class KafkaConnection(ConnectionBase):
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
+        # A large frame received in place (plaintext only: under TLS the stream decrypts):
+        # its buffer and how much of it arrived.
+        self._recv_into = (self._socket.recv_into
+                           if isinstance(stream, trio.SocketStream) else None)
+        self._partial: tuple[bytearray, int] | None = None
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None = "raftka",
                       timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
                       security: ClientSecurity = PLAINTEXT,
                       sasl: SaslCredentials | None = None,
-                      local_address: str | None = None) -> KafkaConnection:
+                      local_address: str | None = None,
+                      send_buffer_bytes: int = OS_DEFAULT,
+                      receive_buffer_bytes: int = OS_DEFAULT) -> KafkaConnection:
         """Open a TCP connection (TLS when ``security`` says so), negotiate API versions
         and (with ``sasl``) authenticate, each step within ``timeout`` seconds.
 
-        ``local_address`` (an IP address) binds the connection's source address.
+        ``local_address`` (an IP address) binds the connection's source address;
+        ``send_buffer_bytes`` / ``receive_buffer_bytes`` size the socket's buffers (-1: the
+        OS default).
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
         usable in time, ProtocolError for an undecodable answer, KafkaError for an
@@ -77,8 +89,9 @@ class KafkaConnection(ConnectionBase):
         """
         try:
             with trio.fail_after(timeout):
-                stream, sock = await open_transport(host, port, security,
-                                                    local_address=local_address)
+                stream, sock = await open_transport(
+                    host, port, security, local_address=local_address,
+                    send_buffer_bytes=send_buffer_bytes, receive_buffer_bytes=receive_buffer_bytes)
         except trio.TooSlowError:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:g} s") from None
@@ -175,7 +188,7 @@ class KafkaConnection(ConnectionBase):
         """Read one frame and hand it to the oldest pending request."""
         while True:
             try:
-                frame = self._frames.next_frame()
+                frame = self._complete_frame()
             except ProtocolError as exc:
                 await self._fail_with(exc)
                 return
@@ -183,14 +196,13 @@ class KafkaConnection(ConnectionBase):
                 break
             self._check_open()
             try:
-                data = await self._stream.receive_some(self._receive_size())
+                received = await self._receive_more()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 await self._fail(f"receiving from {self.host}:{self.port} failed: {exc!r}")
                 return
-            if not data:
+            if not received:
                 await self._fail(f"{self.host}:{self.port} closed the connection")
                 return
-            self._frames.feed(data)
         if not self._pending:
             await self._fail_with(ProtocolError(
                 f"{self.host}:{self.port} sent a response to no request"))
@@ -198,6 +210,34 @@ class KafkaConnection(ConnectionBase):
         pending = self._pending.popleft()
         # A caller abandoned by an outer cancel scope leaves its slot; the frame is dropped.
         pending.complete(frame, None)
+
+    def _complete_frame(self) -> bytes | bytearray | None:
+        """The next frame if it has fully arrived. A large frame (a fetch answer) whose size
+        is known is then received in place, into a buffer of its own size."""
+        partial = self._partial
+        if partial is not None:
+            if partial[1] < len(partial[0]):
+                return None
+            self._partial = None
+            return partial[0]
+        frame = self._frames.next_frame()
+        if frame is None and self._recv_into is not None:
+            self._partial = self._frames.detach_frame(_IN_PLACE_MIN)
+        return frame
+
+    async def _receive_more(self) -> int:
+        """Receive what the socket has for the frame being read; 0 when the peer closed.
+        The state lives on the connection: a reader cancelled here loses nothing."""
+        partial = self._partial
+        if partial is None:
+            data = await self._stream.receive_some(self._receive_size())
+            self._frames.feed(data)
+            return len(data)
+        assert self._recv_into is not None
+        frame, filled = partial
+        received = await self._recv_into(memoryview(frame)[filled:])
+        self._partial = (frame, filled + received)
+        return received
 
     async def _fail_with(self, error: ProtocolError) -> None:
         """Close after a protocol violation: the head request gets ``error``."""

@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Mapping
 
 import trio
 
+from broker.replica.manager import appended_key
 from broker.config import ServerConfig
 from broker.config.endpoints import Listener
 from broker.apis.request import Authorizer
@@ -85,9 +86,11 @@ class Broker:
 
     async def wait_until(self, predicate: Any, topic: str, partition: int = 0,
                          timeout: float = 5.0) -> None:
-        """Wait (woken by the partition's notifications) until `predicate()` holds."""
+        """Wait (woken by the partition's notifications, appends included) until
+        `predicate()` holds."""
         purgatory = self.server.replica_manager.purgatory
-        with trio.fail_after(timeout), purgatory.watch([(topic, partition)]) as waiter:
+        keys = [(topic, partition), appended_key((topic, partition))]
+        with trio.fail_after(timeout), purgatory.watch(keys) as waiter:
             while not predicate():
                 await waiter.wait()
 

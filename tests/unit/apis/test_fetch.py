@@ -123,6 +123,36 @@ async def test_long_poll_is_woken_by_an_append(tmp_path):
         await consumer.aclose()
 
 
+async def test_consumer_long_poll_is_woken_by_the_high_watermark_not_the_append(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t", replicas=(1, 2))
+        consumer, producer, follower = [await broker.connect() for _ in range(3)]
+        purgatory = broker.server.replica_manager.purgatory
+        result: dict = {}
+        async with trio.open_nursery() as nursery:
+            async def poll() -> None:
+                result["response"] = await consumer.request(
+                    ApiKey.FETCH, fetch_body("t", max_wait_ms=10_000, min_bytes=1))
+
+            nursery.start_soon(poll)
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            with purgatory.watch([("t", 0)]) as consumer_side:
+                response = await producer.request(
+                    ApiKey.PRODUCE, produce_body("t", batch([b"held"]), acks=1))
+                assert only_partition(response)["error_code"] == 0
+                # The append left the HW where it was: consumers were not woken.
+                assert not await consumer_side.wait(trio.current_time())
+                await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+                assert "response" not in result
+                # The follower's fetch past the record moves the HW: that wakes them.
+                await follower.request(ApiKey.FETCH, {
+                    **fetch_body("t", 1), "replica_id": 2})
+                assert await consumer_side.wait(trio.current_time())
+        assert values_of(partition_of(result["response"])["records"]) == [(0, b"held")]
+        for conn in (consumer, producer, follower):
+            await conn.aclose()
+
+
 async def test_long_poll_times_out_after_max_wait(tmp_path):
     async with running_broker(tmp_path) as broker:
         broker.create_topic("t")

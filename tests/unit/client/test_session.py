@@ -116,3 +116,15 @@ def test_parse_bootstrap_servers_accepts(spec: str, expected: list[tuple[str, in
 def test_parse_bootstrap_servers_rejects(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_bootstrap_servers(spec)
+
+
+def test_frame_buffer_detaches_a_large_incomplete_frame_with_its_received_part() -> None:
+    frames = FrameBuffer()
+    frames.feed(struct.pack(">i", 10) + b"abc")
+    assert frames.detach_frame(min_size=11) is None  # smaller frames stay buffered
+    frame, filled = frames.detach_frame(min_size=10)
+    assert (bytes(frame[:filled]), len(frame)) == (b"abc", 10)
+    assert frames.bytes_wanted() == 4  # the buffer gave the frame away
+    frames.feed(prefixed(b"done"))
+    assert frames.detach_frame(min_size=1) is None  # complete: next_frame's
+    assert frames.next_frame() == b"done"

@@ -208,3 +208,34 @@ async def test_a_cancelled_caller_does_not_disturb_the_others(nursery: trio.Nurs
         response = await conn.request(ApiKey.METADATA, metadata_body("kept"), timeout=5)
         assert response["topics"][0]["name"] == "kept"
         assert not conn.closed
+
+
+async def test_connect_sizes_the_socket_buffers(nursery: trio.Nursery) -> None:
+    stub = await StubBroker().start(nursery)
+    async with await KafkaConnection.connect("127.0.0.1", stub.port, send_buffer_bytes=36864,
+                                             receive_buffer_bytes=45056) as conn:
+        sock = conn._socket
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (36864, 2 * 36864)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (45056, 2 * 45056)
+
+
+async def test_large_response_is_received_in_place_across_a_cancelled_reader(
+        nursery: trio.Nursery) -> None:
+    stub = await StubBroker(handlers={ApiKey.METADATA: metadata_echo}).start(nursery)
+    names = [f"topic-{i:06d}-" + "n" * 100 for i in range(3000)]  # a ~350 KB answer
+    async with await KafkaConnection.connect("127.0.0.1", stub.port) as conn:
+        real_recv_into, in_frame = conn._recv_into, trio.Event()
+
+        async def recv_into(view: memoryview) -> int:
+            if not in_frame.is_set():
+                in_frame.set()
+                await trio.sleep_forever()  # the first reader is cancelled mid-frame
+            return await real_recv_into(view)
+
+        conn._recv_into = recv_into
+        async with trio.open_nursery() as first_reader:
+            first_reader.start_soon(conn.request, ApiKey.METADATA, metadata_body(*names))
+            await in_frame.wait()  # it is inside a frame received in place
+            first_reader.cancel_scope.cancel()
+        response = await conn.request(ApiKey.METADATA, metadata_body(*names[:2]))
+        assert [t["name"] for t in response["topics"]] == names[:2]

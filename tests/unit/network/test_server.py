@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import socket
 
 import pytest
 import trio
@@ -381,3 +382,16 @@ async def test_pinned_file_range_sends_its_segment_after_the_log_closes_it(tmp_p
     gc.collect()
     with pytest.raises(OSError):
         os.fstat(own)  # the duplicate is closed once nothing refers to the range
+
+
+async def test_socket_buffer_settings_size_accepted_connections() -> None:
+    sizes = {"send_buffer_bytes": 40960, "receive_buffer_bytes": 53248}
+    async with running_server(api_versions_router(), **sizes) as (server, address):
+        async with await connect(address) as stream:
+            await stream.send_all(api_versions_frame(1))
+            assert await read_frame(stream) is not None
+            (accepted,) = server._connections
+            sock = accepted._stream.socket
+            # Linux reports twice the size asked for (its bookkeeping overhead).
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (40960, 2 * 40960)
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (53248, 2 * 53248)
