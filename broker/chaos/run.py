@@ -133,10 +133,11 @@ async def _drive(cluster: RaftkaCluster, nemesis: Nemesis, faults: list[Fault],
             seen = workload.log.controller_seen
             controller = seen[-1][1] if seen else None
             node = resolve(fault, controller, await _leaders(cluster.bootstrap_servers))
-            started = clock()
             logger.info("injecting %s on node %d (%s)", fault.kind, node, fault.target)
             try:
                 await trio.to_thread.run_sync(nemesis.inject, fault, node)
+                # The fault begins once it is in place (iptables may wait for its lock).
+                started = clock()
                 await trio.sleep(fault.duration_s)
             finally:
                 with trio.CancelScope(shield=True):
