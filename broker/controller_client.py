@@ -99,6 +99,9 @@ class ControllerClient:
         self._backoff_max_s = retry_backoff_max_ms / 1000
         self._active_id: int | None = None
         self._leader_hint: int | None = None
+        # Voters that last timed out or refused a connection: walked last, so a cut-off
+        # old controller does not eat the next request's whole timeout too.
+        self._unreachable: set[int] = set()
         self._connections: dict[int, KafkaConnection] = {}
         self._connect_locks = {node_id: trio.Lock() for node_id in self._voters}
 
@@ -150,9 +153,10 @@ class ControllerClient:
 
     def _next_target(self, tried: set[int]) -> int | None:
         """The quorum's leader, the known controller, the hinted leader, then voters in id
-        order."""
+        order, those that last did not answer at all after the others."""
         raft_leader = self._quorum_leader() if self._quorum_leader is not None else None
-        for candidate in (raft_leader, self._active_id, self._leader_hint, *self._voters):
+        voters = sorted(self._voters, key=lambda n: n in self._unreachable)
+        for candidate in (raft_leader, self._active_id, self._leader_hint, *voters):
             if candidate is not None and candidate in self._voters and candidate not in tried:
                 return candidate
         return None
@@ -176,12 +180,16 @@ class ControllerClient:
                 response = await conn.request(api_key, body, timeout=timeout)
             except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
                 failures[node_id] = str(exc)
+                if isinstance(exc, KafkaConnectionError):
+                    self._unreachable.add(node_id)
                 await self._forget(node_id)
                 return None
         if response is None:
             failures[node_id] = f"no answer within {timeout:g} s"
+            self._unreachable.add(node_id)
             await self._forget(node_id)
             return None
+        self._unreachable.discard(node_id)
         if is_not_controller(api_key, response):
             failures[node_id] = "NOT_CONTROLLER"
             await self._forget(node_id)

@@ -75,6 +75,7 @@ class RaftQuorum:
         self._lock = threading.Lock()
         self._waiters: dict[trio.Event, trio.lowlevel.TrioToken] = {}
         self._listeners: list[Listener] = []
+        self._last_term_leader: tuple[int, str | None] = (0, None)
 
     @property
     def config(self) -> QuorumConfig:
@@ -269,6 +270,7 @@ class RaftQuorum:
     def _on_view(self, view: RaftView, progressed: bool) -> None:
         if not progressed:
             return
+        self._log_election(view)
         self._wake_all()
         with self._lock:
             listeners = list(self._listeners)
@@ -277,6 +279,19 @@ class RaftQuorum:
                 listener()
             except Exception:
                 logger.exception("quorum listener failed")
+
+    def _log_election(self, view: RaftView) -> None:
+        """One line per term and per leader found, so an election's rounds can be timed
+        from the logs (a round that fails shows as a term without a leader)."""
+        term_leader = (view.term, view.leader_address)
+        if term_leader == self._last_term_leader:
+            return
+        self._last_term_leader = term_leader
+        if view.leader_address is None:
+            logger.info("quorum term %d: no leader yet", view.term)
+        else:
+            logger.info("quorum term %d: leader %s%s", view.term, view.leader_address,
+                        " (this node)" if view.is_leader else "")
 
     def _wake_all(self) -> None:
         with self._lock:

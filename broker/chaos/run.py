@@ -36,6 +36,7 @@ TOPIC = "chaos"
 DISK_SIZE = 256 << 20
 CATCH_UP_S = 120
 MIN_CALM_S = 4.0
+IN_SYNC_S = 30.0             # longest wait for a full ISR before the next fault
 
 
 @dataclass(frozen=True)
@@ -128,15 +129,17 @@ async def _drive(cluster: RaftkaCluster, nemesis: Nemesis, faults: list[Fault],
             # The schedule's start, but never before a calm spell after the last heal (a
             # restart can take longer than the schedule allowed).
             await trio.sleep_until(max(clock.at(fault.start_s), calm_until))
+            await _wait_in_sync(cluster)
             if clock() >= settings.duration_s:
                 break
             seen = workload.log.controller_seen
             controller = seen[-1][1] if seen else None
             node = resolve(fault, controller, await _leaders(cluster.bootstrap_servers))
-            started = clock()
             logger.info("injecting %s on node %d (%s)", fault.kind, node, fault.target)
             try:
                 await trio.to_thread.run_sync(nemesis.inject, fault, node)
+                # The fault begins once it is in place (iptables may wait for its lock).
+                started = clock()
                 await trio.sleep(fault.duration_s)
             finally:
                 with trio.CancelScope(shield=True):
@@ -150,6 +153,17 @@ async def _drive(cluster: RaftkaCluster, nemesis: Nemesis, faults: list[Fault],
         await _wait_for_readers(cluster.bootstrap_servers, settings.partitions)
         workload.stop_reading.set()
     return windows
+
+
+async def _wait_in_sync(cluster: RaftkaCluster) -> None:
+    """Wait (a while) until every replica of the topic is in sync again. A fault on a
+    cluster still short of the last one's replica measures that replica's return rather
+    than the fault: with min.insync.replicas=2, an ISR of one refuses acks=all writes."""
+    try:
+        await trio.to_thread.run_sync(
+            lambda: cluster.wait_for_isr(TOPIC, 3, timeout=IN_SYNC_S))
+    except TimeoutError as exc:         # still short: the run goes on regardless
+        logger.warning("injecting the next fault with replicas out of sync: %s", exc)
 
 
 async def _leaders(bootstrap: str) -> list[int]:

@@ -34,6 +34,7 @@ class ProducerBatch:
     futures: list[tuple[DeliveryFuture, int, int]] = field(default_factory=list)
     attempts: int = 0
     retry_at_ms: float = 0.0
+    sent_to: int = -1          # the leader its last attempt went to
     in_flight: bool = False
     reserved: int = 0          # bytes counted against buffer.memory
     # (producer id, epoch, base sequence) last stamped into ``payload``, the bytes sent.
@@ -127,10 +128,14 @@ class RecordAccumulator:
     def partitions(self) -> list[TopicPartition]:
         return list(self._batches)
 
-    def _sendable_at(self, tp: TopicPartition, head: ProducerBatch, flushing: bool) -> float:
-        """When the head batch may be sent (ms on the caller's clock)."""
+    def _sendable_at(self, tp: TopicPartition, head: ProducerBatch, flushing: bool,
+                     leader: int) -> float:
+        """When the head batch may be sent (ms on the caller's clock) to ``leader``."""
         if head.attempts:
-            return head.retry_at_ms
+            # As Kafka's producer does (KIP-951): no backoff once the leader has moved,
+            # else a batch that kept meeting the old leader waits out its longest backoff
+            # after metadata names the new one.
+            return head.retry_at_ms if leader == head.sent_to else 0.0
         queue = self._batches[tp]
         # A closed builder before any attempt is a split batch: its records have lingered.
         if (flushing or self.exhausted or queue[-1] is not head
@@ -154,7 +159,7 @@ class RecordAccumulator:
             if leader is None:
                 unknown.add(tp[0])
                 continue
-            at = self._sendable_at(tp, head, flushing)
+            at = self._sendable_at(tp, head, flushing, leader.node_id)
             if at <= now_ms:
                 nodes.add(leader.node_id)
             else:
@@ -172,12 +177,12 @@ class RecordAccumulator:
         size = 0
         for tp in list(self._batches):
             head = self._head(tp)
-            if head is None or self._sendable_at(tp, head, flushing) > now_ms:
-                continue
-            if held is not None and held(tp):
+            if head is None or (held is not None and held(tp)):
                 continue
             leader = cluster.leader_for(*tp)
             if leader is None or leader.node_id != node_id:
+                continue
+            if self._sendable_at(tp, head, flushing, node_id) > now_ms:
                 continue
             batch_bytes = len(head.builder.build()) + LOG_OVERHEAD
             if taken and size + batch_bytes > max_request_size:
@@ -187,6 +192,7 @@ class RecordAccumulator:
             size += batch_bytes
             head.in_flight = True
             head.attempts += 1
+            head.sent_to = node_id
             if self.guarantee_order:
                 self._muted.add(tp)
             taken.append(head)

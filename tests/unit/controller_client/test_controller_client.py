@@ -245,3 +245,30 @@ async def test_the_quorum_leader_is_tried_before_a_silent_voter(nursery: trio.Nu
         assert response["error_code"] == 0 and channel.active_controller_id == 2
     assert cluster.heartbeats(1) == 0
     release.set()
+
+
+async def test_a_voter_that_did_not_answer_is_asked_last_next_time(
+        nursery: trio.Nursery) -> None:
+    cluster = await Cluster(leader=1).start(nursery, 1, 2)
+    release = trio.Event()
+
+    async def swallow(request: Request) -> None:
+        await release.wait()
+
+    # Controller 1 is cut off mid-session: its heartbeat times out; node 2 takes over. The
+    # next heartbeat must not spend its whole timeout on node 1 (first in id order) again.
+    cluster.stubs[1].handlers[ApiKey.BROKER_HEARTBEAT] = swallow
+    cluster.stubs[1].handlers[ApiKey.DESCRIBE_QUORUM] = swallow
+    channel = ControllerClient(cluster.voters(), "broker-7", request_timeout_ms=300,
+                               retry_backoff_ms=10, retry_backoff_max_ms=50)
+    async with channel:
+        with pytest.raises(ControllerUnavailableError, match="node 1"):
+            await channel.send(ApiKey.BROKER_HEARTBEAT, HEARTBEAT, timeout_ms=300)
+        cluster.leader = 2
+        asked_before = cluster.heartbeats(1) + len(
+            cluster.stubs[1].requests(ApiKey.DESCRIBE_QUORUM))
+        response = await channel.send(ApiKey.BROKER_HEARTBEAT, HEARTBEAT, timeout_ms=2000)
+        assert response["error_code"] == 0 and channel.active_controller_id == 2
+        assert cluster.heartbeats(1) + len(
+            cluster.stubs[1].requests(ApiKey.DESCRIBE_QUORUM)) == asked_before
+    release.set()
