@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from clients.admin.cluster import ClusterMetadata
-from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.future import DeliveryFuture
 from clients.records.batch import decode_batch
 from clients.records.builder import BatchBuilder
 from clients.records.header import LOG_OVERHEAD
@@ -53,10 +53,10 @@ class ProducerBatch:
         return self.topic, self.partition
 
     def succeed(self, base_offset: int, log_append_time_ms: int) -> None:
+        topic, partition = self.topic, self.partition
         for future, delta, timestamp in self.futures:
-            offset = base_offset + delta if base_offset >= 0 else -1
-            stamp = log_append_time_ms if log_append_time_ms >= 0 else timestamp
-            future.set_result(RecordMetadata(self.topic, self.partition, offset, stamp))
+            future.succeed(topic, partition, base_offset + delta if base_offset >= 0 else -1,
+                           log_append_time_ms if log_append_time_ms >= 0 else timestamp)
 
     def fail(self, error: BaseException) -> None:
         for future, _, _ in self.futures:
@@ -90,8 +90,11 @@ class RecordAccumulator:
         """Add a record (``size`` bytes against buffer.memory); returns its batch and
         whether that batch was newly created."""
         self.buffered_bytes += size
-        queue = self._batches.setdefault((topic, partition), deque())
-        if queue:
+        tp = (topic, partition)
+        queue = self._batches.get(tp)
+        if queue is None:
+            queue = self._batches[tp] = deque()
+        elif queue:
             last = queue[-1]
             if not last.in_flight and last.attempts == 0 and not last.builder.is_closed:
                 delta = last.builder.try_append(timestamp, key, value, headers)

@@ -136,8 +136,11 @@ class Producer:
         core.watch(future, callback)
         # Only a new batch can make one sendable (the one before it may be full); the
         # sender's own timer covers linger.ms. Waking it per record costs a scan each.
+        # A caller that never blocks would otherwise buffer everything before the sender
+        # ran: yield to it once per batch, so batches go out while records are added.
         if created:
             self._wake()
+            await trio.lowlevel.checkpoint()
         return future
 
     async def _wait_for_room(self) -> None:
