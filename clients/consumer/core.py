@@ -8,7 +8,6 @@ applies their answers. The drivers move bytes and keep time.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -38,10 +37,16 @@ class NoOffsetForPartitionError(KafkaError):
 
 @dataclass
 class _Fetched:
-    """Records fetched for one partition, returned by ``drain`` from ``records[0]`` on."""
+    """Records fetched for one partition, returned by ``drain`` from ``records[start]`` on
+    (a list and an index: ``drain`` takes slices, not one record at a time)."""
 
-    records: deque[ConsumerRecord]
+    records: list[ConsumerRecord]
     next_offset: int
+    start: int = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self.records) - self.start
 
 
 class ConsumerCore:
@@ -165,7 +170,8 @@ class ConsumerCore:
         self._check_assigned(tp)
         fetched = self._fetched.get(tp)
         if fetched is not None:
-            return fetched.records[0].offset if fetched.records else fetched.next_offset
+            return fetched.records[fetched.start].offset if fetched.pending \
+                else fetched.next_offset
         return self._positions[tp]
 
     def missing_positions(self) -> list[TopicPartition]:
@@ -280,7 +286,7 @@ class ConsumerCore:
             parsed = parse_fetched_records(tp[0], tp[1], p.get("records"), fetch_offset,
                                            verify_crc=self.config.check_crcs, aborted=aborted)
             if parsed.next_offset > fetch_offset:
-                self._fetched[tp] = _Fetched(deque(parsed.records), parsed.next_offset)
+                self._fetched[tp] = _Fetched(parsed.records, parsed.next_offset)
             elif parsed.truncated:
                 logger.warning("fetch of %s-%d at %d returned only a partial batch; "
                                "max.partition.fetch.bytes (%d) may be too small",
@@ -318,10 +324,15 @@ class ConsumerCore:
             if tp in self._paused:
                 continue
             fetched = self._fetched[tp]
-            while fetched.records and len(out) < max_records:
-                out.append(fetched.records.popleft())
-            if fetched.records:
-                self._positions[tp] = fetched.records[0].offset
+            records, start = fetched.records, fetched.start
+            end = min(start + max_records - len(out), len(records))
+            if not out and start == 0 and end == len(records):
+                out = records          # the whole fetch: no copy
+            else:
+                out += records[start:end]
+            fetched.start = end
+            if end < len(records):
+                self._positions[tp] = records[end].offset
                 break
             self._positions[tp] = fetched.next_offset
             del self._fetched[tp]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 
@@ -12,6 +13,7 @@ from clients.consumer import (
     BlockingConsumer,
     Consumer,
     ConsumerConfig,
+    ConsumerRecord,
     NoOffsetForPartitionError,
     parse_fetched_records,
 )
@@ -41,6 +43,15 @@ def test_records_before_the_fetch_offset_inside_the_first_batch_are_skipped() ->
     first = parsed.records[0]
     assert (first.key, first.value, first.headers, first.timestamp) == (
         b"k3", b"v3", (("h", b"x"),), 1003)
+
+
+def test_fetched_records_are_ordinary_frozen_consumer_records() -> None:
+    record = parse_fetched_records("t", 2, batch(0, 1), 0).records[0]
+    built = ConsumerRecord("t", 2, 0, 1000, 0, b"k0", b"v0", (("h", b"x"),))
+    assert type(record) is ConsumerRecord
+    assert record == built and hash(record) == hash(built) and repr(record) == repr(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.offset = 5  # type: ignore[misc]
 
 
 def test_partial_trailing_batch_is_ignored() -> None:
