@@ -261,11 +261,18 @@ class RecordAccumulator:
         out: list[ProducerBatch] = []
         for tp in list(self._batches):
             queue = self._batches[tp]
-            for batch in list(queue):
-                if not batch.in_flight and now_ms - batch.created_ms >= delivery_timeout_ms:
-                    queue.remove(batch)
-                    self.buffered_bytes -= batch.reserved
-                    out.append(batch)
+            # Oldest first (a split or retried batch keeps its place and creation time):
+            # stop at the first young one rather than walk a long queue on every call.
+            old = []
+            for batch in queue:
+                if now_ms - batch.created_ms < delivery_timeout_ms:
+                    break
+                if not batch.in_flight:
+                    old.append(batch)
+            for batch in old:
+                queue.remove(batch)
+                self.buffered_bytes -= batch.reserved
+            out += old
             if not queue:
                 del self._batches[tp]
         return out
