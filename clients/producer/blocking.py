@@ -95,8 +95,10 @@ class BlockingProducer:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         core = self._core
-        core.check_transaction()
-        if self.config.interceptors:
+        if core.txn is not None:
+            core.check_transaction()
+        interceptors = self.config.interceptors
+        if interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
@@ -111,7 +113,8 @@ class BlockingProducer:
         except Exception as exc:
             core.send_failed(exc)
             raise
-        core.watch(future, callback)
+        if callback is not None or interceptors:
+            core.watch(future, callback)
         # Nothing can have become sendable unless this record started a batch (the one before
         # may be full) or the time the last check named has come: skip the scan otherwise.
         if created or now >= self._next_check_ms:

@@ -36,19 +36,19 @@ class ProducerClosedError(RuntimeError):
 class TrioDeliveryFuture(DeliveryFuture):
     """A DeliveryFuture that can be awaited: ``metadata = await future``."""
 
+    # Set only when someone waits (most futures of a busy producer are never awaited), so
+    # a future is made without an __init__ of its own.
     __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        # Made only when someone waits: most futures of a busy producer are never awaited.
-        self._event: trio.Event | None = None
+    _event: trio.Event
 
     async def wait(self) -> RecordMetadata:
         if not self.done():
-            if self._event is None:
+            try:
+                event = self._event
+            except AttributeError:
                 event = self._event = trio.Event()
                 self.add_callback(lambda _: event.set())
-            await self._event.wait()
+            await event.wait()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -118,8 +118,10 @@ class Producer:
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
         core = self._core
-        core.check_transaction()
-        if self.config.interceptors:
+        if core.txn is not None:
+            core.check_transaction()
+        interceptors = self.config.interceptors
+        if interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
@@ -133,7 +135,8 @@ class Producer:
         except Exception as exc:
             core.send_failed(exc)
             raise
-        core.watch(future, callback)
+        if callback is not None or interceptors:
+            core.watch(future, callback)
         # Only a new batch can make one sendable (the one before it may be full); the
         # sender's own timer covers linger.ms. Waking it per record costs a scan each.
         # A caller that never blocks would otherwise buffer everything before the sender

@@ -10,6 +10,7 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.partitioner import partition_for_key
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
+from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from tests.unit.client.test_blocking_connection import in_thread
 from tests.unit.clients_api.stub_cluster import StubCluster
@@ -153,7 +154,12 @@ async def test_blocking_producer_sends_full_batches_and_lingered_ones_from_send(
         with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "60000",
                                "batch.size": "1000"}) as producer:
             full = [producer.send("t", b"y" * 100, partition=0) for _ in range(12)]
-            first_batch_sent = full[0].done()  # the 11th record started a new batch
+            # A record started a new batch, so send sent the full one before it (its
+            # answer is settled by a later call): the broker gets it with no flush, and
+            # only it.
+            written = wait_for(lambda: values(cluster, "t", 0), "the full batch written",
+                               timeout=5)
+            first_batch_sent = 0 < len(written) < len(full)
         with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "1",
                                "batch.size": "100000"}) as producer:
             lingered = producer.send("t", b"z", partition=0)
