@@ -70,7 +70,8 @@ class RecordAccumulator:
                  guarantee_order: bool, in_flight_per_partition: int = 1) -> None:
         self.batch_size = batch_size
         # Batches of one partition that may be in flight at once. More than one keeps its
-        # order only with idempotence, where the broker refuses a sequence gap.
+        # order across retries only with idempotence, where the broker refuses a sequence
+        # gap.
         self.in_flight_per_partition = max(in_flight_per_partition, 1)
         self.linger_ms = linger_ms
         self.compression = compression

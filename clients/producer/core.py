@@ -129,10 +129,13 @@ class ProducerCore(SequencingMixin):
         # partitioner.availability.timeout.ms); cleared when it is drained.
         self._ready_since: dict[int, float] = {}
         idempotent = config.enable_idempotence
+        # As Kafka's producer: up to max.in.flight batches of a partition in flight, so
+        # one partition is not held to a batch per round trip. Without idempotence a retry
+        # may then overtake a later batch (Kafka's documented risk of that setting).
         self.accumulator = RecordAccumulator(
             config.batch_size, config.linger_ms, config.compression,
             config.max_in_flight == 1,
-            in_flight_per_partition=config.max_in_flight if idempotent else 1)
+            in_flight_per_partition=config.max_in_flight)
         self.in_flight: dict[int, int] = {}
         self.idempotence: IdempotenceState | None = (
             IdempotenceState(config.transactional_id is not None) if idempotent else None)

@@ -10,6 +10,8 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.partitioner import partition_for_key
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
+from clients.producer.core import ProducerCore
+from clients.producer.future import DeliveryFuture
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from tests.unit.client.test_blocking_connection import in_thread
@@ -180,3 +182,25 @@ def test_config_follows_kafka_names_and_defaults() -> None:
         ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "2"})
     with pytest.raises(ConfigError, match="bootstrap.servers"):
         ProducerConfig.from_mapping({})
+
+
+def test_a_partition_keeps_up_to_max_in_flight_batches_in_flight_as_in_kafka() -> None:
+    def in_flight_after_three_batches(max_in_flight: str) -> int:
+        config = ProducerConfig.from_mapping({
+            "bootstrap.servers": "h:1", "acks": "1", "batch.size": "200", "linger.ms": "0",
+            "max.in.flight.requests.per.connection": max_in_flight})
+        assert not config.enable_idempotence  # acks=1 turns it off
+        core = ProducerCore(config)
+        core.topic_ready("t")
+        core.apply_metadata({
+            "brokers": [{"node_id": 1, "host": "h", "port": 1}],
+            "topics": [{"name": "t", "error_code": 0, "partitions": [{
+                "partition_index": 0, "leader_id": 1, "leader_epoch": 0, "replica_nodes": [1],
+                "isr_nodes": [1], "error_code": 0}]}]}, 0.0)
+        for _ in range(3):  # one batch each
+            core.append("t", b"v" * 150, None, None, 0, None, DeliveryFuture(), 0.0)
+        return sum(len(batches) for _ in range(3)
+                   for batches in core.sendable(0.0, flushing=False)[0].values())
+
+    assert in_flight_after_three_batches("5") == 3
+    assert in_flight_after_three_batches("1") == 1
