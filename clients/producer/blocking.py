@@ -253,20 +253,24 @@ class BlockingProducer:
         """Settle every Produce request whose answer has arrived, each connection's in the
         order sent; with ``wait``, first wait for the oldest (up to request.timeout.ms)."""
         waiting: set[int] = set()     # connections with an answer still to come
-        settled = []
-        for entry in self._in_flight:
+        settled = False
+        for entry in list(self._in_flight):
+            # A delivery callback may send, and so settle answers itself: skip those.
+            if entry not in self._in_flight:
+                continue
             node_id, batches, conn, outgoing = entry
             if id(conn) in waiting:
                 continue
             try:
                 response = conn.receive(outgoing, wait=wait and not settled)
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+                self._in_flight.remove(entry)
+                settled = True
                 self._core.handle_failure(node_id, batches, exc, now_ms())
-            else:
-                if response is None:
-                    waiting.add(id(conn))
-                    continue
-                self._core.handle_response(node_id, batches, response, now_ms())
-            settled.append(entry)
-        for entry in settled:
+                continue
+            if response is None:
+                waiting.add(id(conn))
+                continue
             self._in_flight.remove(entry)
+            settled = True
+            self._core.handle_response(node_id, batches, response, now_ms())

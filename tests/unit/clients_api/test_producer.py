@@ -204,3 +204,21 @@ def test_a_partition_keeps_up_to_max_in_flight_batches_in_flight_as_in_kafka() -
 
     assert in_flight_after_three_batches("5") == 3
     assert in_flight_after_three_batches("1") == 1
+
+
+async def test_a_blocking_delivery_callback_may_send(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+
+    def run() -> int:
+        with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "acks": "1",
+                               "batch.size": "300"}) as producer:
+            def resend(metadata: object, error: BaseException | None) -> None:
+                if error is None:
+                    producer.send("t", b"echo" * 30, partition=0)
+            for _ in range(20):
+                producer.send("t", b"v" * 120, partition=0, callback=resend)
+            producer.flush()  # the records the callbacks send too
+        return len(values(cluster, "t", 0))
+
+    assert await in_thread(run) == 40
