@@ -11,6 +11,7 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.client_quota_enforcement import ClientQuotaEnforcement
 from broker.apis.client_quotas import DescribeClientQuotasHandler
 from broker.apis.configs import DescribeConfigsHandler
+from broker.apis.consumer_groups import ConsumerGroupHandlers
 from broker.apis.fetch import FetchHandler
 from broker.apis.groups import GroupHandlers
 from broker.apis.log_dirs import DescribeLogDirsHandler
@@ -25,6 +26,8 @@ from broker.apis.sasl import SaslHandlers
 from broker.apis.scram import DescribeScramHandler
 from broker.apis.topic_partitions import DescribeTopicPartitionsHandler
 from broker.controller_client import ControllerClient
+from broker.group.consumer.manager import ConsumerGroupManager
+from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.coordinator import GroupCoordinator
 from broker.producer_id_manager import ProducerIdManager
 from broker.quota.manager import ClientQuotas
@@ -65,7 +68,9 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
     DescribeScramHandler(image).register(router)
     DescribeClientQuotasHandler(image).register(router)
     DescribeTopicPartitionsHandler(image, authz).register(router)
-    GroupHandlers(groups, image, transactions, authz).register(router)
+    consumer_groups = ConsumerGroupManager(ConsumerGroupSettings.from_config(config))
+    GroupHandlers(groups, image, transactions, authz, consumer_groups).register(router)
+    ConsumerGroupHandlers(groups, consumer_groups, image, authz).register(router)
     DescribeLogDirsHandler(replicas).register(router)
     if producer_ids is not None:
         InitProducerIdHandler(producer_ids, transactions, authz).register(router)

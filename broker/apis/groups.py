@@ -2,8 +2,9 @@
 (top level, per group, per partition or per coordinator key), around `GroupCoordinator`.
 
 FindCoordinator v0-4, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5,
-OffsetCommit v2-8, OffsetFetch v1-8, ListGroups v0-4, DescribeGroups v0-5, DeleteGroups v0-2,
-OffsetDelete v0.
+OffsetCommit v2-9, OffsetFetch v1-9, ListGroups v0-4, DescribeGroups v0-5, DeleteGroups v0-2,
+OffsetDelete v0. Consumer-type groups (KIP-848) answer here too: their offsets are checked
+against the member epoch, and they are listed, described and deleted beside classic ones.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ import logging
 from typing import Any, Callable, Mapping, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
+from broker.apis.consumer_groups import cluster_topics
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
-from broker.group.coordinator import GroupCoordinator
+from broker.group.consumer.manager import ConsumerGroupManager
+from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
+from broker.group.consumer.model import GroupState as ConsumerGroupState
+from broker.group.coordinator import GroupCoordinator, wall_clock_ms
 from broker.group.offsets import requested_partitions
 from broker.group.responses import join_body, sync_body
 from clients.protocol import ApiKey, ErrorCode
@@ -45,11 +50,17 @@ class GroupHandlers:
     def __init__(self, coordinator: GroupCoordinator,
                  image: Callable[[], MetadataImage] | None = None,
                  transactions: TransactionCoordinatorFinder | None = None,
-                 authz: Authorization = ALLOW_ALL) -> None:
+                 authz: Authorization = ALLOW_ALL,
+                 consumer_groups: ConsumerGroupManager | None = None) -> None:
         self.coordinator = coordinator
+        self._consumer_groups = consumer_groups
         self._image = image
         self._transactions = transactions
         self._authz = authz
+
+    def _consumer_group(self, group_id: str) -> bool:
+        """Whether `group_id` is a consumer-type (KIP-848) group of this coordinator."""
+        return self._consumer_groups is not None and group_id in self._consumer_groups.groups
 
     def _group_allowed(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return self._authz.allowed(ctx, operation, ResourceType.GROUP, group_id)
@@ -152,6 +163,13 @@ class GroupHandlers:
         code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
         if code:
             return join_group_error(body, version, code)
+        if self._consumer_group(body.get("group_id") or ""):
+            assert self._consumer_groups is not None
+            if self._consumer_groups.groups[body["group_id"]].members:
+                # Kafka lets classic members into a consumer group only under its migration
+                # policy, which Raftka does not have.
+                return join_group_error(body, version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            del self._consumer_groups.groups[body["group_id"]]  # empty: it becomes classic
         response = await self.coordinator.join_group(
             body, client_id=request.client_id or "", client_host=client_host(ctx),
             require_known_member_id=version >= 4)
@@ -197,6 +215,14 @@ class GroupHandlers:
     async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         body = request.body
         code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+        if not code and self._consumer_group(body.get("group_id") or ""):
+            assert self._consumer_groups is not None
+            code = self._consumer_groups.validate_commit(
+                body["group_id"], body.get("member_id") or "",
+                int(body.get("generation_id_or_member_epoch", -1)), request.api_version)
+            # The member was checked against its epoch; the offsets land as a simple commit.
+            body = {**body, "generation_id_or_member_epoch": -1, "member_id": "",
+                    "group_instance_id": None}
         if code:
             return offset_commit_error(body, request.api_version, code)
         readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
@@ -223,6 +249,11 @@ class GroupHandlers:
             groups = []
             for group in body.get("groups") or ():
                 code = self._group_error(ctx, AclOperation.DESCRIBE, group["group_id"])
+                if not code and self._consumer_group(group["group_id"]):
+                    assert self._consumer_groups is not None
+                    code = self._consumer_groups.validate_fetch(
+                        group["group_id"], group.get("member_id"),
+                        int(group.get("member_epoch", -1)))
                 topics = [] if code else self._fetch_offsets(
                     ctx, group["group_id"], group.get("topics"), stable)
                 groups.append({"group_id": group["group_id"], "topics": topics,
@@ -245,11 +276,31 @@ class GroupHandlers:
         code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.coordinator.is_loading
                 else ErrorCode.NONE)
         groups = self.coordinator.engine.list_groups(states)
+        if self._consumer_groups is not None:
+            groups = self._with_consumer_groups(groups, states)
         if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
             visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
                                                 (g["group_id"] for g in groups))
             groups = [g for g in groups if g["group_id"] in visible]
         return {"throttle_time_ms": 0, "error_code": int(code), "groups": groups}
+
+    def _with_consumer_groups(self, listed: list[dict[str, Any]],
+                              states: Any) -> list[dict[str, Any]]:
+        """ListGroups entries with consumer groups as Kafka lists them (protocol type
+        "consumer", their own states) in place of the offsets they share an id with."""
+        assert self._consumer_groups is not None
+        if self._image is not None:
+            self._consumer_groups.expire(wall_clock_ms(), cluster_topics(self._image()))
+        served = {g: group for g, group in self._consumer_groups.groups.items()
+                  if self.coordinator.coordinator_error(g) == ErrorCode.NONE}
+        wanted = {s.lower() for s in states}
+        out = [g for g in listed if g["group_id"] not in served]
+        for group_id, group in served.items():
+            state = group.state().value
+            if not wanted or state.lower() in wanted:
+                out.append({"group_id": group_id, "protocol_type": CONSUMER_GROUP_PROTOCOL_TYPE,
+                            "group_state": state})
+        return out
 
     async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         described = []
@@ -257,6 +308,11 @@ class GroupHandlers:
             code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
+                continue
+            if self._consumer_group(group_id):
+                # Kafka's DescribeGroups (v0-5) finds no classic group: reported Dead.
+                described.append({**_described_error(group_id, 0),
+                                  "group_state": ConsumerGroupState.DEAD.value})
                 continue
             entry = self.coordinator.engine.describe(group_id)
             if request.body.get("include_authorized_operations"):
@@ -269,6 +325,12 @@ class GroupHandlers:
         results = []
         for group_id in request.body.get("groups_names") or ():
             code = self._group_error(ctx, AclOperation.DELETE, group_id)
+            if not code and self._consumer_group(group_id):
+                assert self._consumer_groups is not None
+                code = self._consumer_groups.delete(group_id)
+                if not code and group_id not in self.coordinator.engine.groups:
+                    results.append({"group_id": group_id, "error_code": 0})
+                    continue
             if not code:
                 code = await self.coordinator.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": int(code)})

@@ -116,6 +116,24 @@ def _principals(key: str, value: object) -> None:
             raise ConfigError(key, f"{principal!r} is not a principal of the form User:<name>")
 
 
+def _rebalance_protocols(key: str, value: object) -> None:
+    one_of("classic", "consumer")(key, value)
+    if "classic" not in (value or []):  # type: ignore[operator]
+        raise ConfigError(key, "must contain classic")
+
+
+# Server-side assignors of consumer groups, by name and by Kafka's class names.
+CONSUMER_ASSIGNORS = ("uniform", "range",
+                      "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                      "org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+
+
+def _consumer_assignors(key: str, value: object) -> None:
+    if not value:
+        raise ConfigError(key, "at least one assignor is required")
+    one_of(*CONSUMER_ASSIGNORS)(key, value)
+
+
 def _k(name: str, type_: str, default: str | None, doc: str,
        validator: Validator | None = None, required: bool = False) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, validator, required)
@@ -322,6 +340,17 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("group.min.session.timeout.ms", "int", "6000", "Smallest consumer session timeout."),
     _k("group.max.session.timeout.ms", "int", "1800000", "Largest consumer session timeout."),
     _k("group.max.size", "int", str(INT_MAX), "Most members in one group.", at_least(1)),
+    _k("group.coordinator.rebalance.protocols", "list", "classic,consumer",
+       "Group protocols the coordinators serve; classic is required.", _rebalance_protocols),
+    _k("group.consumer.assignors", "list", "uniform,range",
+       "Server-side assignors of consumer groups (group.protocol=consumer); the first is "
+       "the default.", _consumer_assignors),
+    _k("group.consumer.session.timeout.ms", "int", "45000",
+       "Consumer group members not heard from this long are fenced.", at_least(1)),
+    _k("group.consumer.heartbeat.interval.ms", "int", "5000",
+       "How often consumer group members heartbeat.", at_least(1)),
+    _k("group.consumer.max.size", "int", str(INT_MAX), "Most members in one consumer group.",
+       at_least(1)),
     # Transactions and producer ids.
     _k("transaction.state.log.num.partitions", "int", "50", "Partitions of the txn log.",
        at_least(1)),

@@ -14,6 +14,7 @@ keeps it alive, though: close it).
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import weakref
 from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar, cast
@@ -159,7 +160,8 @@ class BlockingConsumer:
 
     # ---- assignment ----
 
-    def subscribe(self, topics: Iterable[str], on_assign: BlockingListener | None = None,
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str],
+                  on_assign: BlockingListener | None = None,
                   on_revoke: BlockingListener | None = None) -> None:
         """Join ``group.id`` for ``topics``; listeners run during ``poll`` (see module)."""
         self._loop.run_sync(self._consumer.subscribe, topics, self._wrap(on_assign),

@@ -55,7 +55,25 @@ CONSUMER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
     ConfigKey("key.deserializer", parse_deserializer, None),
     ConfigKey("value.deserializer", parse_deserializer, None),
     ConfigKey("interceptor.classes", parse_interceptors, ()),
+    ConfigKey("group.protocol", lambda v: parse_str(v).lower(), "classic",
+              check=one_of("classic", "consumer")),
+    ConfigKey("group.remote.assignor", parse_str, None),
 )
+
+# Settings the coordinator owns under the consumer protocol: setting them is an error there,
+# as in Kafka's consumer.
+CLASSIC_ONLY_KEYS = ("partition.assignment.strategy", "session.timeout.ms",
+                     "heartbeat.interval.ms")
+
+
+def check_group_protocol(values: Mapping[str, Any], given: set[str]) -> None:
+    """ConfigError naming the key set for the other group protocol than ``group.protocol``."""
+    if values["group.protocol"] == "consumer":
+        for key in CLASSIC_ONLY_KEYS:
+            if key in given:
+                raise ConfigError(f"{key} cannot be set when group.protocol=consumer")
+    elif "group.remote.assignor" in given:
+        raise ConfigError("group.remote.assignor cannot be set when group.protocol=classic")
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,8 @@ class ConsumerConfig:
     key_deserializer: Deserializer | None = None
     value_deserializer: Deserializer | None = None
     interceptors: Sequence[Any] = ()
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None
     security: ClientSecurity = PLAINTEXT
     sasl: SaslCredentials | None = None
 
@@ -95,6 +115,9 @@ class ConsumerConfig:
     def from_mapping(cls, given: Mapping[str, Any] | None = None,
                      **overrides: Any) -> ConsumerConfig:
         values = resolve_config(CONSUMER_KEYS, given, overrides, "consumer")
+        check_group_protocol(values, {
+            name for name, value in (given or {}).items() if value is not None} | {
+            name.replace("_", ".") for name, value in overrides.items() if value is not None})
         if values["request.timeout.ms"] <= values["fetch.max.wait.ms"]:
             raise ConfigError("request.timeout.ms should be greater than fetch.max.wait.ms")
         if values["heartbeat.interval.ms"] >= values["session.timeout.ms"]:
@@ -131,5 +154,7 @@ class ConsumerConfig:
             key_deserializer=values["key.deserializer"],
             value_deserializer=values["value.deserializer"],
             interceptors=values["interceptor.classes"],
+            group_protocol=values["group.protocol"],
+            group_remote_assignor=values["group.remote.assignor"] or None,
             security=client_security(values),
         )

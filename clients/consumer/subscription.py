@@ -82,6 +82,7 @@ class SubscriptionDriver:
             if committed is None:
                 return
             m.take_assignment()
+            group.wake()    # the consumer protocol acknowledges the assignment at once
             self.core.assign(pending)
             for tp, offset in committed.items():
                 if offset is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import re
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import trio
@@ -29,6 +30,7 @@ from clients.consumer.core import (
     TopicPartition,
 )
 from clients.consumer.group.assignors import make_assignors
+from clients.consumer.group.consumer_member import ConsumerGroupMember
 from clients.consumer.group.membership import GroupMembership, GroupSettings
 from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.trio_group import GroupClient
@@ -77,8 +79,12 @@ class Consumer:
                 retry_backoff_ms=config.retry_backoff_ms,
                 request_timeout_ms=config.request_timeout_ms,
                 group_instance_id=config.group_instance_id)
-            membership = GroupMembership(settings,
-                                         make_assignors(config.partition_assignment_strategy))
+            membership: GroupMembership | ConsumerGroupMember
+            if config.group_protocol == "consumer":
+                membership = ConsumerGroupMember(settings, config.group_remote_assignor)
+            else:
+                membership = GroupMembership(
+                    settings, make_assignors(config.partition_assignment_strategy))
             self._group = GroupClient(membership, self._pool,
                                       lambda: self._core.cluster.brokers.values(),
                                       config.retry_backoff_ms)
@@ -119,9 +125,12 @@ class Consumer:
 
     # ---- assignment ----
 
-    def subscribe(self, topics: Iterable[str], on_assign: Listener | None = None,
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str],
+                  on_assign: Listener | None = None,
                   on_revoke: Listener | None = None) -> None:
-        """Join ``group.id`` and consume the partitions the group assigns from ``topics``.
+        """Join ``group.id`` and consume the partitions the group assigns from ``topics``
+        (with ``group.protocol=consumer`` also a compiled pattern, which the coordinator
+        matches against the topics, as Kafka's ``subscribe(SubscriptionPattern)``).
 
         Listeners run inside ``poll`` (and ``unsubscribe``/``close``). ``on_revoke(partitions)``
         runs before the partitions are given up and before the member rejoins (after the
@@ -137,7 +146,8 @@ class Consumer:
         if self._nursery is None:
             raise RuntimeError("subscribe needs the consumer opened with `async with`, "
                                "whose nursery runs the heartbeats")
-        names = [topics] if isinstance(topics, str) else list(topics)
+        names = topics if isinstance(topics, re.Pattern) else \
+            [topics] if isinstance(topics, str) else list(topics)
         if not names:
             raise ValueError("subscribe needs at least one topic; use unsubscribe() to stop")
         driver = self._driver

@@ -18,6 +18,7 @@ counts the assignment was computed from change (``metadata_update``).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
@@ -64,6 +65,8 @@ def coordinator_from(response: Mapping[str, Any]) -> tuple[BrokerNode | None, Er
 class GroupMembership:
     """One member's view of its group; see the module docstring for the flow."""
 
+    leave_api_key = ApiKey.LEAVE_GROUP
+
     def __init__(self, settings: GroupSettings, assignors: Sequence[Assignor]) -> None:
         if not assignors:
             raise ValueError("at least one assignor is needed")
@@ -101,7 +104,9 @@ class GroupMembership:
 
     # ---- application side ----
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str]) -> None:
+        if isinstance(topics, re.Pattern):
+            raise ValueError("subscribing by pattern needs group.protocol=consumer")
         wanted = tuple(sorted(set(topics)))
         if wanted != self.subscription:
             self.subscription = wanted
@@ -139,6 +144,10 @@ class GroupMembership:
                     self._lost or not self.cooperative):
             return list(self.owned)
         return None
+
+    def offset_fetch_member(self) -> tuple[str | None, int]:
+        """The member id and epoch OffsetFetch v9 carries: none for a classic group."""
+        return None, -1
 
     @property
     def partitions_lost(self) -> bool:
@@ -294,7 +303,8 @@ class GroupMembership:
                 "members": [{"member_id": self.member_id, "group_instance_id": None,
                              "reason": "the consumer is leaving the group"}]}
 
-    def handle_failure(self, api_key: ApiKey, now: float) -> None:
+    def handle_failure(self, api_key: ApiKey, now: float,
+                       error: BaseException | None = None) -> None:
         """The request got no answer (connection lost or timed out)."""
         self._inflight = None
         if api_key != ApiKey.FIND_COORDINATOR:

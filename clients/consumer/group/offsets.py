@@ -42,8 +42,12 @@ def classify(code: ErrorCode) -> Outcome:
         return Outcome.FIND_COORDINATOR
     if code == ErrorCode.REBALANCE_IN_PROGRESS:
         return Outcome.REJOIN
-    if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+    if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
+                ErrorCode.FENCED_MEMBER_EPOCH):
         return Outcome.RESET_AND_REJOIN
+    if code == ErrorCode.STALE_MEMBER_EPOCH:
+        # The consumer protocol: the commit's epoch is behind the member's.
+        return Outcome.REJOIN
     if code.retriable:
         return Outcome.RETRY
     return Outcome.FATAL
@@ -75,11 +79,14 @@ def offset_commit_errors(response: Mapping[str, Any]) -> dict[TopicPartition, Er
     return failed
 
 
-def offset_fetch_request(group_id: str, partitions: Iterable[TopicPartition]
+def offset_fetch_request(group_id: str, partitions: Iterable[TopicPartition],
+                         member_id: str | None = None, member_epoch: int = -1
                          ) -> dict[str, Any]:
+    """``member_id``/``member_epoch`` (v9): a member of a consumer-protocol group."""
     topics = [{"name": t, "partition_indexes": ps} for t, ps in group_by_topic(partitions).items()]
     return {"group_id": group_id, "topics": topics, "require_stable": True,
-            "groups": [{"group_id": group_id, "topics": topics}]}
+            "groups": [{"group_id": group_id, "member_id": member_id,
+                        "member_epoch": member_epoch, "topics": topics}]}
 
 
 @dataclass(frozen=True)

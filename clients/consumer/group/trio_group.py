@@ -24,6 +24,7 @@ from clients.consumer.group.coordinator_search import (
     CoordinatorSearchReport,
     coordinator_error_reason,
 )
+from clients.consumer.group.consumer_member import ConsumerGroupMember
 from clients.consumer.group.membership import GroupMembership, Send, Wait, coordinator_from
 from clients.consumer.group.offsets import (
     CommitFailedError,
@@ -59,7 +60,8 @@ def _at(ms: float | None) -> float:
 class GroupClient:
     """Drives a GroupMembership over trio; ``run`` is the background task."""
 
-    def __init__(self, membership: GroupMembership, pool: TrioConnectionPool,
+    def __init__(self, membership: GroupMembership | ConsumerGroupMember,
+                 pool: TrioConnectionPool,
                  brokers: Callable[[], Iterable[BrokerNode]], retry_backoff_ms: int) -> None:
         """``pool`` also gives the coordinator connections their client id and timeouts."""
         self.membership = membership
@@ -130,7 +132,7 @@ class GroupClient:
             self.membership.abandon(action.api_key)
             return
         if response is None:
-            self.membership.handle_failure(action.api_key, now_ms())
+            self.membership.handle_failure(action.api_key, now_ms(), failure)
         else:
             self.membership.handle_response(action.api_key, response, now_ms())
         if action.api_key == ApiKey.FIND_COORDINATOR:
@@ -242,16 +244,20 @@ class GroupClient:
             logger.debug("%s failed: %s", api_key.name, exc)
             return None
 
-    async def _until_done(self, api_key: ApiKey, body: dict[str, Any], timeout_s: float,
+    async def _until_done(self, api_key: ApiKey,
+                          body: dict[str, Any] | Callable[[], dict[str, Any]],
+                          timeout_s: float,
                           read: Callable[[dict[str, Any]], tuple[T, ErrorCode]],
                           give_up: Callable[[ErrorCode], None]) -> T:
         """Send ``body`` to the coordinator until ``read`` finds no error in the answer,
         and return what it read. On an error the coordinator is looked up again if it is
         gone (no answer counts as that), else ``give_up`` raises unless the error is worth
-        retrying; KafkaError when ``timeout_s`` passes first."""
+        retrying; KafkaError when ``timeout_s`` passes first. A callable ``body`` is built
+        again for each attempt."""
         deadline = trio.current_time() + timeout_s
         while True:
-            response = await self._coordinator_call(api_key, body, deadline)
+            response = await self._coordinator_call(
+                api_key, body() if callable(body) else body, deadline)
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             if response is not None:
                 result, code = read(response)
@@ -269,16 +275,29 @@ class GroupClient:
                      member_id: str, timeout_s: float) -> None:
         """OffsetCommit until it succeeds; CommitFailedError if the generation is stale."""
         m = self.membership
-        body = offset_commit_request(m.settings.group_id, generation_id, member_id,
-                                     m.settings.group_instance_id, offsets)
+        sent = [generation_id]      # the epoch of the latest attempt
+
+        def still_member() -> bool:
+            return isinstance(m, ConsumerGroupMember) and generation_id > 0 \
+                and m.member_id == member_id and m.member_epoch > 0
+
+        def body() -> dict[str, Any]:
+            # The consumer protocol: a commit the coordinator finds stale goes again with
+            # the epoch the member has learnt since, as Kafka's consumer retries it.
+            if still_member():
+                sent.append(m.member_epoch)
+            return offset_commit_request(m.settings.group_id, sent[-1], member_id,
+                                         m.settings.group_instance_id, offsets)
 
         def read(response: dict[str, Any]) -> tuple[None, ErrorCode]:
             return None, next(iter(offset_commit_errors(response).values()), ErrorCode.NONE)
 
         def give_up(code: ErrorCode) -> None:
             outcome = classify(code)
+            if code == ErrorCode.STALE_MEMBER_EPOCH and still_member():
+                return      # the next heartbeat brings the newer epoch
             if outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
-                m.group_error(code, "OffsetCommit", now_ms(), generation_id, member_id)
+                m.group_error(code, "OffsetCommit", now_ms(), sent[-1], member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")
@@ -294,6 +313,7 @@ class GroupClient:
         if not wanted:
             return {}
         group_id = self.membership.settings.group_id
+        member_id, member_epoch = self.membership.offset_fetch_member()
 
         def read(response: dict[str, Any]) -> tuple[FetchedOffsets, ErrorCode]:
             fetched = parse_offset_fetch(response)
@@ -304,12 +324,14 @@ class GroupClient:
                 raise KafkaError(code, f"OffsetFetch for group {group_id}")
 
         fetched = await self._until_done(ApiKey.OFFSET_FETCH,
-                                         offset_fetch_request(group_id, wanted), timeout_s,
+                                         offset_fetch_request(group_id, wanted, member_id,
+                                                              member_epoch), timeout_s,
                                          read, give_up)
         return {tp: fetched.offsets.get(tp) for tp in wanted}
 
     async def leave(self, timeout_s: float) -> None:
-        """Leave the group (dropping any request in flight); errors are only logged."""
+        """Leave the group (dropping any request in flight): LeaveGroup, or a heartbeat
+        with a leaving epoch under the consumer protocol; errors are only logged."""
         self.abandon_request()
         body = self.membership.unsubscribe()
         self.notify()
@@ -320,7 +342,7 @@ class GroupClient:
             return
         with trio.move_on_after(timeout_s):
             try:
-                await self.coordinator_request(ApiKey.LEAVE_GROUP, body)
+                await self.coordinator_request(self.membership.leave_api_key, body)
             except (*NO_ANSWER, KafkaError) as exc:
                 logger.debug("LeaveGroup failed: %s", exc)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from clients.protocol.api_keys import ApiKey
-from clients.protocol.apis import (acls, admin, client_quotas, controller, core, fetch, groups,
-                                   legacy_configs, metadata, offsets, operations, produce,
-                                   reassignments, scram, topic_partitions, transactions,
+from clients.protocol.apis import (acls, admin, client_quotas, consumer_groups, controller, core,
+                                   fetch, groups, legacy_configs, metadata, offsets, operations,
+                                   produce, reassignments, scram, topic_partitions, transactions,
                                    txn_markers)
 from clients.protocol.schema import Api
 
@@ -13,7 +13,7 @@ APIS: dict[ApiKey, Api] = {
     ApiKey(api.key): api
     for module in (core, metadata, produce, fetch, groups, offsets, admin, controller, acls,
                    operations, scram, transactions, txn_markers, reassignments,
-                   legacy_configs, client_quotas, topic_partitions)
+                   legacy_configs, client_quotas, topic_partitions, consumer_groups)
     for api in module.APIS
 }
 

@@ -16,7 +16,7 @@ from clients.protocol.schema import (
 )
 
 OFFSET_COMMIT = Api(
-    ApiKey.OFFSET_COMMIT, "OffsetCommit", (2, 8), flexible="8+",
+    ApiKey.OFFSET_COMMIT, "OffsetCommit", (2, 9), flexible="8+",
     request=(
         Field("group_id", STRING, "0+"),
         Field("generation_id_or_member_epoch", INT32, "1+", default=-1, ignorable=True),
@@ -46,7 +46,7 @@ OFFSET_COMMIT = Api(
 )
 
 OFFSET_FETCH = Api(
-    ApiKey.OFFSET_FETCH, "OffsetFetch", (1, 8), flexible="6+",
+    ApiKey.OFFSET_FETCH, "OffsetFetch", (1, 9), flexible="6+",
     request=(
         Field("group_id", STRING, "0-7"),
         Field("topics", Array(Struct("OffsetFetchRequestTopic", (
@@ -55,6 +55,8 @@ OFFSET_FETCH = Api(
         ))), "0-7", nullable="2-7"),
         Field("groups", Array(Struct("OffsetFetchRequestGroup", (
             Field("group_id", STRING, "8+"),
+            Field("member_id", STRING, "9+", nullable="9+", default=None, ignorable=True),
+            Field("member_epoch", INT32, "9+", default=-1, ignorable=True),
             Field("topics", Array(Struct("OffsetFetchRequestTopics", (
                 Field("name", STRING, "8+"),
                 Field("partition_indexes", Array(INT32), "8+"),

@@ -65,7 +65,7 @@ async def test_every_group_api_version_answers_coordinator_not_available(tmp_pat
             for version in range(low, high + 1):
                 response = await conn.request(api_key, group_request(api_key, version), version)
                 if (api_key, version) in ((ApiKey.FIND_COORDINATOR, 4), (ApiKey.OFFSET_FETCH, 1),
-                                          (ApiKey.OFFSET_FETCH, 8)):
+                                          (ApiKey.OFFSET_FETCH, 8), (ApiKey.OFFSET_FETCH, 9)):
                     del response["error_code"]  # not in this version: decoded as its default
                 codes = _codes(response)
                 assert codes and set(codes) == {ErrorCode.COORDINATOR_NOT_AVAILABLE}, (api_key, version)

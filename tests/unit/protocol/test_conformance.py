@@ -16,7 +16,7 @@ WANTED_VERSIONS: dict[str, tuple[int, int]] = {
     "ApiVersions": (0, 3), "Metadata": (0, 12), "Produce": (3, 9), "Fetch": (4, 12),
     "ListOffsets": (1, 7), "OffsetForLeaderEpoch": (2, 4), "FindCoordinator": (0, 4),
     "JoinGroup": (0, 9), "SyncGroup": (0, 5), "Heartbeat": (0, 4), "LeaveGroup": (0, 5),
-    "OffsetCommit": (2, 8), "OffsetFetch": (1, 8), "ListGroups": (0, 4),
+    "OffsetCommit": (2, 9), "OffsetFetch": (1, 9), "ListGroups": (0, 4),
     "DescribeGroups": (0, 5), "DeleteGroups": (0, 2), "OffsetDelete": (0, 0), "CreateTopics": (2, 7),
     "DeleteTopics": (1, 6), "CreatePartitions": (0, 3), "DescribeConfigs": (1, 4),
     "IncrementalAlterConfigs": (0, 1), "AlterConfigs": (0, 2), "DescribeCluster": (0, 1), "InitProducerId": (0, 4),
@@ -30,6 +30,7 @@ WANTED_VERSIONS.update({
     "AddPartitionsToTxn": (0, 5), "AddOffsetsToTxn": (0, 4), "EndTxn": (0, 4), "TxnOffsetCommit": (0, 4),
     "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
 })
+WANTED_VERSIONS.update({"ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 0)})
 WANTED_VERSIONS.update({"AlterPartitionReassignments": (0, 0), "ListPartitionReassignments": (0, 0)})
 WANTED_VERSIONS.update({
     "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeTopicPartitions": (0, 0),
