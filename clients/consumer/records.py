@@ -162,4 +162,23 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
     return ParsedFetch(out, next_offset, truncated)
 
 
-__all__ = ["ConsumerRecord", "CorruptRecordError", "ParsedFetch", "parse_fetched_records"]
+def fetched_next_offset(data: bytes | memoryview | None, fetch_offset: int) -> int:
+    """The offset after the last complete batch of ``data`` (where the next fetch starts),
+    read from batch headers alone: the records are decoded later, when they are needed."""
+    if not data:
+        return fetch_offset
+    view = memoryview(data)
+    end = len(view)
+    pos = 0
+    next_offset = fetch_offset
+    while pos < end:
+        size = peek_batch_size(view, pos)
+        if size is None or size < BATCH_HEADER_SIZE or pos + size > end:
+            break
+        next_offset = max(next_offset, parse_header(view, pos).next_offset)
+        pos += size
+    return next_offset
+
+
+__all__ = ["ConsumerRecord", "CorruptRecordError", "ParsedFetch", "fetched_next_offset",
+           "parse_fetched_records"]

@@ -17,6 +17,7 @@ from clients.consumer import (
     NoOffsetForPartitionError,
     parse_fetched_records,
 )
+from clients.consumer.core import ConsumerCore
 from clients.records.batch import LOG_APPEND_TIME, Record, encode_batch
 from clients.records.control import COMMIT, encode_end_txn_batch
 from clients.records.errors import CorruptRecordError
@@ -209,6 +210,41 @@ async def test_blocking_consumer_reads_both_partitions(nursery: trio.Nursery) ->
             return sorted((r.partition, r.offset) for r in out)
 
     assert await in_thread(run) == [(p, o) for p in (0, 1) for o in range(8)]
+
+
+def test_fetching_runs_one_answer_ahead_and_a_seek_drops_it() -> None:
+    core = ConsumerCore(ConsumerConfig.from_mapping({"bootstrap.servers": "x:1"}))
+    core.assign([("t", 0)])
+    core.seek(("t", 0), 0)
+    core.apply_metadata({"brokers": [{"node_id": 1, "host": "h", "port": 1}], "topics": [{
+        "name": "t", "error_code": 0, "partitions": [{
+            "partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1],
+            "error_code": 0}]}]}, 0)
+
+    def fetch_offset() -> int | None:
+        requests = core.fetch_requests(0)
+        if not requests:
+            return None
+        assert core.fetch_requests(0) == {}     # one Fetch per broker in flight
+        return requests[1]["topics"][0]["partitions"][0]["fetch_offset"]
+
+    def answer(offset: int, data: bytes) -> bool:
+        core.fetch_finished(1)
+        return core.handle_fetch(
+            {"topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": offset}]}]},
+            {"error_code": 0, "responses": [{"topic": "t", "partitions": [{
+                "partition_index": 0, "error_code": 0, "records": data}]}]})
+
+    assert fetch_offset() == 0 and answer(0, batch(0, 3))
+    assert fetch_offset() == 3 and answer(3, batch(3, 2))      # ahead of the first answer
+    assert fetch_offset() is None                               # two answers held
+    assert core.position(("t", 0)) == 0
+    assert [r.offset for r in core.drain(4)] == [0, 1, 2, 3]
+    assert core.position(("t", 0)) == 4
+    assert fetch_offset() == 5
+    assert not answer(4, batch(4, 1))                           # stale: dropped
+    core.seek(("t", 0), 1)
+    assert not core.has_buffered() and fetch_offset() == 1
 
 
 def test_a_blocking_consumer_dropped_without_close_ends_its_thread() -> None:
