@@ -288,6 +288,11 @@ class RecordAccumulator:
         for queue in list(self._batches.values()):
             yield from list(queue)
 
+    def backlogged(self, topic: str, partition: int) -> bool:
+        """Whether the partition has full batches waiting beyond those allowed in flight."""
+        queue = self._batches.get((topic, partition))
+        return queue is not None and len(queue) > self.in_flight_per_partition + 1
+
     def queue_sizes(self, topic: str) -> dict[int, int]:
         """Batches queued per partition of ``topic`` (the adaptive partitioner's load)."""
         return {p: len(q) for (t, p), q in self._batches.items() if t == topic}

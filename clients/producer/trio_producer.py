@@ -29,6 +29,11 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 logger = logging.getLogger(__name__)
 
 
+# Extra scheduler rounds a send that started a batch gives the sender while full batches
+# of its partition queue up.
+_CATCH_UP_YIELDS = 6
+
+
 class ProducerClosedError(RuntimeError):
     """``send`` was called on a closed producer."""
 
@@ -130,8 +135,8 @@ class Producer:
                 await self._wait_for_topic(topic)
             if not core.has_room():
                 await self._wait_for_room()
-            _, created = core.append(topic, value, key, headers, partition, timestamp,
-                                     future, now_ms())
+            batch, created = core.append(topic, value, key, headers, partition, timestamp,
+                                         future, now_ms())
         except Exception as exc:
             core.send_failed(exc)
             raise
@@ -140,10 +145,17 @@ class Producer:
         # Only a new batch can make one sendable (the one before it may be full); the
         # sender's own timer covers linger.ms. Waking it per record costs a scan each.
         # A caller that never blocks would otherwise buffer everything before the sender
-        # ran: yield to it once per batch, so batches go out while records are added.
+        # ran: yield to it once per batch, so batches go out while records are added, and
+        # a few times more while full batches queue up (answers to settle, requests to
+        # start: each takes a scheduler round).
         if created:
             self._wake()
             await trio.lowlevel.checkpoint()
+            backlogged = core.accumulator.backlogged
+            for _ in range(_CATCH_UP_YIELDS):
+                if not backlogged(batch.topic, batch.partition):
+                    break
+                await trio.lowlevel.checkpoint()
         return future
 
     async def _wait_for_room(self) -> None:
