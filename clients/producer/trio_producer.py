@@ -28,10 +28,10 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
-
-# Extra scheduler rounds a send that started a batch gives the sender while full batches
-# of its partition queue up.
-_CATCH_UP_YIELDS = 6
+# The longest a send that starts a batch waits for a backlogged partition's queue to drain
+# (never longer than linger.ms): bounded, so a slow or unreachable broker only slows sends
+# down until buffer.memory takes over.
+_MAX_CATCH_UP_MS = 5
 
 
 class ProducerClosedError(RuntimeError):
@@ -75,6 +75,7 @@ class Producer:
         self._flushing = 0
         self._closed = False
         self._metadata_lock = trio.Lock()
+        self._catch_up_s = min(max(config.linger_ms, 1), _MAX_CATCH_UP_MS) / 1000
         self._transactions = TrioTransactions(self._core, self._pool, self.flush, self._wake)
 
     # ---- transactions (with transactional.id) ----
@@ -146,17 +147,23 @@ class Producer:
         # sender's own timer covers linger.ms. Waking it per record costs a scan each.
         # A caller that never blocks would otherwise buffer everything before the sender
         # ran: yield to it once per batch, so batches go out while records are added, and
-        # a few times more while full batches queue up (answers to settle, requests to
-        # start: each takes a scheduler round).
+        # wait while full batches queue up beyond what may be in flight.
         if created:
             self._wake()
             await trio.lowlevel.checkpoint()
-            backlogged = core.accumulator.backlogged
-            for _ in range(_CATCH_UP_YIELDS):
-                if not backlogged(batch.topic, batch.partition):
-                    break
-                await trio.lowlevel.checkpoint()
+            if core.accumulator.backlogged(batch.topic, batch.partition):
+                await self._catch_up(batch.topic, batch.partition)
         return future
+
+    async def _catch_up(self, topic: str, partition: int) -> None:
+        """Let the sender catch up with a partition whose full batches queue up: parked
+        until answers drain the queue (a bounded time), where yielding round after round
+        would spend the CPU the sender and the broker need."""
+        backlogged = self._core.accumulator.backlogged
+        with trio.move_on_after(self._catch_up_s):
+            while backlogged(topic, partition):
+                changed = self._changed
+                await changed.wait()
 
     async def _wait_for_room(self) -> None:
         with trio.move_on_after(self.config.max_block_ms / 1000):

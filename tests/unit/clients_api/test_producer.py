@@ -130,6 +130,30 @@ async def test_unknown_topic_times_out_after_max_block(nursery: trio.Nursery) ->
     assert "not present in metadata" in str(info.value)
 
 
+async def test_sends_return_while_a_partition_cannot_drain(nursery: trio.Nursery) -> None:
+    # A send that starts a batch waits for its backlogged partition only briefly (not
+    # linger.ms, not until an answer): with no answer ever coming, sends keep returning.
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+
+    async def never_answer(request: object) -> None:
+        await trio.sleep_forever()
+
+    # The producer is left by cancellation: flushing what is never answered would hang.
+    with trio.CancelScope() as leave:
+        async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000,
+                                 batch_size=200) as p:
+            await p.partitions_for("t")
+            cluster.brokers[1].handlers[ApiKey.PRODUCE] = never_answer
+            with trio.fail_after(5):
+                futures = [await p.send("t", b"z" * 100, partition=0) for _ in range(100)]
+            assert not any(f.done() for f in futures)
+            assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 1
+            leave.cancel()
+            await trio.lowlevel.checkpoint()
+    assert leave.cancelled_caught
+
+
 async def test_blocking_producer_sends_on_flush(nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 2)
     cluster.add_topic("t", leaders=[2, 1])
