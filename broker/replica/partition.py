@@ -191,7 +191,12 @@ class Partition:
         return not self.log.producer_state.has_ongoing_txn(producer_id)
 
     def start_verification(self, producer_id: int) -> VerificationGuard:
-        guard = self._verification_guards[producer_id] = VerificationGuard(producer_id)
+        """The producer's current guard, or a new one. Shared, as Kafka's verification
+        state entry is: a producer may have several Produce requests for the partition in
+        flight, and a later one must not void the guard of an earlier one."""
+        guard = self._verification_guards.get(producer_id)
+        if guard is None:
+            guard = self._verification_guards[producer_id] = VerificationGuard(producer_id)
         return guard
 
     def end_verification(self, guard: VerificationGuard) -> None:

@@ -89,7 +89,11 @@ class TrioConnectionPool:
     async def request(self, node: BrokerNode, api_key: int, body: dict[str, Any],
                       version: int | None = None) -> dict[str, Any]:
         """One request to ``node``; KafkaConnectionError drops the connection and re-raises."""
-        conn = await self.connection(node)
+        # An open connection is used without the connect lock's scheduler round (the
+        # request is a checkpoint of its own).
+        conn = self._connections.get(node.node_id)
+        if conn is None or conn.closed:
+            conn = await self.connection(node)
         try:
             return await conn.request(api_key, body, version, timeout=self.request_timeout_s)
         except KafkaConnectionError:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Iterable, Mapping
 
 from clients.records.batch import CREATE_TIME, LOG_APPEND_TIME, decode_batch
 from clients.records.control import ABORT, decode_control_record
 from clients.records.errors import CorruptRecordError
-from clients.records.header import BATCH_HEADER_SIZE, peek_batch_size
+from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_size
 from clients.records.record import Header
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,40 @@ class ConsumerRecord:
     @property
     def timestamp_type_name(self) -> str:
         return TIMESTAMP_TYPE_NAMES.get(self.timestamp_type, "NoTimestampType")
+
+
+# The fields the fetch path sets, in the order of ``_record_maker``'s arguments.
+_DECODED_FIELDS = ("topic", "partition", "timestamp_type", "offset", "timestamp", "key",
+                   "value", "headers")
+
+
+def _record_maker(topic: str, partition: int,
+                  timestamp_type: int) -> Callable[..., ConsumerRecord]:
+    """A maker of ConsumerRecords from (offset, timestamp, key, value, headers) for the
+    batch decoder: the frozen dataclass's ``__init__`` goes through ``object.__setattr__``
+    for every field, which costs more than decoding the record, so the slots are set
+    directly (fields added later get their defaults)."""
+    new = object.__new__
+    set_topic, set_partition, set_type, set_offset, set_timestamp, set_key, set_value, \
+        set_headers = (getattr(ConsumerRecord, name).__set__ for name in _DECODED_FIELDS)
+    defaults = [(getattr(ConsumerRecord, f.name).__set__, f.default)
+                for f in fields(ConsumerRecord) if f.name not in _DECODED_FIELDS]
+
+    def make(offset: int, timestamp: int, key: bytes | None, value: bytes | None,
+             headers: tuple[Header, ...]) -> ConsumerRecord:
+        record = new(ConsumerRecord)
+        set_topic(record, topic)
+        set_partition(record, partition)
+        set_type(record, timestamp_type)
+        set_offset(record, offset)
+        set_timestamp(record, timestamp)
+        set_key(record, key)
+        set_value(record, value)
+        set_headers(record, headers)
+        for setter, default in defaults:
+            setter(record, default)
+        return record
+    return make
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +125,23 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
     out: list[ConsumerRecord] = []
     truncated = False
     filter_ = AbortedFilter(aborted) if aborted is not None else None
+    makers: dict[int, Callable[..., ConsumerRecord]] = {}
     while pos < end:
         size = peek_batch_size(view, pos)
         if size is None or size < BATCH_HEADER_SIZE or pos + size > end:
             truncated = True
             break
-        batch = decode_batch(view, pos, verify_crc=verify_crc)
+        header = parse_header(view, pos)
+        if header.is_control:
+            batch = decode_batch(view, pos, verify_crc=verify_crc)
+        else:
+            # Data batches decode straight into ConsumerRecords, in one pass.
+            timestamp_type = LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME
+            make = makers.get(timestamp_type)
+            if make is None:
+                make = makers[timestamp_type] = _record_maker(topic, partition, timestamp_type)
+            batch = decode_batch(view, pos, verify_crc=verify_crc, make=make)
         pos += size
-        header = batch.header
         if header.next_offset <= next_offset:
             continue
         if filter_ is not None:
@@ -111,17 +154,31 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
                 next_offset = header.next_offset
                 continue
         if not header.is_control:
-            timestamp_type = LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME
-            for record in batch.records:
-                offset = record.offset
-                assert offset is not None
-                if offset < next_offset:
-                    continue
-                out.append(ConsumerRecord(topic, partition, offset, record.timestamp,
-                                          timestamp_type, record.key, record.value,
-                                          tuple(record.headers)))
+            records = batch.records
+            if header.base_offset < next_offset:
+                records = [r for r in records if r.offset >= next_offset]
+            out.extend(records)
         next_offset = header.next_offset
     return ParsedFetch(out, next_offset, truncated)
 
 
-__all__ = ["ConsumerRecord", "CorruptRecordError", "ParsedFetch", "parse_fetched_records"]
+def fetched_next_offset(data: bytes | memoryview | None, fetch_offset: int) -> int:
+    """The offset after the last complete batch of ``data`` (where the next fetch starts),
+    read from batch headers alone: the records are decoded later, when they are needed."""
+    if not data:
+        return fetch_offset
+    view = memoryview(data)
+    end = len(view)
+    pos = 0
+    next_offset = fetch_offset
+    while pos < end:
+        size = peek_batch_size(view, pos)
+        if size is None or size < BATCH_HEADER_SIZE or pos + size > end:
+            break
+        next_offset = max(next_offset, parse_header(view, pos).next_offset)
+        pos += size
+    return next_offset
+
+
+__all__ = ["ConsumerRecord", "CorruptRecordError", "ParsedFetch", "fetched_next_offset",
+           "parse_fetched_records"]

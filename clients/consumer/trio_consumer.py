@@ -1,7 +1,10 @@
 """The trio consumer: ``async with Consumer(config) as consumer: ...``.
 
 ``poll`` returns buffered records, or fetches from every assigned partition's leader at
-once (one Fetch per broker) until records arrive or the timeout passes. Partitions come
+once (one Fetch per broker) until records arrive or the timeout passes. Fetches run in
+background tasks and one answer ahead (see ``clients.consumer.core``): a partition's next
+Fetch goes out when an answer arrives and when ``poll`` hands records out, so the broker
+reads while the application works. Partitions come
 from ``assign`` or, with ``group.id``, from ``subscribe``: then a background task in the
 consumer's own nursery keeps the membership alive (heartbeats) between polls, while
 revoking, taking on an assignment and rebalance listeners happen in ``poll``, as in Kafka's
@@ -101,6 +104,7 @@ class Consumer:
         self._closed = False
         self._wakeup_requested = False
         self._poll_scope: trio.CancelScope | None = None
+        self._fetch_ended = trio.Event()       # set whenever a Fetch ends; renewed by poll
         self._last_async_commit = trio.Event()
         self._last_async_commit.set()
         # Finished asynchronous commits whose callbacks run at the next poll/commit/close.
@@ -410,7 +414,10 @@ class Consumer:
                 await self._driver.step()
             records = self._core.drain(limit)
             if records:
+                self._send_fetches(self.config.fetch_max_wait_ms)
                 return records
+            if self._fetch_ended.is_set():
+                self._fetch_ended = trio.Event()
             if not self._core.assignment:
                 if self._subscribed:
                     assert self._group is not None and self._driver is not None
@@ -425,12 +432,10 @@ class Consumer:
             await self._update_positions()
             self._core.raise_errors()
             remaining_ms = max((deadline - trio.current_time()) * 1000, 0)
-            requests = self._core.fetch_requests(
-                int(min(self.config.fetch_max_wait_ms, math.floor(remaining_ms))))
-            if requests:
-                async with trio.open_nursery() as nursery:
-                    for node_id, body in requests.items():
-                        nursery.start_soon(self._fetch, node_id, body)
+            self._send_fetches(int(min(self.config.fetch_max_wait_ms, math.floor(remaining_ms))))
+            if self._core.fetching:
+                with trio.move_on_at(deadline):
+                    await self._fetch_ended.wait()
             elif remaining_ms > 0:
                 await trio.sleep(min(self.config.retry_backoff_ms, remaining_ms) / 1000)
             if trio.current_time() >= deadline and not self._core.has_buffered():
@@ -596,13 +601,31 @@ class Consumer:
                 continue
             self._core.handle_list_offsets(response)
 
+    def _send_fetches(self, max_wait_ms: int) -> None:
+        """Start a Fetch in the background to each broker with none in flight."""
+        if self._closed or self._nursery is None:
+            return
+        for node_id, body in self._core.fetch_requests(max_wait_ms).items():
+            self._spawn(self._fetch, node_id, body)
+
     async def _fetch(self, node_id: int, body: dict[str, Any]) -> None:
-        node = self._core.cluster.brokers[node_id]
+        progressed = False
         try:
+            node = self._core.cluster.brokers.get(node_id)
+            if node is None:       # gone from the metadata since the request was built
+                self._core.needs_metadata = True
+                return
             response = await self._pool.request(node, ApiKey.FETCH, body)
+            progressed = self._core.handle_fetch(body, response)
         except (KafkaConnectionError, ProtocolError) as exc:
             logger.debug("Fetch from broker %d failed: %s", node_id, exc)
             self._core.needs_metadata = True
             self._core.read_replicas.clear_node(node_id)
-            return
-        self._core.handle_fetch(body, response)
+        except KafkaError as exc:
+            self._core.add_error(exc)
+        finally:
+            self._core.fetch_finished(node_id)
+            self._fetch_ended.set()
+        if progressed:
+            # Ask for the records after these while they wait to be handed out.
+            self._send_fetches(self.config.fetch_max_wait_ms)

@@ -1,14 +1,19 @@
 """`BlockingKafkaConnection`: the same request API over a plain blocking socket.
 
-For CLI tools and test code: no threads, no event loop, one request at a time.
+For CLI tools, test code and the blocking producer: no threads, no event loop. ``request``
+sends one request and waits for its answer; ``send`` and ``receive`` let a caller keep
+several requests in flight.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import time
-from typing import Any
+from collections import deque
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
@@ -47,6 +52,10 @@ class BlockingKafkaConnection(ConnectionBase):
                  sasl: SaslCredentials | None = None) -> None:
         super().__init__(host, port, client_id)
         self.timeout = timeout
+        # Requests from ``send`` still awaiting an answer, oldest first, and answers read
+        # ahead of the one a caller waited for, by correlation id.
+        self._unanswered: deque[OutgoingRequest] = deque()
+        self._answers: dict[int, bytes] = {}
         self._sock = open_blocking_socket(host, port, security, timeout)
         try:
             request = self._session.api_versions_request()
@@ -80,6 +89,39 @@ class BlockingKafkaConnection(ConnectionBase):
             self._mark_closed("undecodable response")
             raise
 
+    def send(self, api_key: int, body: dict[str, Any],
+             version: int | None = None) -> OutgoingRequest:
+        """Send one request without waiting for its answer; ``receive`` collects it.
+        Requests may pile up (a pipeline); the broker answers them in order."""
+        self._check_open()
+        outgoing = self._session.build_request(api_key, body, version)
+        with self._failures(outgoing):
+            self._sock.settimeout(self.timeout)
+            self._sock.sendall(outgoing.data)
+            if outgoing.expects_response:
+                self._unanswered.append(outgoing)
+        return outgoing
+
+    def receive(self, outgoing: OutgoingRequest, wait: bool = True) -> dict[str, Any] | None:
+        """The answer to a request from ``send`` ({} when none is expected). With ``wait``
+        False only bytes already here are read, and None means "not complete yet";
+        otherwise it waits up to the connection's timeout. Raises as ``request``."""
+        if not outgoing.expects_response:
+            return {}
+        frame = self._answers.pop(outgoing.correlation_id, None)
+        if frame is None:
+            self._check_open()
+            deadline = time.monotonic() + self.timeout if wait else None
+            with self._failures(outgoing):
+                frame = self._frame_for(outgoing, deadline)
+            if frame is None:
+                return None
+        try:
+            return self._session.parse_response(outgoing, frame)
+        except ProtocolError:
+            self._mark_closed("undecodable response")
+            raise
+
     def close(self) -> None:
         self._mark_closed("connection closed by the client")
 
@@ -98,17 +140,44 @@ class BlockingKafkaConnection(ConnectionBase):
     def _exchange(self, outgoing: OutgoingRequest) -> bytes | None:
         # One deadline for the whole request: sending, then every recv of the response.
         deadline = time.monotonic() + self.timeout
-        try:
+        with self._failures(outgoing):
             self._sock.settimeout(self.timeout)
             self._sock.sendall(outgoing.data)
             if not outgoing.expects_response:
                 return None
-            while (frame := self._frames.next_frame()) is None:
-                data = recv_by(self._sock, self._receive_size(), deadline)
+            return self._frame_for(outgoing, deadline)
+        return None  # not reached: _failures raises
+
+    def _frame_for(self, outgoing: OutgoingRequest, deadline: float | None) -> bytes | None:
+        """Read until the frame answering ``outgoing`` is complete; answers to earlier
+        pipelined requests (they come first) are kept for ``receive``. Without a
+        ``deadline``, only reads what has already arrived: None when that is not enough."""
+        while True:
+            frame = self._frames.next_frame()
+            if frame is None:
+                if deadline is not None:
+                    data = recv_by(self._sock, self._receive_size(), deadline)
+                else:
+                    self._sock.settimeout(0.0)
+                    try:
+                        data = self._sock.recv(self._receive_size())
+                    except (BlockingIOError, ssl.SSLWantReadError):
+                        return None
                 if not data:
                     raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
                 self._frames.feed(data)
-            return frame
+                continue
+            owner = self._unanswered.popleft() if self._unanswered else outgoing
+            if owner is outgoing:
+                return frame
+            self._answers[owner.correlation_id] = frame
+
+    @contextmanager
+    def _failures(self, outgoing: OutgoingRequest) -> Iterator[None]:
+        """Close the connection on any failure of the exchange, raising the error the
+        request API promises."""
+        try:
+            yield
         except TimeoutError:
             reason = self._timeout_reason(outgoing, self.timeout)
             self._mark_closed(reason)

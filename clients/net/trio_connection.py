@@ -166,7 +166,14 @@ class KafkaConnection(ConnectionBase):
         return pending.result
 
     async def _send(self, outgoing: OutgoingRequest) -> _Pending | None:
-        async with self._send_lock:
+        lock = self._send_lock
+        # Uncontended, take the lock without the scheduler round ``acquire`` costs: the
+        # write below is a checkpoint anyway.
+        if lock.locked():
+            await lock.acquire()
+        else:
+            lock.acquire_nowait()
+        try:
             self._check_open()
             try:
                 await self._stream.send_all(outgoing.data)
@@ -183,6 +190,8 @@ class KafkaConnection(ConnectionBase):
             pending = _Pending(outgoing)
             self._pending.append(pending)
             return pending
+        finally:
+            lock.release()
 
     async def _receive_one(self) -> None:
         """Read one frame and hand it to the oldest pending request."""

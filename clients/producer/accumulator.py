@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from clients.admin.cluster import ClusterMetadata
-from clients.producer.future import DeliveryFuture, RecordMetadata
+from clients.producer.future import DeliveryFuture
 from clients.records.batch import decode_batch
 from clients.records.builder import BatchBuilder
 from clients.records.header import LOG_OVERHEAD
@@ -54,10 +54,10 @@ class ProducerBatch:
         return self.topic, self.partition
 
     def succeed(self, base_offset: int, log_append_time_ms: int) -> None:
+        topic, partition = self.topic, self.partition
         for future, delta, timestamp in self.futures:
-            offset = base_offset + delta if base_offset >= 0 else -1
-            stamp = log_append_time_ms if log_append_time_ms >= 0 else timestamp
-            future.set_result(RecordMetadata(self.topic, self.partition, offset, stamp))
+            future.succeed(topic, partition, base_offset + delta if base_offset >= 0 else -1,
+                           log_append_time_ms if log_append_time_ms >= 0 else timestamp)
 
     def fail(self, error: BaseException) -> None:
         for future, _, _ in self.futures:
@@ -71,7 +71,8 @@ class RecordAccumulator:
                  guarantee_order: bool, in_flight_per_partition: int = 1) -> None:
         self.batch_size = batch_size
         # Batches of one partition that may be in flight at once. More than one keeps its
-        # order only with idempotence, where the broker refuses a sequence gap.
+        # order across retries only with idempotence, where the broker refuses a sequence
+        # gap.
         self.in_flight_per_partition = max(in_flight_per_partition, 1)
         self.linger_ms = linger_ms
         self.compression = compression
@@ -91,8 +92,11 @@ class RecordAccumulator:
         """Add a record (``size`` bytes against buffer.memory); returns its batch and
         whether that batch was newly created."""
         self.buffered_bytes += size
-        queue = self._batches.setdefault((topic, partition), deque())
-        if queue:
+        tp = (topic, partition)
+        queue = self._batches.get(tp)
+        if queue is None:
+            queue = self._batches[tp] = deque()
+        elif queue:
             last = queue[-1]
             if not last.in_flight and last.attempts == 0 and not last.builder.is_closed:
                 delta = last.builder.try_append(timestamp, key, value, headers)
@@ -264,11 +268,18 @@ class RecordAccumulator:
         out: list[ProducerBatch] = []
         for tp in list(self._batches):
             queue = self._batches[tp]
-            for batch in list(queue):
-                if not batch.in_flight and now_ms - batch.created_ms >= delivery_timeout_ms:
-                    queue.remove(batch)
-                    self.buffered_bytes -= batch.reserved
-                    out.append(batch)
+            # Oldest first (a split or retried batch keeps its place and creation time):
+            # stop at the first young one rather than walk a long queue on every call.
+            old = []
+            for batch in queue:
+                if now_ms - batch.created_ms < delivery_timeout_ms:
+                    break
+                if not batch.in_flight:
+                    old.append(batch)
+            for batch in old:
+                queue.remove(batch)
+                self.buffered_bytes -= batch.reserved
+            out += old
             if not queue:
                 del self._batches[tp]
         return out
@@ -282,6 +293,11 @@ class RecordAccumulator:
     def __iter__(self) -> Iterator[ProducerBatch]:
         for queue in list(self._batches.values()):
             yield from list(queue)
+
+    def backlogged(self, topic: str, partition: int) -> bool:
+        """Whether the partition has full batches waiting beyond those allowed in flight."""
+        queue = self._batches.get((topic, partition))
+        return queue is not None and len(queue) > self.in_flight_per_partition + 1
 
     def queue_sizes(self, topic: str) -> dict[int, int]:
         """Batches queued per partition of ``topic`` (the adaptive partitioner's load)."""

@@ -3,18 +3,24 @@
 There is no background sender: ``send`` sends whatever batches are ready (full, or older
 than ``linger.ms``) before returning, and ``flush``/``close``/``future.get()`` send the
 rest. Records can therefore sit in a batch until the next call; call ``flush`` when a
-record must go out now.
+record must go out now. Produce requests are not waited for: up to
+``max.in.flight.requests.per.connection`` per broker stay in flight while ``send`` adds
+records, and their answers are settled by later calls.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from typing import Any, Iterable, Mapping
 
 from clients.admin.cluster import metadata_request
 from clients.admin.connections import BlockingConnectionPool
 from clients.net import KafkaConnectionError
+from clients.net.blocking_connection import BlockingKafkaConnection
+from clients.net.session import OutgoingRequest
+from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
 from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
 from clients.producer.blocking_transactions import BlockingTransactions
@@ -57,6 +63,10 @@ class BlockingProducer:
                                             security=config.security, sasl=config.sasl)
         self._closed = False
         self._next_check_ms = 0.0  # when send() must next look for sendable batches
+        # Produce requests sent and not yet answered, oldest first: the producer keeps
+        # adding records while the broker works (up to max.in.flight per broker).
+        self._in_flight: deque[tuple[int, list[ProducerBatch], BlockingKafkaConnection,
+                                     OutgoingRequest]] = deque()
         self._transactions = BlockingTransactions(self._core, self._pool, self.flush)
 
     # ---- transactions (with transactional.id); see the trio Producer ----
@@ -85,8 +95,10 @@ class BlockingProducer:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         core = self._core
-        core.check_transaction()
-        if self.config.interceptors:
+        if core.txn is not None:
+            core.check_transaction()
+        interceptors = self.config.interceptors
+        if interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = BlockingDeliveryFuture(self)
@@ -103,11 +115,16 @@ class BlockingProducer:
         except Exception as exc:
             core.send_failed(exc)
             raise
-        core.watch(future, callback)
+        if callback is not None or interceptors:
+            core.watch(future, callback)
         # Nothing can have become sendable unless this record started a batch (the one before
         # may be full) or the time the last check named has come: skip the scan otherwise.
         if created or now >= self._next_check_ms:
             wait_ms = self._send_ready(flushing=False)
+            if self._in_flight:
+                # Answers free in-flight slots: look for them again after linger.ms.
+                linger = max(self.config.linger_ms, 1)
+                wait_ms = linger if wait_ms is None else min(wait_ms, linger)
             self._next_check_ms = math.inf if wait_ms is None else now_ms() + wait_ms
         return future
 
@@ -120,6 +137,9 @@ class BlockingProducer:
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 return
+            if self._in_flight:
+                self._collect(wait=True)
+                continue
             # Only retried batches in backoff (or unknown leaders) remain: wait them out.
             pause = self.config.retry_backoff_ms if wait_ms is None else wait_ms
             if deadline is not None:
@@ -162,6 +182,9 @@ class BlockingProducer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._core.buffer_exhausted()
+            if self._in_flight:
+                self._collect(wait=True)
+                continue
             # Only batches in retry backoff (or without a leader) hold the memory now.
             pause = self.config.retry_backoff_ms if not wait_ms else wait_ms
             time.sleep(min(pause / 1000, remaining))
@@ -206,8 +229,10 @@ class BlockingProducer:
         return self._core.apply_producer_id(response) is None
 
     def _send_ready(self, flushing: bool) -> float | None:
-        """Send each ready leader its batches, one request at a time; returns the ms until
-        more may become ready."""
+        """Settle the answers that have arrived, then send each ready leader its batches
+        without waiting for the answer; returns the ms until more may become ready."""
+        if self._in_flight:
+            self._collect(wait=False)
         if self._core.metadata_due(now_ms()):
             self._refresh_metadata()
         if self._core.needs_producer_id and not self._init_producer_id():
@@ -220,9 +245,36 @@ class BlockingProducer:
             try:
                 if node is None:
                     raise KafkaConnectionError(f"broker {node_id} left the metadata")
-                response = self._pool.request(node, ApiKey.PRODUCE, body)
+                conn = self._pool.connection(node)
+                outgoing = conn.send(ApiKey.PRODUCE, body)
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
                 self._core.handle_failure(node_id, batches, exc, now_ms())
             else:
-                self._core.handle_response(node_id, batches, response, now_ms())
+                self._in_flight.append((node_id, batches, conn, outgoing))
         return 0.0 if ready else wait_ms
+
+    def _collect(self, wait: bool) -> None:
+        """Settle every Produce request whose answer has arrived, each connection's in the
+        order sent; with ``wait``, first wait for the oldest (up to request.timeout.ms)."""
+        waiting: set[int] = set()     # connections with an answer still to come
+        settled = False
+        for entry in list(self._in_flight):
+            # A delivery callback may send, and so settle answers itself: skip those.
+            if entry not in self._in_flight:
+                continue
+            node_id, batches, conn, outgoing = entry
+            if id(conn) in waiting:
+                continue
+            try:
+                response = conn.receive(outgoing, wait=wait and not settled)
+            except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
+                self._in_flight.remove(entry)
+                settled = True
+                self._core.handle_failure(node_id, batches, exc, now_ms())
+                continue
+            if response is None:
+                waiting.add(id(conn))
+                continue
+            self._in_flight.remove(entry)
+            settled = True
+            self._core.handle_response(node_id, batches, response, now_ms())

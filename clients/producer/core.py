@@ -79,8 +79,11 @@ def now_ms() -> float:
     return time.monotonic() * 1000.0
 
 
+_wall_clock = time.time
+
+
 def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
+    return int(_wall_clock() * 1000)
 
 
 def as_bytes(value: bytes | bytearray | memoryview | str | None) -> bytes | None:
@@ -126,10 +129,13 @@ class ProducerCore(SequencingMixin):
         # partitioner.availability.timeout.ms); cleared when it is drained.
         self._ready_since: dict[int, float] = {}
         idempotent = config.enable_idempotence
+        # As Kafka's producer: up to max.in.flight batches of a partition in flight, so
+        # one partition is not held to a batch per round trip. Without idempotence a retry
+        # may then overtake a later batch (Kafka's documented risk of that setting).
         self.accumulator = RecordAccumulator(
             config.batch_size, config.linger_ms, config.compression,
             config.max_in_flight == 1,
-            in_flight_per_partition=config.max_in_flight if idempotent else 1)
+            in_flight_per_partition=config.max_in_flight)
         self.in_flight: dict[int, int] = {}
         self.idempotence: IdempotenceState | None = (
             IdempotenceState(config.transactional_id is not None) if idempotent else None)
@@ -273,31 +279,44 @@ class ProducerCore(SequencingMixin):
         """Serialize, partition and batch one record (the topic's metadata must be known,
         and ``has_room`` checked); returns its batch and whether that batch was started by
         this record."""
+        # Once per record: plain bytes without serializers or headers take the shortest
+        # path, and the topic's partition count is looked up once.
         config = self.config
         if config.key_serializer is not None:
             key = config.key_serializer(topic, key)
         if config.value_serializer is not None:
             value = config.value_serializer(topic, value)
-        key_b, value_b = as_bytes(key), as_bytes(value)
+        if key is not None and type(key) is not bytes:
+            key = as_bytes(key)
+        if value is not None and type(value) is not bytes:
+            value = as_bytes(value)
+        size = _RECORD_OVERHEAD_BOUND
+        if key is not None:
+            size += len(key)
+        if value is not None:
+            size += len(value)
         if headers:
             header_t = normalise_headers(headers)
-            size = estimate_record_size(key_b, value_b, header_t)
+            size = estimate_record_size(key, value, header_t)
         else:
             header_t = ()
-            size = _RECORD_OVERHEAD_BOUND + len(key_b or b"") + len(value_b or b"")
         if size > config.max_request_size or size > config.buffer_memory:
             limit = ("max.request.size", config.max_request_size) \
                 if size > config.max_request_size else ("buffer.memory", config.buffer_memory)
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
         count = self._counts[topic]
-        chosen = self.choose_partition(topic, key_b, partition, count)
+        sticky = partition is None and (key is None or config.ignore_keys)
+        if partition is not None and 0 <= partition < count:
+            chosen = partition
+        else:
+            chosen = self.choose_partition(topic, key, partition, count)
         if self.txn is not None:
             self.txn.add_partition((topic, chosen))
-        stamp = wall_clock_ms() if timestamp is None else int(timestamp)
-        batch, created = self.accumulator.append(topic, chosen, stamp, key_b, value_b, header_t,
+        stamp = int(_wall_clock() * 1000) if timestamp is None else int(timestamp)
+        batch, created = self.accumulator.append(topic, chosen, stamp, key, value, header_t,
                                                  future, now, size)
-        if partition is None and (key_b is None or config.ignore_keys):
+        if sticky:
             partitioner = self.partitioner
             if partitioner.needs_switch(topic, size):
                 queues = self.accumulator.queue_sizes(topic) if partitioner.adaptive else None

@@ -24,13 +24,17 @@ class DeliveryFuture:
     outcome is known (immediately if it already is).
     """
 
-    __slots__ = ("_result", "_error", "_done", "_callbacks")
+    __slots__ = ("_result", "_error", "_done", "_callbacks", "_landed")
 
     def __init__(self) -> None:
         self._result: RecordMetadata | None = None
         self._error: BaseException | None = None
         self._done = False
-        self._callbacks: list[Callable[[DeliveryFuture], None]] = []
+        # Most futures of a busy producer get no callback: the list is made on the first.
+        self._callbacks: list[Callable[[DeliveryFuture], None]] | None = None
+        # (topic, partition, offset, timestamp) from ``succeed``: the RecordMetadata is
+        # made when someone asks for it, not for every acknowledged record.
+        self._landed: tuple[str, int, int, int] | None = None
 
     def done(self) -> bool:
         return self._done
@@ -48,17 +52,30 @@ class DeliveryFuture:
             raise RuntimeError("the record has not been acknowledged yet")
         if self._error is not None:
             raise self._error
-        assert self._result is not None
+        if self._result is None:
+            assert self._landed is not None
+            self._result = RecordMetadata(*self._landed)
         return self._result
 
     def add_callback(self, callback: Callable[[DeliveryFuture], None]) -> None:
         if self._done:
             callback(self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
         else:
             self._callbacks.append(callback)
 
     def set_result(self, metadata: RecordMetadata) -> None:
         self._complete(metadata, None)
+
+    def succeed(self, topic: str, partition: int, offset: int, timestamp: int) -> None:
+        """Complete with the RecordMetadata of these fields (made lazily)."""
+        if self._done:
+            return
+        self._landed = (topic, partition, offset, timestamp)
+        self._done = True
+        if self._callbacks is not None:
+            self._run_callbacks()
 
     def set_exception(self, error: BaseException) -> None:
         self._complete(None, error)
@@ -67,6 +84,10 @@ class DeliveryFuture:
         if self._done:
             return
         self._result, self._error, self._done = result, error, True
-        callbacks, self._callbacks = self._callbacks, []
+        if self._callbacks is not None:
+            self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        callbacks, self._callbacks = self._callbacks or [], None
         for callback in callbacks:
             callback(self)

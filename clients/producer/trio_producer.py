@@ -28,6 +28,11 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
 
+# The longest a send that starts a batch waits for a backlogged partition's queue to drain
+# (never longer than linger.ms): bounded, so a slow or unreachable broker only slows sends
+# down until buffer.memory takes over.
+_MAX_CATCH_UP_MS = 5
+
 
 class ProducerClosedError(RuntimeError):
     """``send`` was called on a closed producer."""
@@ -36,19 +41,19 @@ class ProducerClosedError(RuntimeError):
 class TrioDeliveryFuture(DeliveryFuture):
     """A DeliveryFuture that can be awaited: ``metadata = await future``."""
 
+    # Set only when someone waits (most futures of a busy producer are never awaited), so
+    # a future is made without an __init__ of its own.
     __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        # Made only when someone waits: most futures of a busy producer are never awaited.
-        self._event: trio.Event | None = None
+    _event: trio.Event
 
     async def wait(self) -> RecordMetadata:
         if not self.done():
-            if self._event is None:
+            try:
+                event = self._event
+            except AttributeError:
                 event = self._event = trio.Event()
                 self.add_callback(lambda _: event.set())
-            await self._event.wait()
+            await event.wait()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -70,6 +75,7 @@ class Producer:
         self._flushing = 0
         self._closed = False
         self._metadata_lock = trio.Lock()
+        self._catch_up_s = min(max(config.linger_ms, 1), _MAX_CATCH_UP_MS) / 1000
         self._transactions = TrioTransactions(self._core, self._pool, self.flush, self._wake)
 
     # ---- transactions (with transactional.id) ----
@@ -118,8 +124,10 @@ class Producer:
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
         core = self._core
-        core.check_transaction()
-        if self.config.interceptors:
+        if core.txn is not None:
+            core.check_transaction()
+        interceptors = self.config.interceptors
+        if interceptors:
             topic, value, key, headers, partition, timestamp = core.intercept(
                 topic, value, key, headers, partition, timestamp)
         future = TrioDeliveryFuture()
@@ -130,17 +138,34 @@ class Producer:
                 await self._wait_for_topic(topic)
             if not core.has_room():
                 await self._wait_for_room(blocked_since)
-            _, created = core.append(topic, value, key, headers, partition, timestamp,
-                                     future, now_ms())
+            batch, created = core.append(topic, value, key, headers, partition, timestamp,
+                                         future, now_ms())
         except Exception as exc:
             core.send_failed(exc)
             raise
-        core.watch(future, callback)
+        if callback is not None or interceptors:
+            core.watch(future, callback)
         # Only a new batch can make one sendable (the one before it may be full); the
         # sender's own timer covers linger.ms. Waking it per record costs a scan each.
+        # A caller that never blocks would otherwise buffer everything before the sender
+        # ran: yield to it once per batch, so batches go out while records are added, and
+        # wait while full batches queue up beyond what may be in flight.
         if created:
             self._wake()
+            await trio.lowlevel.checkpoint()
+            if core.accumulator.backlogged(batch.topic, batch.partition):
+                await self._catch_up(batch.topic, batch.partition)
         return future
+
+    async def _catch_up(self, topic: str, partition: int) -> None:
+        """Let the sender catch up with a partition whose full batches queue up: parked
+        until answers drain the queue (a bounded time), where yielding round after round
+        would spend the CPU the sender and the broker need."""
+        backlogged = self._core.accumulator.backlogged
+        with trio.move_on_after(self._catch_up_s):
+            while backlogged(topic, partition):
+                changed = self._changed
+                await changed.wait()
 
     async def _wait_for_room(self, blocked_since: float | None = None) -> None:
         # As in Kafka, max.block.ms bounds the metadata wait and this one together.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from clients.records import compression as _compression
 from clients.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -31,7 +31,7 @@ from clients.records.header import (
     crc32c,
     parse_header,
 )
-from clients.records.record import Record, decode_records, encode_record
+from clients.records.record import Record, RecordMaker, decode_records, encode_record
 
 __all__ = [
     "CREATE_TIME",
@@ -79,8 +79,10 @@ def decode_batch(
     *,
     verify_crc: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    make: RecordMaker[Any] = Record,
 ) -> RecordBatch:
-    """Decode the batch starting at ``pos`` in ``buf``.
+    """Decode the batch starting at ``pos`` in ``buf``; ``make`` builds each record (see
+    ``decode_records``; the batch's ``records`` are then what it returns).
 
     Raises CorruptRecordError for malformed data (including a failed CRC when ``verify_crc``
     and records beyond ``max_decompressed_size`` once decompressed) and
@@ -103,7 +105,8 @@ def decode_batch(
         data = bytes(section)
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
     records = decode_records(
-        data, header.records_count, header.base_offset, header.base_timestamp, log_append_time
+        data, header.records_count, header.base_offset, header.base_timestamp, log_append_time,
+        make,
     )
     return RecordBatch(header, records)
 

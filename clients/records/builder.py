@@ -95,11 +95,24 @@ class BatchBuilder:
         headers: Sequence[Header] = (),
     ) -> int | None:
         """Append and return the record's offset delta, or None if the batch has no room."""
-        self._check_open()
-        encoded = self._encode(timestamp, key, value, headers)
-        if self._parts and self._size + len(encoded) > self.max_bytes:
+        # Runs once per produced record: the record is encoded straight into the batch's
+        # parts and measured from its encoding, with no helper calls in between.
+        if self._built is not None:
+            raise ValueError("batch already built")
+        parts = self._parts
+        delta = len(parts)
+        base = self._base_timestamp
+        if base is None:
+            base = self._base_timestamp = timestamp
+        encoded = encode_record(delta, timestamp - base, key, value, headers)
+        size = self._size + len(encoded)
+        if delta and size > self.max_bytes:
             return None
-        return self._add(timestamp, encoded)
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        parts.append(encoded)
+        self._size = size
+        return delta
 
     def append(
         self,

@@ -21,12 +21,13 @@ produce and fetch paths never come here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence, TypeVar, overload
 
 from clients.records.errors import CorruptRecordError
 from clients.varint import VarintError, decode_unsigned_varint, encode_unsigned_varint
 
 Header = tuple[str, bytes | None]
+T = TypeVar("T")
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 # Zig-zag varints of values up to 2**14 (two bytes) are looked up instead of computed.
@@ -125,19 +126,36 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
+# Makes one decoded record from (offset, timestamp, key, value, headers).
+RecordMaker = Callable[[int, int, "bytes | None", "bytes | None", "tuple[Header, ...]"], T]
+
+
+@overload
+def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                   log_append_time: int | None = None) -> list[Record]: ...
+
+
+@overload
+def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                   log_append_time: int | None, make: RecordMaker[T]) -> list[T]: ...
+
+
 def decode_records(
     data: bytes,
     count: int,
     base_offset: int,
     base_timestamp: int,
     log_append_time: int | None = None,
-) -> list[Record]:
+    make: RecordMaker[Any] = Record,
+) -> list[Any]:
     """Decode exactly ``count`` records filling ``data`` (the decompressed records section).
 
     ``log_append_time``, when set, replaces every record's timestamp, as Kafka does for
-    LogAppendTime batches. Raises CorruptRecordError on any malformation.
+    LogAppendTime batches. ``make`` builds each record from (offset, timestamp, key, value,
+    headers): Record by default, so a consumer can build its own records in the same pass.
+    Raises CorruptRecordError on any malformation.
     """
-    records: list[Record] = []
+    records: list[Any] = []
     append = records.append
     end = len(data)
     pos = 0
@@ -225,7 +243,7 @@ def decode_records(
                     f"record declares {length} bytes but its fields use {length + pos - record_end}"
                 )
             timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time
-            append(Record(base_offset + offset_delta, timestamp, key, value, headers))
+            append(make(base_offset + offset_delta, timestamp, key, value, headers))
     except IndexError:
         raise CorruptRecordError("record runs past the end of the batch") from None
     except VarintError as exc:

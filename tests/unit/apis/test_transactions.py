@@ -188,3 +188,15 @@ async def test_a_marker_during_verification_voids_it(tmp_path):
         assert late["error_code"] == ErrorCode.INVALID_TXN_STATE
         assert not partition.log.producer_state.has_ongoing_txn(9)
         await conn.aclose()
+
+
+async def test_verifications_in_flight_together_share_their_guard(tmp_path):
+    # Two Produce requests of a transaction's first batches in flight at once (a pipelining
+    # producer): the second verification must not void the first.
+    async with running_broker(tmp_path) as broker:
+        broker.create_topic("t")
+        partition = broker.server.replica_manager.get_partition("t", 0)
+        first, second = partition.start_verification(9), partition.start_verification(9)
+        partition.append_as_leader(bytearray(txn_batch(9, 0, [b"a"])), 1, verification=first)
+        partition.append_as_leader(bytearray(txn_batch(9, 1, [b"b"])), 1, verification=second)
+        assert partition.log.log_end_offset == 2

@@ -108,3 +108,29 @@ async def test_blocking_mismatched_correlation_id(nursery: trio.Nursery) -> None
         return conn.closed
 
     assert await in_thread(run)
+
+
+async def test_blocking_pipelined_requests_keep_their_answers(nursery: trio.Nursery) -> None:
+    release = trio.Event()
+
+    async def held_metadata(request: Request) -> dict:
+        if request.body["topics"][0]["name"] == "held":
+            await release.wait()
+        return metadata_echo(request)
+
+    stub = await StubBroker(handlers={ApiKey.METADATA: held_metadata}).start(nursery)
+
+    def run() -> list[Any]:
+        with BlockingKafkaConnection("127.0.0.1", stub.port, timeout=5) as conn:
+            held = conn.send(ApiKey.METADATA, metadata_body("held"))
+            after = conn.send(ApiKey.METADATA, metadata_body("after"))
+            not_yet = conn.receive(held, wait=False)
+            trio.from_thread.run_sync(release.set)
+            # Answered last: the two answers before it are kept for receive.
+            direct = conn.request(ApiKey.METADATA, metadata_body("direct"))
+            return [not_yet, conn.receive(after), conn.receive(held), direct]
+
+    not_yet, after, held, direct = await in_thread(run)
+    assert not_yet is None
+    assert [[t["name"] for t in a["topics"]] for a in (after, held, direct)] == [
+        ["after"], ["held"], ["direct"]]

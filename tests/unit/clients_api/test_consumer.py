@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import time
@@ -13,11 +14,13 @@ from clients.consumer import (
     BlockingConsumer,
     Consumer,
     ConsumerConfig,
+    ConsumerRecord,
     NoOffsetForPartitionError,
     WakeupException,
     parse_fetched_records,
 )
 from broker.testing.waiting import wait_for
+from clients.consumer.core import ConsumerCore
 from clients.records.batch import LOG_APPEND_TIME, Record, encode_batch
 from clients.records.control import COMMIT, encode_end_txn_batch
 from clients.records.errors import CorruptRecordError
@@ -44,6 +47,15 @@ def test_records_before_the_fetch_offset_inside_the_first_batch_are_skipped() ->
     first = parsed.records[0]
     assert (first.key, first.value, first.headers, first.timestamp) == (
         b"k3", b"v3", (("h", b"x"),), 1003)
+
+
+def test_fetched_records_are_ordinary_frozen_consumer_records() -> None:
+    record = parse_fetched_records("t", 2, batch(0, 1), 0).records[0]
+    built = ConsumerRecord("t", 2, 0, 1000, 0, b"k0", b"v0", (("h", b"x"),))
+    assert type(record) is ConsumerRecord
+    assert record == built and hash(record) == hash(built) and repr(record) == repr(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.offset = 5  # type: ignore[misc]
 
 
 def test_partial_trailing_batch_is_ignored() -> None:
@@ -244,6 +256,41 @@ async def test_wakeup_from_another_thread_raises_in_poll_once(nursery: trio.Nurs
             assert consumer.position(("t", 0)) == 8
 
     await in_thread(run)
+
+
+def test_fetching_runs_one_answer_ahead_and_a_seek_drops_it() -> None:
+    core = ConsumerCore(ConsumerConfig.from_mapping({"bootstrap.servers": "x:1"}))
+    core.assign([("t", 0)])
+    core.seek(("t", 0), 0)
+    core.apply_metadata({"brokers": [{"node_id": 1, "host": "h", "port": 1}], "topics": [{
+        "name": "t", "error_code": 0, "partitions": [{
+            "partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1],
+            "error_code": 0}]}]}, 0)
+
+    def fetch_offset() -> int | None:
+        requests = core.fetch_requests(0)
+        if not requests:
+            return None
+        assert core.fetch_requests(0) == {}     # one Fetch per broker in flight
+        return requests[1]["topics"][0]["partitions"][0]["fetch_offset"]
+
+    def answer(offset: int, data: bytes) -> bool:
+        core.fetch_finished(1)
+        return core.handle_fetch(
+            {"topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": offset}]}]},
+            {"error_code": 0, "responses": [{"topic": "t", "partitions": [{
+                "partition_index": 0, "error_code": 0, "records": data}]}]})
+
+    assert fetch_offset() == 0 and answer(0, batch(0, 3))
+    assert fetch_offset() == 3 and answer(3, batch(3, 2))      # ahead of the first answer
+    assert fetch_offset() is None                               # two answers held
+    assert core.position(("t", 0)) == 0
+    assert [r.offset for r in core.drain(4)] == [0, 1, 2, 3]
+    assert core.position(("t", 0)) == 4
+    assert fetch_offset() == 5
+    assert not answer(4, batch(4, 1))                           # stale: dropped
+    core.seek(("t", 0), 1)
+    assert not core.has_buffered() and fetch_offset() == 1
 
 
 def test_a_blocking_consumer_dropped_without_close_ends_its_thread() -> None:

@@ -10,6 +10,9 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.partitioner import partition_for_key
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
+from clients.producer.core import ProducerCore
+from clients.producer.future import DeliveryFuture
+from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from tests.unit.client.test_blocking_connection import in_thread
 from tests.unit.clients_api.stub_cluster import StubCluster
@@ -169,6 +172,30 @@ async def test_unknown_topic_times_out_after_max_block(nursery: trio.Nursery) ->
     assert "not present in metadata" in str(info.value)
 
 
+async def test_sends_return_while_a_partition_cannot_drain(nursery: trio.Nursery) -> None:
+    # A send that starts a batch waits for its backlogged partition only briefly (not
+    # linger.ms, not until an answer): with no answer ever coming, sends keep returning.
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+
+    async def never_answer(request: object) -> None:
+        await trio.sleep_forever()
+
+    # The producer is left by cancellation: flushing what is never answered would hang.
+    with trio.CancelScope() as leave:
+        async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000,
+                                 batch_size=200) as p:
+            await p.partitions_for("t")
+            cluster.brokers[1].handlers[ApiKey.PRODUCE] = never_answer
+            with trio.fail_after(5):
+                futures = [await p.send("t", b"z" * 100, partition=0) for _ in range(40)]
+            assert not any(f.done() for f in futures)
+            assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 1
+            leave.cancel()
+            await trio.lowlevel.checkpoint()
+    assert leave.cancelled_caught
+
+
 async def test_blocking_producer_sends_on_flush(nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 2)
     cluster.add_topic("t", leaders=[2, 1])
@@ -195,7 +222,12 @@ async def test_blocking_producer_sends_full_batches_and_lingered_ones_from_send(
         with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "60000",
                                "batch.size": "1000"}) as producer:
             full = [producer.send("t", b"y" * 100, partition=0) for _ in range(12)]
-            first_batch_sent = full[0].done()  # the 11th record started a new batch
+            # A record started a new batch, so send sent the full one before it (its
+            # answer is settled by a later call): the broker gets it with no flush, and
+            # only it.
+            written = wait_for(lambda: values(cluster, "t", 0), "the full batch written",
+                               timeout=5)
+            first_batch_sent = 0 < len(written) < len(full)
         with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "linger.ms": "1",
                                "batch.size": "100000"}) as producer:
             lingered = producer.send("t", b"z", partition=0)
@@ -239,3 +271,43 @@ def test_config_follows_kafka_names_and_defaults() -> None:
         ProducerConfig.from_mapping({"bootstrap.servers": "h:1", "acks": "2"})
     with pytest.raises(ConfigError, match="bootstrap.servers"):
         ProducerConfig.from_mapping({})
+
+
+def test_a_partition_keeps_up_to_max_in_flight_batches_in_flight_as_in_kafka() -> None:
+    def in_flight_after_three_batches(max_in_flight: str) -> int:
+        config = ProducerConfig.from_mapping({
+            "bootstrap.servers": "h:1", "acks": "1", "batch.size": "200", "linger.ms": "0",
+            "max.in.flight.requests.per.connection": max_in_flight})
+        assert not config.enable_idempotence  # acks=1 turns it off
+        core = ProducerCore(config)
+        core.topic_ready("t")
+        core.apply_metadata({
+            "brokers": [{"node_id": 1, "host": "h", "port": 1}],
+            "topics": [{"name": "t", "error_code": 0, "partitions": [{
+                "partition_index": 0, "leader_id": 1, "leader_epoch": 0, "replica_nodes": [1],
+                "isr_nodes": [1], "error_code": 0}]}]}, 0.0)
+        for _ in range(3):  # one batch each
+            core.append("t", b"v" * 150, None, None, 0, None, DeliveryFuture(), 0.0)
+        return sum(len(batches) for _ in range(3)
+                   for batches in core.sendable(0.0, flushing=False)[0].values())
+
+    assert in_flight_after_three_batches("5") == 3
+    assert in_flight_after_three_batches("1") == 1
+
+
+async def test_a_blocking_delivery_callback_may_send(nursery: trio.Nursery) -> None:
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+
+    def run() -> int:
+        with BlockingProducer({"bootstrap.servers": cluster.bootstrap, "acks": "1",
+                               "batch.size": "300"}) as producer:
+            def resend(metadata: object, error: BaseException | None) -> None:
+                if error is None:
+                    producer.send("t", b"echo" * 30, partition=0)
+            for _ in range(20):
+                producer.send("t", b"v" * 120, partition=0, callback=resend)
+            producer.flush()  # the records the callbacks send too
+        return len(values(cluster, "t", 0))
+
+    assert await in_thread(run) == 40

@@ -61,6 +61,7 @@ def test_the_consumer_names_its_rack_and_follows_the_leaders_preference():
     (node, request), = consumer.fetch_requests(100).items()
     assert node == 1 and request["rack_id"] == "r2"
     consumer.handle_fetch(request, answer(request, preferred_read_replica=2))
+    consumer.fetch_finished(node)
     (node, request), = consumer.fetch_requests(100).items()
     assert node == 2 and consumer.position(TP) == 5
 
@@ -70,7 +71,9 @@ def test_an_error_from_the_preferred_replica_sends_the_consumer_back_to_the_lead
         consumer = core()
         request = consumer.fetch_requests(100)[1]
         consumer.handle_fetch(request, answer(request, preferred_read_replica=2))
+        consumer.fetch_finished(1)
         request = consumer.fetch_requests(100)[2]
         consumer.handle_fetch(request, answer(request, error_code=error))
+        consumer.fetch_finished(2)
         # Out of range on a follower is no reason to reset the position.
         assert list(consumer.fetch_requests(100)) == [1] and consumer.position(TP) == 5
