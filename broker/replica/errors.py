@@ -20,6 +20,13 @@ class UnknownTopicOrPartition(ReplicaError):
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+class OfflineReplica(ReplicaError):
+    """The replica's log directory failed: answered before any leadership check, as
+    Kafka's offline partitions are, whoever leads the partition now."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
 class NotLeaderOrFollower(ReplicaError):
     error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 

@@ -19,7 +19,7 @@ from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
 from broker.metrics.stats import BrokerTopicStats, ReplicaStats
 from broker.purgatory import Purgatory
-from broker.replica.errors import NotLeaderOrFollower, UnknownTopicOrPartition
+from broker.replica.errors import NotLeaderOrFollower, OfflineReplica, UnknownTopicOrPartition
 from broker.replica.partition import Partition
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
 from metadata.image import MetadataImage
@@ -99,6 +99,9 @@ class ReplicaManager:
                 raise NotLeaderOrFollower(
                     f"broker {self.broker_id} hosts no replica of {topic}-{partition}")
             raise UnknownTopicOrPartition(f"unknown partition {topic}-{partition}")
+        if local.log.offline:
+            raise OfflineReplica(f"{topic}-{partition}: its log directory on broker "
+                                 f"{self.broker_id} is offline")
         local.check_leader_epoch(current_leader_epoch)
         local.require_leader()
         if self.session_lost:

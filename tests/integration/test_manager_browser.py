@@ -486,9 +486,16 @@ def test_reassignment_started_in_the_console_completes(
         assert admin.list_partition_reassignments() == []
         ends = admin.list_offsets({(topic, p): -1 for p in range(3)})
     assert [ends[(topic, p)].offset for p in range(3)] == [10, 10, 10]
-    shown = page.locator("#moves tr[data-partition]").evaluate_all(
-        "rows => rows.map(r => r.cells[1].innerText)")
-    assert shown == [", ".join(map(str, p.replicas)) for p in partitions]
+    # The page's replicas come from a broker's metadata, which may trail the controller's
+    # answer that the moves ended by a moment: it shows the final replicas once caught up.
+    final = [", ".join(map(str, p.replicas)) for p in partitions]
+
+    def shows_final_replicas() -> bool:
+        page.reload()
+        return page.locator("#moves tr[data-partition]").evaluate_all(
+            "rows => rows.map(r => r.cells[1].innerText)") == final
+    wait_for(shows_final_replicas, "the progress page to show the final replicas", 20,
+             interval=0.5)
 
     # A plan the cluster refuses (no broker 99): Kafka's error, per partition.
     page.goto(console + f"/topics/{topic}")
