@@ -281,14 +281,18 @@ class RaftQuorum:
                 logger.exception("quorum listener failed")
 
     def _log_election(self, view: RaftView) -> None:
-        """One line per term and per leader found, so an election's rounds can be timed
-        from the logs (a round that fails shows as a term without a leader)."""
+        """A line per leader found and when a known leader is lost, so an election can be
+        timed from the logs (the terms it skipped are the rounds that failed). Further
+        leaderless terms go to debug: a node that can never reach a majority would
+        otherwise fill its log with one line a term."""
         term_leader = (view.term, view.leader_address)
         if term_leader == self._last_term_leader:
             return
+        had_leader = self._last_term_leader[1] is not None
         self._last_term_leader = term_leader
         if view.leader_address is None:
-            logger.info("quorum term %d: no leader yet", view.term)
+            logger.log(logging.INFO if had_leader else logging.DEBUG,
+                       "quorum term %d: no leader yet", view.term)
         else:
             logger.info("quorum term %d: leader %s%s", view.term, view.leader_address,
                         " (this node)" if view.is_leader else "")
