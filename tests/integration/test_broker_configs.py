@@ -16,6 +16,7 @@ from typing import Iterator
 import pytest
 
 from broker.testing.cluster import RaftkaCluster, start_cluster
+from broker.testing.waiting import wait_for
 from clients.admin import NewTopic
 from clients.protocol import ErrorCode, KafkaError
 from tests.integration.quorum_helpers import produce
@@ -53,7 +54,11 @@ def test_describe_reports_each_source(cluster: RaftkaCluster) -> None:
         finally:
             admin.incremental_alter_broker_configs(1, {"log.cleaner.threads": None})
             admin.incremental_alter_broker_configs(None, {"log.cleaner.threads": None})
-        after = admin.describe_broker_configs(1, ["log.cleaner.threads"])
+        # The deletes reach broker 1 with the next metadata it applies, a moment later.
+        after = wait_for(
+            lambda: (d := admin.describe_broker_configs(1, ["log.cleaner.threads"]))[
+                "log.cleaner.threads"].source == "DEFAULT_CONFIG" and d,
+            "broker 1 to apply the deleted configs", 20)
     threads = one["log.cleaner.threads"]
     assert (threads.value, threads.source, threads.read_only) == (
         "3", "DYNAMIC_BROKER_CONFIG", False)
