@@ -4,6 +4,7 @@ evidence that no partition is held by two members at once."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 TP = tuple[str, int]
 
@@ -46,3 +47,55 @@ class Ledger:
             for member in self.owner.values():
                 out[member] = out.get(member, 0) + 1
             return out
+
+
+def topic_partitions(partitions: Any) -> list[TP]:
+    """confluent-kafka's or kafka-python's TopicPartition objects as (topic, partition)."""
+    return [(p.topic, p.partition) for p in partitions]
+
+
+class MemberThread:
+    """A group member polling on its own thread until stopped; its callbacks report to
+    `ledger` under `name`. Subclasses implement `run(stop)`."""
+
+    def __init__(self, name: str, ledger: Ledger) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> "MemberThread":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and join the member (once); raise what ended its loop, if anything did."""
+        if self._thread.ident is None or (self._stop.is_set() and not self._thread.is_alive()):
+            return
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive(), f"{self.name} did not close"
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        try:
+            self.run(self._stop)
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def run(self, stop: threading.Event) -> None:
+        raise NotImplementedError
+
+    def healthy(self) -> bool:
+        """True, or the error that ended the member's loop early (so a wait ends)."""
+        if self.error is not None:
+            raise self.error
+        return True
+
+    def assign_cb(self, partitions: list[TP]) -> None:
+        self.ledger.assigned(self.name, partitions)
+
+    def revoke_cb(self, partitions: list[TP]) -> None:
+        self.ledger.revoked(self.name, partitions)

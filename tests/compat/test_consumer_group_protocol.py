@@ -17,7 +17,7 @@ from broker.launcher.cluster import start_node, stop_quorum
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.compat.cluster import Cluster, running_cluster
-from tests.compat.ownership import TP, Ledger
+from tests.compat.ownership import TP, Ledger, MemberThread, topic_partitions
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -37,12 +37,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield started
 
 
-class Member:
-    """A librdkafka consumer polling on its own thread; `stop` closes it (it leaves)."""
+class Member(MemberThread):
+    """A librdkafka consumer polling on its own thread from the start; `stop` closes it (it
+    leaves)."""
 
     def __init__(self, name: str, bootstrap: str, group: str, ledger: Ledger,
                  protocol: str = "consumer") -> None:
-        self.name, self.ledger = name, ledger
+        super().__init__(name, ledger)
         config: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group,
                                   "group.protocol": protocol, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest",
@@ -52,22 +53,16 @@ class Member:
         self.consumer = confluent_kafka.Consumer(config)
         self.positions: dict[TP, int] = {}
         self.commits: list[Any] = []
-        self.error: BaseException | None = None
         self._commit = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self.start()
 
-    def _tps(self, partitions: Any) -> list[TP]:
-        return [(p.topic, p.partition) for p in partitions]
-
-    def _run(self) -> None:
+    def run(self, stop: threading.Event) -> None:
         try:
             self.consumer.subscribe(
-                [TOPIC], on_assign=lambda c, p: self.ledger.assigned(self.name, self._tps(p)),
-                on_revoke=lambda c, p: self.ledger.revoked(self.name, self._tps(p)),
-                on_lost=lambda c, p: self.ledger.revoked(self.name, self._tps(p)))
-            while not self._stop.is_set():
+                [TOPIC], on_assign=lambda c, p: self.assign_cb(topic_partitions(p)),
+                on_revoke=lambda c, p: self.revoke_cb(topic_partitions(p)),
+                on_lost=lambda c, p: self.revoke_cb(topic_partitions(p)))
+            while not stop.is_set():
                 message = self.consumer.poll(0.1)
                 if message is not None and message.error() is None:
                     self.positions[(message.topic(), message.partition())] = message.offset() + 1
@@ -77,20 +72,11 @@ class Member:
                         self.commits.append(self.consumer.commit(asynchronous=False))
                     except confluent_kafka.KafkaException as exc:
                         self.commits.append(exc)
-        except BaseException as exc:  # reported by stop()
-            self.error = exc
         finally:
             self.consumer.close()
 
     def commit(self) -> None:
         self._commit.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), f"{self.name} did not close"
-        if self.error is not None:
-            raise self.error
 
 
 def _describe(cluster: Cluster, group: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from broker.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer, Consumer
 from clients.protocol import ApiKey
 from tests.compat.cluster import Cluster, running_cluster
-from tests.compat.ownership import TP, Ledger
+from tests.compat.ownership import TP, Ledger, MemberThread, topic_partitions
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -38,46 +38,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield started
 
 
-class Member:
+class Member(MemberThread):
     """A consumer polling on its own thread until stopped; ``close`` then leaves."""
 
     def __init__(self, name: str, bootstrap: str, group: str, ledger: Ledger) -> None:
-        self.name, self.bootstrap, self.group, self.ledger = name, bootstrap, group, ledger
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> "Member":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread.ident is None:
-            return
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), f"{self.name} did not close"
-        if self.error is not None:
-            raise self.error
-
-    def _run(self) -> None:
-        try:
-            self.run(self._stop)
-        except BaseException as exc:  # reported by stop()
-            self.error = exc
-
-    def run(self, stop: threading.Event) -> None:
-        raise NotImplementedError
-
-    def healthy(self) -> bool:
-        """True, or the error that ended the member's loop early (so a wait ends)."""
-        if self.error is not None:
-            raise self.error
-        return True
-
-
-def _tps(partitions: Any) -> list[TP]:
-    return [(p.topic, p.partition) for p in partitions]
+        super().__init__(name, ledger)
+        self.bootstrap, self.group = bootstrap, group
 
 
 class ConfluentMember(Member):
@@ -87,9 +53,9 @@ class ConfluentMember(Member):
             "group.protocol": "consumer", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "broker.address.family": "v4"})
         consumer.subscribe(
-            [TOPIC], on_assign=lambda c, parts: self.ledger.assigned(self.name, _tps(parts)),
-            on_revoke=lambda c, parts: self.ledger.revoked(self.name, _tps(parts)),
-            on_lost=lambda c, parts: self.ledger.revoked(self.name, _tps(parts)))
+            [TOPIC], on_assign=lambda c, parts: self.ledger.assigned(self.name, topic_partitions(parts)),
+            on_revoke=lambda c, parts: self.ledger.revoked(self.name, topic_partitions(parts)),
+            on_lost=lambda c, parts: self.ledger.revoked(self.name, topic_partitions(parts)))
         try:
             while not stop.is_set():
                 consumer.poll(0.1)

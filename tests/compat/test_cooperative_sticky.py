@@ -20,7 +20,7 @@ from clients.consumer import BlockingConsumer
 from clients.consumer.group.assignors import CooperativeStickyAssignor, MemberSubscription
 from clients.consumer.group.sticky import StickyMember, sticky_assign
 from tests.compat.cluster import Cluster
-from tests.compat.ownership import TP, Ledger
+from tests.compat.ownership import TP, Ledger, MemberThread, topic_partitions
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -28,50 +28,14 @@ kafka = pytest.importorskip("kafka")
 SETTLE_S = 60.0
 
 
-class Member:
+class Member(MemberThread):
     """One consumer polling on its own thread until stopped (then it closes, which
     revokes through its callbacks)."""
 
     def __init__(self, name: str, topics: list[str], ledger: Ledger) -> None:
-        self.name = name
+        super().__init__(name, ledger)
         self.topics = topics
-        self.ledger = ledger
         self.member_id: str | None = None
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> "Member":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if not self._thread.is_alive() and self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), f"{self.name} did not close"
-        if self.error is not None:
-            raise self.error
-
-    def _run(self) -> None:
-        try:
-            self.run(self._stop)
-        except BaseException as exc:  # reported by stop()
-            self.error = exc
-
-    def run(self, stop: threading.Event) -> None:
-        raise NotImplementedError
-
-    def assign_cb(self, partitions: list[TP]) -> None:
-        self.ledger.assigned(self.name, partitions)
-
-    def revoke_cb(self, partitions: list[TP]) -> None:
-        self.ledger.revoked(self.name, partitions)
-
-
-def _tps(partitions: Any) -> list[TP]:
-    return [(p.topic, p.partition) for p in partitions]
 
 
 class ConfluentMember(Member):
@@ -84,11 +48,11 @@ class ConfluentMember(Member):
 
         def on_assign(c: Any, parts: Any) -> None:
             self.member_id = c.memberid()
-            self.assign_cb(_tps(parts))
+            self.assign_cb(topic_partitions(parts))
 
         consumer.subscribe(self.topics, on_assign=on_assign,
-                           on_revoke=lambda c, parts: self.revoke_cb(_tps(parts)),
-                           on_lost=lambda c, parts: self.revoke_cb(_tps(parts)))
+                           on_revoke=lambda c, parts: self.revoke_cb(topic_partitions(parts)),
+                           on_lost=lambda c, parts: self.revoke_cb(topic_partitions(parts)))
         try:
             while not stop.is_set():
                 consumer.poll(0.1)
@@ -121,13 +85,13 @@ class KafkaPythonMember(Member):
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked: Any) -> None:
-                member.revoke_cb(_tps(revoked))
+                member.revoke_cb(topic_partitions(revoked))
 
             def on_partitions_assigned(self, assigned: Any) -> None:
-                member.assign_cb(_tps(assigned))
+                member.assign_cb(topic_partitions(assigned))
 
             def on_partitions_lost(self, lost: Any) -> None:
-                member.revoke_cb(_tps(lost))
+                member.revoke_cb(topic_partitions(lost))
 
         consumer = kafka.KafkaConsumer(
             bootstrap_servers=BOOTSTRAP[0], group_id=GROUP[0],
