@@ -18,8 +18,8 @@ from broker.group.consumer.heartbeat import (HeartbeatError, owned_partitions,
 from broker.group.consumer.model import (LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroup,
                                          ConsumerMember, MemberState, TopicMetadata)
-from broker.group.consumer.members import (dynamic_member, static_member, validate_commit,
-                                           validate_fetch)
+from broker.group.consumer.members import (dynamic_member, instance_member, static_member,
+                                           validate_commit, validate_fetch)
 from broker.group.consumer.persistence import group_from_state, group_state
 from broker.group.consumer.reconcile import OwnedPartitions, reconcile
 from broker.group.consumer.settings import ConsumerGroupSettings
@@ -206,14 +206,7 @@ class ConsumerGroupManager:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {group_id}.")
         else:
-            member = group.static_member(instance_id)
-            if member is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Instance id {instance_id} is unknown.")
-            if member.member_id != member_id:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                     f"Static member {member_id} with instance id "
-                                     f"{instance_id} was fenced by member {member.member_id}.")
+            member = instance_member(group, instance_id, member_id)
             if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # Leaves for a while: keeps its assignment until its session expires.
                 group.put(member.copy(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,

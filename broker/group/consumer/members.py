@@ -52,6 +52,15 @@ def static_member(group: ConsumerGroup, member_id: str, epoch: int,
             group.target[member_id] = target
         group.put(replacement)
         return replacement
+    existing = instance_member(group, instance_id, member_id)
+    check_epoch(existing, epoch, owned)
+    return existing
+
+
+def instance_member(group: ConsumerGroup, instance_id: str, member_id: str) -> ConsumerMember:
+    """The current member of `instance_id`, which must be `member_id`: UNKNOWN_MEMBER_ID
+    for an unknown instance, FENCED_INSTANCE_ID when another member holds it now."""
+    existing = group.static_member(instance_id)
     if existing is None:
         raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Instance id {instance_id} is unknown.")
@@ -59,7 +68,6 @@ def static_member(group: ConsumerGroup, member_id: str, epoch: int,
         raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
                              f"Static member {member_id} with instance id {instance_id} "
                              f"was fenced by member {existing.member_id}.")
-    check_epoch(existing, epoch, owned)
     return existing
 
 
