@@ -43,7 +43,7 @@ class CommandError(Exception):
     """A command failed in a way the user should read; printed without a traceback."""
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """Usage errors in one line, like every other error (subcommand parsers inherit it)."""
 
     def error(self, message: str) -> NoReturn:
@@ -51,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="raftka",
         description="Raftka: a Kafka-compatible broker with a Raft metadata quorum.",
     )

@@ -67,4 +67,5 @@ def test_bench_rejects_two_modes_and_a_bad_fraction_in_one_line() -> None:
         done = subprocess.run([str(REPO_ROOT / "scripts" / "bench"), *args],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and done.stdout == ""
-        assert done.stderr.strip().splitlines()[-1].startswith("scripts/bench: error:")
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith("scripts/bench: ") and "(see scripts/bench --help)" in line
