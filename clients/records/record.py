@@ -34,6 +34,8 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 _SMALL_LIMIT = 1 << 14
 _SMALL_VARINTS: list[bytes] = [encode_unsigned_varint(z) for z in range(_SMALL_LIMIT)]
 _NULL_LENGTH = _SMALL_VARINTS[1]  # zig-zag(-1)
+# The values of one- and two-byte zig-zag varints, by their raw (unsigned) value.
+_ZIGZAG: tuple[int, ...] = tuple((z >> 1) ^ -(z & 1) for z in range(_SMALL_LIMIT))
 _ATTRIBUTES = b"\x00"
 
 
@@ -159,91 +161,97 @@ def decode_records(
     append = records.append
     end = len(data)
     pos = 0
+    zigzag = _ZIGZAG
     try:
         for _ in range(count):
-            # One- and two-byte varints are inlined: they are nearly every field of nearly
-            # every record, and a call per field would dominate decoding.
+            # One- and two-byte varints are inlined and their zig-zag looked up: they are
+            # nearly every field of nearly every record, and a call per field would dominate
+            # decoding.
             b = data[pos]
             if b < 0x80:
+                length = zigzag[b]
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
+            elif (c := data[pos + 1]) < 0x80:
+                length = zigzag[(b & 0x7F) | (c << 7)]
                 pos += 2
             else:
                 b, pos = _read_uvarint32(data, pos)
-            length = (b >> 1) ^ -(b & 1)
+                length = (b >> 1) ^ -(b & 1)
             record_end = pos + length
             if length < 1 or record_end > end:
                 raise CorruptRecordError(f"record length {length} invalid at position {pos}")
-            pos += 1  # attributes: unused
-            b = data[pos]
+            b = data[pos + 1]  # after the attributes byte, which is unused
             if b < 0x80:
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = zigzag[b]
                 pos += 2
             else:
-                b, pos = _read_uvarint64(data, pos)
-            ts_delta = (b >> 1) ^ -(b & 1)
+                b, pos = _read_uvarint64(data, pos + 1)
+                ts_delta = (b >> 1) ^ -(b & 1)
             b = data[pos]
             if b < 0x80:
+                offset_delta = zigzag[b]
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
+            elif (c := data[pos + 1]) < 0x80:
+                offset_delta = zigzag[(b & 0x7F) | (c << 7)]
                 pos += 2
             else:
                 b, pos = _read_uvarint32(data, pos)
-            offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = (b >> 1) ^ -(b & 1)
             if offset_delta < 0:
                 raise CorruptRecordError(f"negative offset delta {offset_delta}")
+            # Key and value: a field running past its record leaves ``pos`` beyond
+            # ``record_end``, which the check after the headers reports.
             b = data[pos]
-            if b < 0x80:
+            if b == 1:  # zig-zag -1: null
+                key: bytes | None = None
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
             else:
-                b, pos = _read_uvarint32(data, pos)
-            size = (b >> 1) ^ -(b & 1)
-            if size >= 0:
-                if pos + size > record_end:
-                    raise CorruptRecordError("record key overruns its record")
-                key: bytes | None = data[pos : pos + size]
+                if b < 0x80:
+                    size = zigzag[b]
+                    pos += 1
+                elif (c := data[pos + 1]) < 0x80:
+                    size = zigzag[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    b, pos = _read_uvarint32(data, pos)
+                    size = (b >> 1) ^ -(b & 1)
+                if size < 0:
+                    raise CorruptRecordError(f"invalid key length {size}")
+                key = data[pos : pos + size]
                 pos += size
-            elif size == -1:
-                key = None
-            else:
-                raise CorruptRecordError(f"invalid key length {size}")
             b = data[pos]
-            if b < 0x80:
+            if b == 1:
+                value: bytes | None = None
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
             else:
-                b, pos = _read_uvarint32(data, pos)
-            size = (b >> 1) ^ -(b & 1)
-            if size >= 0:
-                if pos + size > record_end:
-                    raise CorruptRecordError("record value overruns its record")
-                value: bytes | None = data[pos : pos + size]
+                if b < 0x80:
+                    size = zigzag[b]
+                    pos += 1
+                elif (c := data[pos + 1]) < 0x80:
+                    size = zigzag[(b & 0x7F) | (c << 7)]
+                    pos += 2
+                else:
+                    b, pos = _read_uvarint32(data, pos)
+                    size = (b >> 1) ^ -(b & 1)
+                if size < 0:
+                    raise CorruptRecordError(f"invalid value length {size}")
+                value = data[pos : pos + size]
                 pos += size
-            elif size == -1:
-                value = None
-            else:
-                raise CorruptRecordError(f"invalid value length {size}")
-            b = data[pos]
-            if b == 0:
+            if data[pos] == 0 and pos < record_end:
                 headers: tuple[Header, ...] = ()
                 pos += 1
             else:
+                if pos >= record_end:
+                    raise CorruptRecordError(
+                        f"record fields overrun its declared length {length}")
                 headers, pos = _decode_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError(
                     f"record declares {length} bytes but its fields use {length + pos - record_end}"
                 )
-            timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time
-            append(make(base_offset + offset_delta, timestamp, key, value, headers))
+            append(make(base_offset + offset_delta,
+                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        key, value, headers))
     except IndexError:
         raise CorruptRecordError("record runs past the end of the batch") from None
     except VarintError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import threading
 import time
@@ -49,12 +48,14 @@ def test_records_before_the_fetch_offset_inside_the_first_batch_are_skipped() ->
         b"k3", b"v3", (("h", b"x"),), 1003)
 
 
-def test_fetched_records_are_ordinary_frozen_consumer_records() -> None:
+def test_fetched_records_are_ordinary_immutable_consumer_records() -> None:
     record = parse_fetched_records("t", 2, batch(0, 1), 0).records[0]
     built = ConsumerRecord("t", 2, 0, 1000, 0, b"k0", b"v0", (("h", b"x"),))
     assert type(record) is ConsumerRecord
     assert record == built and hash(record) == hash(built) and repr(record) == repr(built)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert record.timestamp_type_name == "CreateTime"
+    assert record._replace(offset=5).offset == 5 and record.offset == 0
+    with pytest.raises(AttributeError):
         record.offset = 5  # type: ignore[misc]
 
 
