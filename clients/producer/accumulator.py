@@ -88,24 +88,29 @@ class RecordAccumulator:
 
     def append(self, topic: str, partition: int, timestamp: int, key: bytes | None,
                value: bytes | None, headers: Sequence[Header], future: DeliveryFuture,
-               now_ms: float, size: int = 0) -> tuple[ProducerBatch, bool]:
+               now_ms: float | Callable[[], float], size: int = 0
+               ) -> tuple[ProducerBatch, bool]:
         """Add a record (``size`` bytes against buffer.memory); returns its batch and
-        whether that batch was newly created."""
+        whether that batch was newly created. ``now_ms`` is the time, or a clock read only
+        when a batch starts."""
         self.buffered_bytes += size
         tp = (topic, partition)
         queue = self._batches.get(tp)
         if queue is None:
             queue = self._batches[tp] = deque()
         elif queue:
+            # A batch drained before (retried or split) has a built, closed builder, which
+            # takes no more records.
             last = queue[-1]
-            if not last.in_flight and last.attempts == 0 and not last.builder.is_closed:
+            if not last.in_flight:
                 delta = last.builder.try_append(timestamp, key, value, headers)
                 if delta is not None:
                     last.futures.append((future, delta, timestamp))
                     last.reserved += size
                     return last, False
         builder = BatchBuilder(max_bytes=max(self.batch_size, 1), compression=self.compression)
-        batch = ProducerBatch(topic, partition, builder, now_ms, reserved=size)
+        created_ms = now_ms() if callable(now_ms) else now_ms
+        batch = ProducerBatch(topic, partition, builder, created_ms, reserved=size)
         batch.futures.append((future, builder.append(timestamp, key, value, headers),
                               timestamp))
         queue.append(batch)

@@ -104,11 +104,12 @@ class BlockingProducer:
         future = BlockingDeliveryFuture(self)
         blocked_since: float | None = None
         try:
-            if not core.topic_ready(topic):
-                blocked_since = time.monotonic()
-                self._wait_for_topic(topic)
-            if not core.has_room():
-                self._wait_for_room(blocked_since)
+            if not core.can_append(topic):
+                if not core.topic_ready(topic):
+                    blocked_since = time.monotonic()
+                    self._wait_for_topic(topic)
+                if not core.has_room():
+                    self._wait_for_room(blocked_since)
             now = now_ms()
             _, created = core.append(topic, value, key, headers, partition, timestamp, future,
                                      now)

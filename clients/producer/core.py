@@ -132,6 +132,8 @@ class ProducerCore(SequencingMixin):
         # As Kafka's producer: up to max.in.flight batches of a partition in flight, so
         # one partition is not held to a batch per round trip. Without idempotence a retry
         # may then overtake a later batch (Kafka's documented risk of that setting).
+        # A record larger than either limit can never be sent.
+        self._largest_record = min(config.max_request_size, config.buffer_memory)
         self.accumulator = RecordAccumulator(
             config.batch_size, config.linger_ms, config.compression,
             config.max_in_flight == 1,
@@ -231,6 +233,13 @@ class ProducerCore(SequencingMixin):
                     logger.exception("delivery callback %r failed", callback)
         future.add_callback(settled)
 
+    def can_append(self, topic: str) -> bool:
+        """Both ``topic_ready`` and ``has_room`` in one check, true when neither needs to do
+        anything: the per-record fast path. When false, ask each of them."""
+        accumulator = self.accumulator
+        return topic in self._counts and not accumulator.exhausted \
+            and accumulator.buffered_bytes < self.config.buffer_memory
+
     def has_room(self) -> bool:
         """Whether ``buffer.memory`` has room for another record; when not, every batch
         becomes sendable (so room frees up) until it has."""
@@ -275,10 +284,10 @@ class ProducerCore(SequencingMixin):
 
     def append(self, topic: str, value: Any, key: Any, headers: Iterable[tuple[str, Any]] | None,
                partition: int | None, timestamp: int | None, future: DeliveryFuture,
-               now: float) -> tuple[ProducerBatch, bool]:
+               now: float | Callable[[], float]) -> tuple[ProducerBatch, bool]:
         """Serialize, partition and batch one record (the topic's metadata must be known,
         and ``has_room`` checked); returns its batch and whether that batch was started by
-        this record."""
+        this record. ``now`` is the time (ms), or a clock read only if a batch starts."""
         # Once per record: plain bytes without serializers or headers take the shortest
         # path, and the topic's partition count is looked up once.
         config = self.config
@@ -300,7 +309,7 @@ class ProducerCore(SequencingMixin):
             size = estimate_record_size(key, value, header_t)
         else:
             header_t = ()
-        if size > config.max_request_size or size > config.buffer_memory:
+        if size > self._largest_record:
             limit = ("max.request.size", config.max_request_size) \
                 if size > config.max_request_size else ("buffer.memory", config.buffer_memory)
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,

@@ -133,13 +133,14 @@ class Producer:
         future = TrioDeliveryFuture()
         blocked_since: float | None = None
         try:
-            if not core.topic_ready(topic):      # checked here: no coroutine per record
-                blocked_since = trio.current_time()
-                await self._wait_for_topic(topic)
-            if not core.has_room():
-                await self._wait_for_room(blocked_since)
+            if not core.can_append(topic):       # checked here: no coroutine per record
+                if not core.topic_ready(topic):
+                    blocked_since = trio.current_time()
+                    await self._wait_for_topic(topic)
+                if not core.has_room():
+                    await self._wait_for_room(blocked_since)
             batch, created = core.append(topic, value, key, headers, partition, timestamp,
-                                         future, now_ms())
+                                         future, now_ms)
         except Exception as exc:
             core.send_failed(exc)
             raise

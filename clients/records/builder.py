@@ -94,11 +94,12 @@ class BatchBuilder:
         value: bytes | None,
         headers: Sequence[Header] = (),
     ) -> int | None:
-        """Append and return the record's offset delta, or None if the batch has no room."""
+        """Append and return the record's offset delta, or None if the batch has no room
+        or is already built."""
         # Runs once per produced record: the record is encoded straight into the batch's
         # parts and measured from its encoding, with no helper calls in between.
         if self._built is not None:
-            raise ValueError("batch already built")
+            return None
         parts = self._parts
         delta = len(parts)
         base = self._base_timestamp
