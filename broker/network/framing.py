@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Awaitable, Callable
 
 import trio
+
+from clients.net import plain_socket
 
 # One receive call asks for at most this much, so a huge frame is not one huge allocation.
 _RECEIVE_CHUNK = 1 << 20
@@ -24,19 +27,11 @@ class FrameError(Exception):
 
 
 def _socket_recv_into(stream: trio.abc.ReceiveStream) -> RecvInto | None:
-    """`recv_into` of the trio socket under a SocketStream, with its errors as trio's."""
-    sock = getattr(stream, "socket", None)
-    recv_into = getattr(sock, "recv_into", None)
-    if recv_into is None:
+    """In-place receive on a plaintext socket stream (see plain_socket), else None."""
+    sock = plain_socket.socket_of(stream)
+    if sock is None:
         return None
-
-    async def receive_into(view: memoryview) -> int:
-        try:
-            return await recv_into(view)
-        except OSError as exc:
-            raise trio.BrokenResourceError(f"receive failed: {exc}") from exc
-
-    return receive_into
+    return functools.partial(plain_socket.receive_into, sock)
 
 
 class FrameReader:
@@ -54,6 +49,10 @@ class FrameReader:
         self._buffer = bytearray()
         self._on_receive = on_receive
         self._recv_into = _socket_recv_into(stream)
+        sock = plain_socket.socket_of(stream)
+        self._receive_some: Callable[[int], Awaitable[bytes | bytearray]] = (
+            functools.partial(plain_socket.receive_some, sock) if sock is not None
+            else stream.receive_some)
         # A large frame being received in place: its buffer, its size, and how much of it
         # has arrived.
         self._frame: bytearray | None = None
@@ -133,7 +132,7 @@ class FrameReader:
         EOFError if it ends part-way."""
         while len(self._buffer) < needed:
             wanted = min(_RECEIVE_CHUNK, max(needed - len(self._buffer), 65536))
-            data = await self._stream.receive_some(wanted)
+            data = await self._receive_some(wanted)
             if not data:
                 if self._buffer:
                     raise EOFError("stream ended inside a frame")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Sequence
+from typing import Awaitable, Callable, Sequence
 
 import trio
+
+from clients.net import plain_socket
 
 from broker.log.results import FileRange
 
@@ -45,13 +48,17 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
     memory whole and sent with its neighbours, so the stream encrypts few large writes."""
     total = sum(chunk_size(chunk) for chunk in chunks)
     sendfile = can_sendfile(stream)
+    sock = plain_socket.socket_of(stream)
+    send_all: Callable[[bytes | bytearray | memoryview], Awaitable[None]] = (
+        functools.partial(plain_socket.send_all, sock) if sock is not None
+        else stream.send_all)
     pending: list[bytes | bytearray | memoryview] = [total.to_bytes(4, "big")]
     pending_bytes = 4
 
     async def flush() -> None:
         nonlocal pending, pending_bytes
         if pending:
-            await stream.send_all(pending[0] if len(pending) == 1 else b"".join(pending))
+            await send_all(pending[0] if len(pending) == 1 else b"".join(pending))
             pending, pending_bytes = [], 0
 
     for chunk in chunks:
@@ -61,7 +68,7 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
             size = memoryview(chunk).nbytes
             if size >= _COALESCE_LIMIT:
                 await flush()
-                await stream.send_all(chunk)
+                await send_all(chunk)
             else:
                 pending.append(chunk)
                 pending_bytes += size

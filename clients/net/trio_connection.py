@@ -10,12 +10,14 @@ loses nothing. As in Kafka's client, a timed-out request closes the connection.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from typing import Any
 
 import trio
 
+from clients.net import plain_socket
 from clients.net.base import ConnectionBase
 from clients.net.errors import KafkaConnectionError
 from clients.net.sasl import SaslCredentials, sasl_steps
@@ -62,10 +64,13 @@ class KafkaConnection(ConnectionBase):
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
-        # A large frame received in place (plaintext only: under TLS the stream decrypts):
-        # its buffer and how much of it arrived.
-        self._recv_into = (self._socket.recv_into
-                           if isinstance(stream, trio.SocketStream) else None)
+        # Plaintext goes straight to the socket (see plain_socket); under TLS the stream
+        # encrypts and decrypts.
+        self._plain = plain_socket.socket_of(stream) is not None
+        # A large frame received in place (plaintext only): its buffer and how much of it
+        # arrived.
+        self._recv_into = (functools.partial(plain_socket.receive_into, self._socket)
+                           if self._plain else None)
         self._partial: tuple[bytearray, int] | None = None
 
     @classmethod
@@ -186,7 +191,10 @@ class KafkaConnection(ConnectionBase):
         try:
             self._check_open()
             try:
-                await self._stream.send_all(outgoing.data)
+                if self._plain:
+                    await plain_socket.send_all(self._socket, outgoing.data)
+                else:
+                    await self._stream.send_all(outgoing.data)
             except BaseException as exc:
                 # A partial write leaves the stream unusable, whatever interrupted it.
                 reason = f"sending to {self.host}:{self.port} failed: {exc!r}"
@@ -249,7 +257,10 @@ class KafkaConnection(ConnectionBase):
         The state lives on the connection: a reader cancelled here loses nothing."""
         partial = self._partial
         if partial is None:
-            data = await self._stream.receive_some(self._receive_size())
+            if self._plain:
+                data = await plain_socket.receive_some(self._socket, self._receive_size())
+            else:
+                data = await self._stream.receive_some(self._receive_size())
             self._frames.feed(data)
             return len(data)
         assert self._recv_into is not None

@@ -160,6 +160,10 @@ async def test_acks_zero_completes_without_an_answer(nursery: trio.Nursery) -> N
     async with open_producer(bootstrap_servers=cluster.bootstrap, acks=0, linger_ms=0) as p:
         md = await p.send_and_wait("t", b"v", partition=0)
         assert md.offset == -1
+        # Settled once written: the stub reads it a moment later.
+        with trio.fail_after(10):
+            while not cluster.brokers[1].requests(ApiKey.PRODUCE):
+                await trio.sleep(0.005)
         request = cluster.brokers[1].requests(ApiKey.PRODUCE)[0]
         assert request.body["acks"] == 0
 
