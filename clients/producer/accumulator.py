@@ -55,6 +55,9 @@ class ProducerBatch:
 
     def succeed(self, base_offset: int, log_append_time_ms: int) -> None:
         topic, partition = self.topic, self.partition
+        if base_offset >= 0 and log_append_time_ms < 0:  # the usual answer
+            DeliveryFuture.succeed_batch(self.futures, topic, partition, base_offset)
+            return
         for future, delta, timestamp in self.futures:
             future.succeed(topic, partition, base_offset + delta if base_offset >= 0 else -1,
                            log_append_time_ms if log_append_time_ms >= 0 else timestamp)

@@ -79,11 +79,11 @@ def now_ms() -> float:
     return time.monotonic() * 1000.0
 
 
-_wall_clock = time.time
+_wall_clock_ns = time.time_ns
 
 
 def wall_clock_ms() -> int:
-    return int(_wall_clock() * 1000)
+    return _wall_clock_ns() // 1_000_000
 
 
 def as_bytes(value: bytes | bytearray | memoryview | str | None) -> bytes | None:
@@ -132,6 +132,8 @@ class ProducerCore(SequencingMixin):
         # As Kafka's producer: up to max.in.flight batches of a partition in flight, so
         # one partition is not held to a batch per round trip. Without idempotence a retry
         # may then overtake a later batch (Kafka's documented risk of that setting).
+        self._serializing = (config.key_serializer is not None
+                             or config.value_serializer is not None)
         # A record larger than either limit can never be sent.
         self._largest_record = min(config.max_request_size, config.buffer_memory)
         self.accumulator = RecordAccumulator(
@@ -291,19 +293,20 @@ class ProducerCore(SequencingMixin):
         # Once per record: plain bytes without serializers or headers take the shortest
         # path, and the topic's partition count is looked up once.
         config = self.config
-        if config.key_serializer is not None:
-            key = config.key_serializer(topic, key)
-        if config.value_serializer is not None:
-            value = config.value_serializer(topic, value)
-        if key is not None and type(key) is not bytes:
-            key = as_bytes(key)
-        if value is not None and type(value) is not bytes:
-            value = as_bytes(value)
+        if self._serializing:
+            if config.key_serializer is not None:
+                key = config.key_serializer(topic, key)
+            if config.value_serializer is not None:
+                value = config.value_serializer(topic, value)
         size = _RECORD_OVERHEAD_BOUND
         if key is not None:
-            size += len(key)
+            if type(key) is not bytes:
+                key = as_bytes(key)
+            size += len(key)  # type: ignore[arg-type]
         if value is not None:
-            size += len(value)
+            if type(value) is not bytes:
+                value = as_bytes(value)
+            size += len(value)  # type: ignore[arg-type]
         if headers:
             header_t = normalise_headers(headers)
             size = estimate_record_size(key, value, header_t)
@@ -322,7 +325,7 @@ class ProducerCore(SequencingMixin):
             chosen = self.choose_partition(topic, key, partition, count)
         if self.txn is not None:
             self.txn.add_partition((topic, chosen))
-        stamp = int(_wall_clock() * 1000) if timestamp is None else int(timestamp)
+        stamp = _wall_clock_ns() // 1_000_000 if timestamp is None else int(timestamp)
         batch, created = self.accumulator.append(topic, chosen, stamp, key, value, header_t,
                                                  future, now, size)
         if sticky:
