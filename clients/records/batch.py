@@ -31,7 +31,7 @@ from clients.records.header import (
     crc32c,
     parse_header,
 )
-from clients.records.record import Record, RecordMaker, decode_records, encode_record
+from clients.records.record import Record, RecordMaker, RowSpec, decode_records, encode_record
 
 __all__ = [
     "CREATE_TIME",
@@ -80,9 +80,10 @@ def decode_batch(
     verify_crc: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     make: RecordMaker[Any] = Record,
+    rows: RowSpec | None = None,
 ) -> RecordBatch:
-    """Decode the batch starting at ``pos`` in ``buf``; ``make`` builds each record (see
-    ``decode_records``; the batch's ``records`` are then what it returns).
+    """Decode the batch starting at ``pos`` in ``buf``; ``make`` or ``rows`` builds each
+    record (see ``decode_records``; the batch's ``records`` are then what it returns).
 
     Raises CorruptRecordError for malformed data (including a failed CRC when ``verify_crc``
     and records beyond ``max_decompressed_size`` once decompressed) and
@@ -106,7 +107,7 @@ def decode_batch(
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
     records = decode_records(
         data, header.records_count, header.base_offset, header.base_timestamp, log_append_time,
-        make,
+        make, rows=rows,
     )
     return RecordBatch(header, records)
 
