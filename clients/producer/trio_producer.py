@@ -76,11 +76,6 @@ class Producer:
         self._closed = False
         self._metadata_lock = trio.Lock()
         self._catch_up_s = min(max(config.linger_ms, 1), _MAX_CATCH_UP_MS) / 1000
-        # The sender's nursery of requests, while it runs.
-        self._requests: trio.Nursery | None = None
-        # When the sleeping sender wakes by itself (trio clock); -inf while it is awake and
-        # will look at the batches again anyway.
-        self._sender_wakes_at = -math.inf
         self._transactions = TrioTransactions(self._core, self._pool, self.flush, self._wake)
 
     # ---- transactions (with transactional.id) ----
@@ -157,7 +152,7 @@ class Producer:
         # ran: yield to it once per batch, so batches go out while records are added, and
         # wait while full batches queue up beyond what may be in flight.
         if created:
-            self._dispatch()
+            self._wake()
             await trio.lowlevel.checkpoint()
             if core.accumulator.backlogged(batch.topic, batch.partition):
                 await self._catch_up(batch.topic, batch.partition)
@@ -267,54 +262,26 @@ class Producer:
 
     async def _run_sender(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as requests:
-            self._requests = requests
             task_status.started()
-            try:
-                while True:
-                    if self._core.metadata_due(now_ms()):
-                        await self._refresh_metadata()
-                    if self._core.needs_producer_id:
-                        await self._init_producer_id()
-                    self._transactions.maybe_add_partitions(requests)
-                    ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
-                    for node_id, batches in ready.items():
-                        requests.start_soon(self._send_batches, node_id, batches)
-                    if ready:
-                        wait_ms = 0.0    # more may be drainable now (batches in flight per
+            while True:
+                if self._core.metadata_due(now_ms()):
+                    await self._refresh_metadata()
+                if self._core.needs_producer_id:
+                    await self._init_producer_id()
+                self._transactions.maybe_add_partitions(requests)
+                # The only place requests start: each request task writes at its first run,
+                # before this loop can start the next one, so a partition's batches go on
+                # the wire in the order they were drained. (Tasks started in one scheduling
+                # round run in an order trio leaves open.)
+                ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
+                for node_id, batches in ready.items():
+                    requests.start_soon(self._send_batches, node_id, batches)
+                if ready:
+                    wait_ms = 0.0        # more may be drainable now (batches in flight per
                                          # partition, requests per broker)
-                    self._notify()
-                    sleep_s = self._sleep_s(wait_ms)
-                    self._sender_wakes_at = trio.current_time() + sleep_s
-                    with trio.move_on_after(sleep_s):
-                        await self._wakeup_wait()
-                    self._sender_wakes_at = -math.inf
-            finally:
-                self._requests = None
-
-    def _dispatch(self) -> None:
-        """Start requests for whatever is sendable now, from the task whose send started a
-        batch or whose answer freed an in-flight slot, instead of a round through the
-        sender task per batch; the sender is woken only when it has something to do: a
-        batch that becomes sendable before it would wake by itself, metadata, a producer
-        id, or a transaction's partitions."""
-        core = self._core
-        now = now_ms()
-        if (self._requests is None or core.txn is not None or core.needs_producer_id
-                or core.metadata_due(now)):
-            self._wake()
-            return
-        flushing = self._flushing > 0
-        ready, wait_ms = core.sendable(now, flushing)
-        if not ready and wait_ms is None:
-            return
-        while ready:
-            for node_id, batches in ready.items():
-                self._requests.start_soon(self._send_batches, node_id, batches)
-            self._notify()
-            ready, wait_ms = core.sendable(now, flushing)
-        if wait_ms is not None and \
-                trio.current_time() + wait_ms / 1000 < self._sender_wakes_at:
-            self._wake()
+                self._notify()
+                with trio.move_on_after(self._sleep_s(wait_ms)):
+                    await self._wakeup_wait()
 
     def _sleep_s(self, wait_ms: float | None) -> float:
         """How long the sender may sleep when nothing wakes it."""
@@ -356,7 +323,7 @@ class Producer:
         else:
             self._core.handle_response(node_id, batches, response, now_ms())
         self._notify()
-        self._dispatch()
+        self._wake()
 
     async def _shutdown(self, flush: bool) -> None:
         self._closed = True
