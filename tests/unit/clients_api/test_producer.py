@@ -69,6 +69,25 @@ async def test_a_full_batch_is_sent_without_waiting_for_linger(nursery: trio.Nur
         assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 1
 
 
+async def test_many_batches_of_a_partition_in_flight_land_in_send_order(
+        nursery: trio.Nursery) -> None:
+    # Five batches of one partition may be in flight at once: they must still reach the
+    # broker in the order they were filled, both while sending and from a flushed backlog.
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    sent = [f"v{i:04d}".encode() for i in range(600)]
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000,
+                             batch_size=120, max_in_flight_requests_per_connection=5) as p:
+        futures = [await p.send("t", value, partition=0) for value in sent[:300]]
+        await p.flush()      # a backlog of full batches drains five at a time
+        futures += [await p.send("t", value, partition=0) for value in sent[300:]]
+        await p.flush()
+    assert all(f.succeeded() for f in futures)
+    assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 100
+    assert values(cluster, "t", 0) == sent
+    assert [f.result().offset for f in futures] == list(range(len(sent)))
+
+
 async def test_not_leader_refreshes_metadata_and_retries(nursery: trio.Nursery) -> None:
     cluster = await StubCluster().start(nursery, 2)
     cluster.add_topic("t", leaders=[1])
