@@ -26,14 +26,6 @@ class FrameError(Exception):
     """The peer sent a frame size we refuse; the connection must close."""
 
 
-def _socket_recv_into(stream: trio.abc.ReceiveStream) -> RecvInto | None:
-    """In-place receive on a plaintext socket stream (see plain_socket), else None."""
-    sock = plain_socket.socket_of(stream)
-    if sock is None:
-        return None
-    return functools.partial(plain_socket.receive_into, sock)
-
-
 class FrameReader:
     """Restartable frame reader: a cancelled `next_frame` loses no bytes, so callers may wrap
     it in timeouts (idle checks) and call again.
@@ -48,11 +40,14 @@ class FrameReader:
         self._max = max_frame_bytes
         self._buffer = bytearray()
         self._on_receive = on_receive
-        self._recv_into = _socket_recv_into(stream)
+        # Plaintext straight from the socket (see plain_socket), large frames in place;
+        # TLS through the stream, which decrypts.
         sock = plain_socket.socket_of(stream)
-        self._receive_some: Callable[[int], Awaitable[bytes | bytearray]] = (
-            functools.partial(plain_socket.receive_some, sock) if sock is not None
-            else stream.receive_some)
+        self._recv_into: RecvInto | None = None
+        self._receive_some: Callable[[int], Awaitable[bytes | bytearray]] = stream.receive_some
+        if sock is not None:
+            self._recv_into = functools.partial(plain_socket.receive_into, sock)
+            self._receive_some = functools.partial(plain_socket.receive_some, sock)
         # A large frame being received in place: its buffer, its size, and how much of it
         # has arrived.
         self._frame: bytearray | None = None

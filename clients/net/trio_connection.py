@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import trio
 
@@ -32,6 +32,15 @@ DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # Frames from this size up are received straight into a buffer of their own.
 _IN_PLACE_MIN = 1 << 16
+
+
+async def _take(lock: trio.Lock) -> None:
+    """Acquire ``lock``; uncontended without the scheduler round ``acquire`` costs, as the
+    socket call that follows is a checkpoint when it has to wait."""
+    if lock.locked():
+        await lock.acquire()
+    else:
+        lock.acquire_nowait()
 
 
 class _Pending:
@@ -64,13 +73,18 @@ class KafkaConnection(ConnectionBase):
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._pending: deque[_Pending] = deque()
-        # Plaintext goes straight to the socket (see plain_socket); under TLS the stream
-        # encrypts and decrypts.
-        self._plain = plain_socket.socket_of(stream) is not None
-        # A large frame received in place (plaintext only): its buffer and how much of it
-        # arrived.
-        self._recv_into = (functools.partial(plain_socket.receive_into, self._socket)
-                           if self._plain else None)
+        # Plaintext goes straight to the socket (see plain_socket), a large frame received
+        # in place; under TLS the stream encrypts and decrypts.
+        plain = plain_socket.socket_of(stream)
+        self._send_all: Callable[[bytes], Awaitable[None]] = stream.send_all
+        self._receive_some: Callable[[int], Awaitable[bytes | bytearray]] = \
+            stream.receive_some
+        self._recv_into: Callable[[memoryview], Awaitable[int]] | None = None
+        if plain is not None:
+            self._send_all = functools.partial(plain_socket.send_all, plain)
+            self._receive_some = functools.partial(plain_socket.receive_some, plain)
+            self._recv_into = functools.partial(plain_socket.receive_into, plain)
+        # The frame being received in place: its buffer and how much of it arrived.
         self._partial: tuple[bytearray, int] | None = None
 
     @classmethod
@@ -161,12 +175,7 @@ class KafkaConnection(ConnectionBase):
                 return None
             lock = self._receive_lock
             while not pending.done:
-                # Uncontended, taken without a scheduler round (as in ``_send``): reading
-                # the socket is a checkpoint anyway.
-                if lock.locked():
-                    await lock.acquire()
-                else:
-                    lock.acquire_nowait()
+                await _take(lock)
                 try:
                     if not pending.done:
                         await self._receive_one()
@@ -182,19 +191,11 @@ class KafkaConnection(ConnectionBase):
 
     async def _send(self, outgoing: OutgoingRequest) -> _Pending | None:
         lock = self._send_lock
-        # Uncontended, take the lock without the scheduler round ``acquire`` costs: the
-        # write below is a checkpoint anyway.
-        if lock.locked():
-            await lock.acquire()
-        else:
-            lock.acquire_nowait()
+        await _take(lock)
         try:
             self._check_open()
             try:
-                if self._plain:
-                    await plain_socket.send_all(self._socket, outgoing.data)
-                else:
-                    await self._stream.send_all(outgoing.data)
+                await self._send_all(outgoing.data)
             except BaseException as exc:
                 # A partial write leaves the stream unusable, whatever interrupted it.
                 reason = f"sending to {self.host}:{self.port} failed: {exc!r}"
@@ -257,10 +258,7 @@ class KafkaConnection(ConnectionBase):
         The state lives on the connection: a reader cancelled here loses nothing."""
         partial = self._partial
         if partial is None:
-            if self._plain:
-                data = await plain_socket.receive_some(self._socket, self._receive_size())
-            else:
-                data = await self._stream.receive_some(self._receive_size())
+            data = await self._receive_some(self._receive_size())
             self._frames.feed(data)
             return len(data)
         assert self._recv_into is not None

@@ -54,13 +54,8 @@ class ProducerBatch:
         return self.topic, self.partition
 
     def succeed(self, base_offset: int, log_append_time_ms: int) -> None:
-        topic, partition = self.topic, self.partition
-        if base_offset >= 0 and log_append_time_ms < 0:  # the usual answer
-            DeliveryFuture.succeed_batch(self.futures, topic, partition, base_offset)
-            return
-        for future, delta, timestamp in self.futures:
-            future.succeed(topic, partition, base_offset + delta if base_offset >= 0 else -1,
-                           log_append_time_ms if log_append_time_ms >= 0 else timestamp)
+        DeliveryFuture.succeed_batch(self.futures, self.topic, self.partition, base_offset,
+                                     log_append_time_ms)
 
     def fail(self, error: BaseException) -> None:
         for future, _, _ in self.futures:

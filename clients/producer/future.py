@@ -32,7 +32,7 @@ class DeliveryFuture:
         self._done = False
         # Most futures of a busy producer get no callback: the list is made on the first.
         self._callbacks: list[Callable[[DeliveryFuture], None]] | None = None
-        # (topic, partition, offset, timestamp) from ``succeed``: the RecordMetadata is
+        # (topic, partition, offset, timestamp) from ``succeed_batch``: the RecordMetadata is
         # made when someone asks for it, not for every acknowledged record.
         self._landed: tuple[str, int, int, int] | None = None
 
@@ -68,24 +68,20 @@ class DeliveryFuture:
     def set_result(self, metadata: RecordMetadata) -> None:
         self._complete(metadata, None)
 
-    def succeed(self, topic: str, partition: int, offset: int, timestamp: int) -> None:
-        """Complete with the RecordMetadata of these fields (made lazily)."""
-        if self._done:
-            return
-        self._landed = (topic, partition, offset, timestamp)
-        self._done = True
-        if self._callbacks is not None:
-            self._run_callbacks()
-
     @staticmethod
     def succeed_batch(entries: Iterable[tuple[DeliveryFuture, int, int]], topic: str,
-                      partition: int, base_offset: int) -> None:
-        """``succeed`` each (future, offset delta, timestamp) of one batch written at
-        ``base_offset``: an answered batch's per-record loop, without a call per record."""
+                      partition: int, base_offset: int, log_append_time_ms: int) -> None:
+        """Complete each (future, offset delta, timestamp) of one batch written at
+        ``base_offset`` (-1 when unknown: every offset is then -1), with the broker's
+        ``log_append_time_ms`` when it is set (>= 0) instead of the record's timestamp. The
+        RecordMetadata is made when someone asks for it; one loop, no call per record."""
+        known = base_offset >= 0
+        append_time = log_append_time_ms >= 0
         for future, delta, timestamp in entries:
             if future._done:
                 continue
-            future._landed = (topic, partition, base_offset + delta, timestamp)
+            future._landed = (topic, partition, base_offset + delta if known else -1,
+                              log_append_time_ms if append_time else timestamp)
             future._done = True
             if future._callbacks is not None:
                 future._run_callbacks()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from clients.records import compression as _compression
 from clients.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -31,7 +31,7 @@ from clients.records.header import (
     crc32c,
     parse_header,
 )
-from clients.records.record import Record, RecordMaker, RowSpec, decode_records, encode_record
+from clients.records.record import Record, RowSpec, decode_records, encode_record
 
 __all__ = [
     "CREATE_TIME",
@@ -79,11 +79,10 @@ def decode_batch(
     *,
     verify_crc: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    make: RecordMaker[Any] = Record,
     rows: RowSpec | None = None,
 ) -> RecordBatch:
-    """Decode the batch starting at ``pos`` in ``buf``; ``make`` or ``rows`` builds each
-    record (see ``decode_records``; the batch's ``records`` are then what it returns).
+    """Decode the batch starting at ``pos`` in ``buf``; with ``rows`` its records are built
+    as ``decode_records`` says (else they are Records).
 
     Raises CorruptRecordError for malformed data (including a failed CRC when ``verify_crc``
     and records beyond ``max_decompressed_size`` once decompressed) and
@@ -107,7 +106,7 @@ def decode_batch(
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
     records = decode_records(
         data, header.records_count, header.base_offset, header.base_timestamp, log_append_time,
-        make, rows=rows,
+        rows=rows,
     )
     return RecordBatch(header, records)
 

@@ -21,13 +21,12 @@ produce and fetch paths never come here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar, overload
+from typing import Any, Sequence, overload
 
 from clients.records.errors import CorruptRecordError
 from clients.varint import VarintError, decode_unsigned_varint, encode_unsigned_varint
 
 Header = tuple[str, bytes | None]
-T = TypeVar("T")
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 # Zig-zag varints of values up to 2**14 (two bytes) are looked up instead of computed.
@@ -128,8 +127,6 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-# Makes one decoded record from (offset, timestamp, key, value, headers).
-RecordMaker = Callable[[int, int, "bytes | None", "bytes | None", "tuple[Header, ...]"], T]
 # (row type, topic, partition, timestamp type): see ``decode_records``.
 RowSpec = tuple[type, str, int, int]
 
@@ -141,13 +138,7 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
 
 @overload
 def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None, make: RecordMaker[T]) -> list[T]: ...
-
-
-@overload
-def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None = None, make: RecordMaker[Any] = ..., *,
-                   rows: RowSpec) -> list[Any]: ...
+                   log_append_time: int | None = None, *, rows: RowSpec) -> list[Any]: ...
 
 
 def decode_records(
@@ -156,19 +147,16 @@ def decode_records(
     base_offset: int,
     base_timestamp: int,
     log_append_time: int | None = None,
-    make: RecordMaker[Any] = Record,
     *,
     rows: RowSpec | None = None,
 ) -> list[Any]:
     """Decode exactly ``count`` records filling ``data`` (the decompressed records section).
 
     ``log_append_time``, when set, replaces every record's timestamp, as Kafka does for
-    LogAppendTime batches. ``make`` builds each record from (offset, timestamp, key, value,
-    headers): Record by default, so a consumer can build its own records in the same pass.
-    ``rows`` = (row type, topic, partition, timestamp type) instead builds tuples of that
-    type (a named tuple's) of (topic, partition, offset, timestamp, timestamp type, key,
-    value, headers) without a call per record: the consumer's records, where that call was
-    a fifth of the decoding. Raises CorruptRecordError on any malformation.
+    LogAppendTime batches. The records are Records, or with ``rows`` = (row type, topic,
+    partition, timestamp type) tuples of that type (a named tuple's) of (topic, partition,
+    offset, timestamp, timestamp type, key, value, headers), built in the same pass without
+    a call per record: the consumer's records. Raises CorruptRecordError on any malformation.
     """
     records: list[Any] = []
     append = records.append
@@ -268,7 +256,7 @@ def decode_records(
                 )
             timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time
             if row_type is None:
-                append(make(base_offset + offset_delta, timestamp, key, value, headers))
+                append(Record(base_offset + offset_delta, timestamp, key, value, headers))
             else:
                 append(new(row_type, (topic, partition, base_offset + offset_delta, timestamp,
                                       timestamp_type, key, value, headers)))
