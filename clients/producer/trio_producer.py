@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Generator, Iterable, Mapping
 
@@ -76,6 +77,14 @@ class Producer:
         self._closed = False
         self._metadata_lock = trio.Lock()
         self._catch_up_s = min(max(config.linger_ms, 1), _MAX_CATCH_UP_MS) / 1000
+        # The sender's nursery of requests, while it runs.
+        self._requests: trio.Nursery | None = None
+        # When the sleeping sender wakes by itself (trio clock); -inf while it is awake and
+        # will look at the batches again anyway.
+        self._sender_wakes_at = -math.inf
+        # Drained requests per broker, oldest first, each taken by the next request task
+        # to run (see _start_requests).
+        self._outbox: dict[int, deque[list[ProducerBatch]]] = {}
         self._transactions = TrioTransactions(self._core, self._pool, self.flush, self._wake)
 
     # ---- transactions (with transactional.id) ----
@@ -152,7 +161,7 @@ class Producer:
         # ran: yield to it once per batch, so batches go out while records are added, and
         # wait while full batches queue up beyond what may be in flight.
         if created:
-            self._wake()
+            self._dispatch()
             await trio.lowlevel.checkpoint()
             if core.accumulator.backlogged(batch.topic, batch.partition):
                 await self._catch_up(batch.topic, batch.partition)
@@ -262,26 +271,52 @@ class Producer:
 
     async def _run_sender(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as requests:
+            self._requests = requests
             task_status.started()
-            while True:
-                if self._core.metadata_due(now_ms()):
-                    await self._refresh_metadata()
-                if self._core.needs_producer_id:
-                    await self._init_producer_id()
-                self._transactions.maybe_add_partitions(requests)
-                # The only place requests start: each request task writes at its first run,
-                # before this loop can start the next one, so a partition's batches go on
-                # the wire in the order they were drained. (Tasks started in one scheduling
-                # round run in an order trio leaves open.)
-                ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
-                for node_id, batches in ready.items():
-                    requests.start_soon(self._send_batches, node_id, batches)
-                if ready:
-                    wait_ms = 0.0        # more may be drainable now (batches in flight per
+            try:
+                while True:
+                    if self._core.metadata_due(now_ms()):
+                        await self._refresh_metadata()
+                    if self._core.needs_producer_id:
+                        await self._init_producer_id()
+                    self._transactions.maybe_add_partitions(requests)
+                    ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
+                    self._start_requests(ready)
+                    if ready:
+                        wait_ms = 0.0    # more may be drainable now (batches in flight per
                                          # partition, requests per broker)
-                self._notify()
-                with trio.move_on_after(self._sleep_s(wait_ms)):
-                    await self._wakeup_wait()
+                    self._notify()
+                    sleep_s = self._sleep_s(wait_ms)
+                    self._sender_wakes_at = trio.current_time() + sleep_s
+                    with trio.move_on_after(sleep_s):
+                        await self._wakeup_wait()
+                    self._sender_wakes_at = -math.inf
+            finally:
+                self._requests = None
+
+    def _dispatch(self) -> None:
+        """Start requests for whatever is sendable now, from the task whose send started a
+        batch or whose answer freed an in-flight slot, instead of a round through the
+        sender task per batch; the sender is woken only when it has something to do: a
+        batch that becomes sendable before it would wake by itself, metadata, a producer
+        id, or a transaction's partitions."""
+        core = self._core
+        now = now_ms()
+        if (self._requests is None or core.txn is not None or core.needs_producer_id
+                or core.metadata_due(now)):
+            self._wake()
+            return
+        flushing = self._flushing > 0
+        ready, wait_ms = core.sendable(now, flushing)
+        if not ready and wait_ms is None:
+            return
+        while ready:
+            self._start_requests(ready)
+            self._notify()
+            ready, wait_ms = core.sendable(now, flushing)
+        if wait_ms is not None and \
+                trio.current_time() + wait_ms / 1000 < self._sender_wakes_at:
+            self._wake()
 
     def _sleep_s(self, wait_ms: float | None) -> float:
         """How long the sender may sleep when nothing wakes it."""
@@ -310,7 +345,24 @@ class Producer:
         await self._wakeup.wait()
         self._wakeup = trio.Event()
 
-    async def _send_batches(self, node_id: int, batches: list[ProducerBatch]) -> None:
+    def _start_requests(self, ready: dict[int, list[ProducerBatch]]) -> None:
+        """Start a request task per drained request. Requests start from several tasks
+        (the sender, a send that starts a batch, an answer that frees a slot), and trio
+        runs tasks started in one scheduling round in either order; so a task takes the
+        oldest request of its broker when it first runs, not the one it was started for,
+        and writes it before it yields (or queues on the connection's fair send lock):
+        a partition's batches reach the wire in the order they were drained."""
+        assert self._requests is not None
+        outbox = self._outbox
+        for node_id, batches in ready.items():
+            queue = outbox.get(node_id)
+            if queue is None:
+                queue = outbox[node_id] = deque()
+            queue.append(batches)
+            self._requests.start_soon(self._send_next, node_id)
+
+    async def _send_next(self, node_id: int) -> None:
+        batches = self._outbox[node_id].popleft()
         node = self._core.cluster.brokers.get(node_id)
         body = self._core.produce_request(batches)
         try:
@@ -323,7 +375,7 @@ class Producer:
         else:
             self._core.handle_response(node_id, batches, response, now_ms())
         self._notify()
-        self._wake()
+        self._dispatch()
 
     async def _shutdown(self, flush: bool) -> None:
         self._closed = True

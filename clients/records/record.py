@@ -74,30 +74,40 @@ def encode_record(
     headers: Sequence[Header] = (),
 ) -> bytes:
     """Encode one record, length prefix included."""
+    # Runs once per produced record: every varint is looked up in the one- and two-byte
+    # table, and one that is not there (IndexError) takes the checked path. Zig-zag values
+    # are never negative, so only a negative offset delta needs its own check here.
+    if offset_delta < 0:
+        raise ValueError(f"offset delta {offset_delta} out of int32 range")
+    small = _SMALL_VARINTS
+    try:
+        ts = small[(timestamp_delta << 1) ^ (timestamp_delta >> 63)]
+        od = small[offset_delta << 1]
+        if key is None:
+            key_length, key = _NULL_LENGTH, b""
+        else:
+            key_length = small[len(key) << 1]
+        if value is None:
+            value_length, value = _NULL_LENGTH, b""
+        else:
+            value_length = small[len(value) << 1]
+        body = b"".join((_ATTRIBUTES, ts, od, key_length, key, value_length, value,
+                         _encode_headers(headers) if headers else b"\x00"))
+        return small[len(body) << 1] + body
+    except IndexError:
+        return _encode_record_checked(offset_delta, timestamp_delta, key, value, headers)
+
+
+def _encode_record_checked(offset_delta: int, timestamp_delta: int, key: bytes | None,
+                           value: bytes | None, headers: Sequence[Header]) -> bytes:
+    """``encode_record`` with range checks and varints of any length."""
     if not 0 <= offset_delta < 2**31:
         raise ValueError(f"offset delta {offset_delta} out of int32 range")
     if not -(2**63) <= timestamp_delta < 2**63:
         raise ValueError(f"timestamp delta {timestamp_delta} out of int64 range")
-    # Inlined zig-zag lookups: this runs once per record on the producer's path.
-    small = _SMALL_VARINTS
-    z = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
-    ts = small[z] if z < _SMALL_LIMIT else encode_unsigned_varint(z)
-    z = offset_delta << 1
-    od = small[z] if z < _SMALL_LIMIT else encode_unsigned_varint(z)
-    if key is None:
-        key_length, key = _NULL_LENGTH, b""
-    else:
-        z = len(key) << 1
-        key_length = small[z] if z < _SMALL_LIMIT else encode_unsigned_varint(z)
-    if value is None:
-        value_length, value = _NULL_LENGTH, b""
-    else:
-        z = len(value) << 1
-        value_length = small[z] if z < _SMALL_LIMIT else encode_unsigned_varint(z)
-    encoded_headers = _encode_headers(headers) if headers else b"\x00"
-    body = b"".join((_ATTRIBUTES, ts, od, key_length, key, value_length, value, encoded_headers))
-    z = len(body) << 1
-    return (small[z] if z < _SMALL_LIMIT else encode_unsigned_varint(z)) + body
+    body = b"".join((_ATTRIBUTES, _zz(timestamp_delta), _zz(offset_delta), *_sized(key),
+                     *_sized(value), _encode_headers(headers) if headers else b"\x00"))
+    return _zz(len(body)) + body
 
 
 def _encode_headers(headers: Sequence[Header]) -> bytes:

@@ -10,7 +10,7 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.partitioner import partition_for_key
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
-from clients.producer.core import ProducerCore
+from clients.producer.core import ProducerCore, now_ms
 from clients.producer.future import DeliveryFuture
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
@@ -86,6 +86,36 @@ async def test_many_batches_of_a_partition_in_flight_land_in_send_order(
     assert len(cluster.brokers[1].requests(ApiKey.PRODUCE)) >= 100
     assert values(cluster, "t", 0) == sent
     assert [f.result().offset for f in futures] == list(range(len(sent)))
+
+
+async def test_requests_started_in_one_scheduling_round_keep_their_drain_order(
+        nursery: trio.Nursery) -> None:
+    # Requests start from several tasks (a send that starts a batch, an answer that frees a
+    # slot, the sender); two started in one scheduling round run in an order trio leaves
+    # open, yet a partition's batches must reach the broker in the order they were drained.
+    # Without idempotence: with it the broker would refuse a sequence gap and retries would
+    # hide a reordering.
+    cluster = await StubCluster().start(nursery, 1)
+    cluster.add_topic("t", leaders=[1])
+    sent: list[bytes] = []
+    async with open_producer(bootstrap_servers=cluster.bootstrap, linger_ms=60000,
+                             batch_size=120, max_in_flight_requests_per_connection=5,
+                             enable_idempotence=False) as p:
+        await p.send("t", b"first", partition=0)      # the topic's metadata
+        await p.flush()
+        sent.append(b"first")
+        core = p._core
+        for round_ in range(12):
+            values_ = [f"r{round_}-{i}".encode() for i in range(12)]
+            for value in values_:
+                core.append("t", value, None, None, 0, None, DeliveryFuture(), now_ms)
+            sent += values_
+            drained = [core.sendable(now_ms(), True)[0] for _ in range(2)]
+            assert all(1 in ready for ready in drained)
+            for ready in drained:          # no checkpoint in between: one scheduling round
+                p._start_requests(ready)
+            await p.flush()
+    assert values(cluster, "t", 0) == sent
 
 
 async def test_not_leader_refreshes_metadata_and_retries(nursery: trio.Nursery) -> None:

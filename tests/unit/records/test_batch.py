@@ -18,8 +18,9 @@ from clients.records.batch import (
 )
 from clients.records.errors import CorruptRecordError, UnsupportedCompressionError
 from clients.records.header import compute_crc, iter_batches, parse_header, stamp_log_append_time
+from clients.records.record import _encode_record_checked, encode_record
 
-from .strategies import record_lists
+from .strategies import payloads, record_lists
 
 AVAILABLE = compression.available_codecs()
 
@@ -169,6 +170,23 @@ def test_large_fields_use_multibyte_varints() -> None:
     records = [Record(0, 2**40, big, big[:20_000], (("h" * 200, big[:9_000]),))]
     records.append(Record(70_000, -5, None, b"", ()))
     assert decode_batch(encode_batch(records)).records == records
+
+
+@pytest.mark.parametrize("offset_delta, timestamp_delta",
+                         [(-1, 0), (2**31, 0), (0, 2**63), (0, -(2**63) - 1)])
+def test_record_deltas_out_of_range_are_rejected(offset_delta: int,
+                                                 timestamp_delta: int) -> None:
+    with pytest.raises(ValueError):
+        encode_record(offset_delta, timestamp_delta, None, b"v")
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(-(2**63), 2**63 - 1), payloads, payloads)
+def test_the_table_path_and_the_checked_path_encode_a_record_alike(
+        offset_delta: int, timestamp_delta: int, key: bytes | None,
+        value: bytes | None) -> None:
+    encoded = encode_record(offset_delta, timestamp_delta, key, value, (("h", b"x"),))
+    assert encoded == _encode_record_checked(offset_delta, timestamp_delta, key, value,
+                                             (("h", b"x"),))
 
 
 @pytest.mark.usefixtures("codec_packages_missing")
