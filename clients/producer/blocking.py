@@ -33,10 +33,8 @@ from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 class BlockingDeliveryFuture(DeliveryFuture):
     """A DeliveryFuture whose ``get`` sends buffered records and waits for the outcome."""
 
-    __slots__ = ("_producer",)
-
     def __init__(self, producer: BlockingProducer) -> None:
-        super().__init__()
+        # DeliveryFuture keeps its state in class defaults and has no __init__ to call.
         self._producer = producer
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
@@ -104,18 +102,23 @@ class BlockingProducer:
         future = BlockingDeliveryFuture(self)
         blocked_since: float | None = None
         try:
-            if not core.can_append(topic):
+            now = now_ms()
+            appended = core.append(topic, value, key, headers, partition, timestamp, future,
+                                   now)
+            if appended is None:
                 if not core.topic_ready(topic):
                     blocked_since = time.monotonic()
                     self._wait_for_topic(topic)
                 if not core.has_room():
                     self._wait_for_room(blocked_since)
-            now = now_ms()
-            _, created = core.append(topic, value, key, headers, partition, timestamp, future,
-                                     now)
+                now = now_ms()
+                appended = core.append(topic, value, key, headers, partition, timestamp,
+                                       future, now)
+                assert appended is not None, "ready and with room, nothing else ran since"
         except Exception as exc:
             core.send_failed(exc)
             raise
+        _, created = appended
         if callback is not None or interceptors:
             core.watch(future, callback)
         # Nothing can have become sendable unless this record started a batch (the one before

@@ -235,13 +235,6 @@ class ProducerCore(SequencingMixin):
                     logger.exception("delivery callback %r failed", callback)
         future.add_callback(settled)
 
-    def can_append(self, topic: str) -> bool:
-        """Both ``topic_ready`` and ``has_room`` in one check, true when neither needs to do
-        anything: the per-record fast path. When false, ask each of them."""
-        accumulator = self.accumulator
-        return topic in self._counts and not accumulator.exhausted \
-            and accumulator.buffered_bytes < self.config.buffer_memory
-
     def has_room(self) -> bool:
         """Whether ``buffer.memory`` has room for another record; when not, every batch
         becomes sendable (so room frees up) until it has."""
@@ -286,13 +279,21 @@ class ProducerCore(SequencingMixin):
 
     def append(self, topic: str, value: Any, key: Any, headers: Iterable[tuple[str, Any]] | None,
                partition: int | None, timestamp: int | None, future: DeliveryFuture,
-               now: float | Callable[[], float]) -> tuple[ProducerBatch, bool]:
-        """Serialize, partition and batch one record (the topic's metadata must be known,
-        and ``has_room`` checked); returns its batch and whether that batch was started by
-        this record. ``now`` is the time (ms), or a clock read only if a batch starts."""
-        # Once per record: plain bytes without serializers or headers take the shortest
-        # path, and the topic's partition count is looked up once.
+               now: float | Callable[[], float]) -> tuple[ProducerBatch, bool] | None:
+        """Serialize, partition and batch one record; returns its batch and whether that
+        batch was started by this record. ``now`` is the time (ms), or a clock read only if
+        a batch starts. Returns None, having done nothing, when the topic's metadata is not
+        known or buffer.memory is full: the driver then waits until ``topic_ready`` and
+        ``has_room`` and calls again."""
+        # Once per record: the readiness check and the append are one call, plain bytes
+        # without serializers or headers take the shortest path, and the topic's partition
+        # count is looked up once.
         config = self.config
+        count = self._counts.get(topic)
+        accumulator = self.accumulator
+        if count is None or accumulator.exhausted \
+                or accumulator.buffered_bytes >= config.buffer_memory:
+            return None
         if self._serializing:
             if config.key_serializer is not None:
                 key = config.key_serializer(topic, key)
@@ -317,7 +318,6 @@ class ProducerCore(SequencingMixin):
                 if size > config.max_request_size else ("buffer.memory", config.buffer_memory)
             raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"the record is {size} bytes, larger than {limit[0]} ({limit[1]})")
-        count = self._counts[topic]
         sticky = partition is None and (key is None or config.ignore_keys)
         if partition is not None and 0 <= partition < count:
             chosen = partition
@@ -326,12 +326,12 @@ class ProducerCore(SequencingMixin):
         if self.txn is not None:
             self.txn.add_partition((topic, chosen))
         stamp = _wall_clock_ns() // 1_000_000 if timestamp is None else int(timestamp)
-        batch, created = self.accumulator.append(topic, chosen, stamp, key, value, header_t,
-                                                 future, now, size)
+        batch, created = accumulator.append(topic, chosen, stamp, key, value, header_t, future,
+                                            now, size)
         if sticky:
             partitioner = self.partitioner
             if partitioner.needs_switch(topic, size):
-                queues = self.accumulator.queue_sizes(topic) if partitioner.adaptive else None
+                queues = accumulator.queue_sizes(topic) if partitioner.adaptive else None
                 partitioner.record_produced(topic, chosen, size, count,
                                             self._available(topic), queues)
             else:

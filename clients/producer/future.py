@@ -24,17 +24,16 @@ class DeliveryFuture:
     outcome is known (immediately if it already is).
     """
 
-    __slots__ = ("_result", "_error", "_done", "_callbacks", "_landed")
-
-    def __init__(self) -> None:
-        self._result: RecordMetadata | None = None
-        self._error: BaseException | None = None
-        self._done = False
-        # Most futures of a busy producer get no callback: the list is made on the first.
-        self._callbacks: list[Callable[[DeliveryFuture], None]] | None = None
-        # (topic, partition, offset, timestamp) from ``succeed_batch``: the RecordMetadata is
-        # made when someone asks for it, not for every acknowledged record.
-        self._landed: tuple[str, int, int, int] | None = None
+    # One is made per record: the state starts as these class defaults, so making a future
+    # runs no __init__ (a slotted class would need one to set them).
+    _result: RecordMetadata | None = None
+    _error: BaseException | None = None
+    _done = False
+    # Most futures of a busy producer get no callback: the list is made on the first.
+    _callbacks: list[Callable[[DeliveryFuture], None]] | None = None
+    # (topic, partition, offset, timestamp) from ``succeed_batch``: the RecordMetadata is
+    # made when someone asks for it, not for every acknowledged record.
+    _landed: tuple[str, int, int, int] | None = None
 
     def done(self) -> bool:
         return self._done

@@ -42,16 +42,13 @@ class ProducerClosedError(RuntimeError):
 class TrioDeliveryFuture(DeliveryFuture):
     """A DeliveryFuture that can be awaited: ``metadata = await future``."""
 
-    # Set only when someone waits (most futures of a busy producer are never awaited), so
-    # a future is made without an __init__ of its own.
-    __slots__ = ("_event",)
-    _event: trio.Event
+    # Made only when someone waits: most futures of a busy producer are never awaited.
+    _event: trio.Event | None = None
 
     async def wait(self) -> RecordMetadata:
         if not self.done():
-            try:
-                event = self._event
-            except AttributeError:
+            event = self._event
+            if event is None:
                 event = self._event = trio.Event()
                 self.add_callback(lambda _: event.set())
             await event.wait()
@@ -142,17 +139,21 @@ class Producer:
         future = TrioDeliveryFuture()
         blocked_since: float | None = None
         try:
-            if not core.can_append(topic):       # checked here: no coroutine per record
+            appended = core.append(topic, value, key, headers, partition, timestamp, future,
+                                   now_ms)
+            if appended is None:     # waits only here: no coroutine per record
                 if not core.topic_ready(topic):
                     blocked_since = trio.current_time()
                     await self._wait_for_topic(topic)
                 if not core.has_room():
                     await self._wait_for_room(blocked_since)
-            batch, created = core.append(topic, value, key, headers, partition, timestamp,
-                                         future, now_ms)
+                appended = core.append(topic, value, key, headers, partition, timestamp,
+                                       future, now_ms)
+                assert appended is not None, "ready and with room, with no checkpoint since"
         except Exception as exc:
             core.send_failed(exc)
             raise
+        batch, created = appended
         if callback is not None or interceptors:
             core.watch(future, callback)
         # Only a new batch can make one sendable (the one before it may be full); the

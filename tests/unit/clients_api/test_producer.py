@@ -108,7 +108,8 @@ async def test_requests_started_in_one_scheduling_round_keep_their_drain_order(
         for round_ in range(12):
             values_ = [f"r{round_}-{i}".encode() for i in range(12)]
             for value in values_:
-                core.append("t", value, None, None, 0, None, DeliveryFuture(), now_ms)
+                assert core.append("t", value, None, None, 0, None, DeliveryFuture(),
+                                   now_ms) is not None
             sent += values_
             drained = [core.sendable(now_ms(), True)[0] for _ in range(2)]
             assert all(1 in ready for ready in drained)
@@ -340,7 +341,8 @@ def test_a_partition_keeps_up_to_max_in_flight_batches_in_flight_as_in_kafka() -
                 "partition_index": 0, "leader_id": 1, "leader_epoch": 0, "replica_nodes": [1],
                 "isr_nodes": [1], "error_code": 0}]}]}, 0.0)
         for _ in range(3):  # one batch each
-            core.append("t", b"v" * 150, None, None, 0, None, DeliveryFuture(), 0.0)
+            assert core.append("t", b"v" * 150, None, None, 0, None, DeliveryFuture(),
+                               0.0) is not None
         return sum(len(batches) for _ in range(3)
                    for batches in core.sendable(0.0, flushing=False)[0].values())
 
