@@ -119,14 +119,22 @@ class RetryBudget:
             return None
         return wait
 
+    # The reworded error once the budget ran out: the operation's loop around a call's
+    # loop then raises it as it is, not reworded a second time.
+    spent: BaseException | None = None
+
     def exhausted(self, error: BaseException) -> BaseException:
         """`error`, reworded to say the call was retried until its deadline."""
+        if self.spent is not None:
+            return self.spent
         note = f" (still failing after {self.attempts} tries, when the timeout expired)"
         if isinstance(error, KafkaError):
-            return KafkaError(error.code, error.message + note)
-        if isinstance(error, KafkaConnectionError):
-            return KafkaConnectionError(str(error) + note)
-        return error
+            self.spent = KafkaError(error.code, error.message + note)
+        elif isinstance(error, KafkaConnectionError):
+            self.spent = KafkaConnectionError(str(error) + note)
+        else:
+            self.spent = error
+        return self.spent
 
 
 class RetryCall(Exception):

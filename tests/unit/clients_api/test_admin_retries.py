@@ -94,6 +94,18 @@ def test_budget_stops_before_the_deadline_and_says_so() -> None:
     assert "after 3 tries" in error.message
 
 
+def test_a_budget_that_ran_out_says_so_once() -> None:
+    # A call's loop gives up inside the operation's loop, which then gives up too: the
+    # error reaches the user reworded once.
+    budget = RetryBudget(deadline=1.0)
+    assert budget.next_wait(0.95) is None
+    inner = budget.exhausted(KafkaConnectionError("no broker is reachable"))
+    assert budget.next_wait(0.96) is None
+    outer = budget.exhausted(inner)
+    assert outer is inner
+    assert str(outer).count("when the timeout expired") == 1
+
+
 def test_an_operation_restarts_with_the_same_arguments_even_from_an_iterator() -> None:
     def operation(names: object, flag: bool):  # type: ignore[no-untyped-def]
         return (yield (list(names), flag))  # type: ignore[call-overload]
