@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -87,6 +88,22 @@ def parse_fetched_records(topic: str, partition: int, data: bytes | memoryview |
     """
     if not data:
         return ParsedFetch([], fetch_offset, False)
+    # Each record is a ConsumerRecord, which the cyclic garbage collector tracks for as long
+    # as it lives (it untracks plain tuples only): a collection every 700 of them, each
+    # walking the records made so far, cost a fifth of a consumer's time. Paused for the
+    # burst, it runs once afterwards.
+    if not gc.isenabled():
+        return _decode_fetched(topic, partition, data, fetch_offset, verify_crc, aborted)
+    gc.disable()
+    try:
+        return _decode_fetched(topic, partition, data, fetch_offset, verify_crc, aborted)
+    finally:
+        gc.enable()
+
+
+def _decode_fetched(topic: str, partition: int, data: bytes | memoryview, fetch_offset: int,
+                    verify_crc: bool, aborted: Iterable[Mapping[str, Any]] | None
+                    ) -> ParsedFetch:
     view = memoryview(data)
     end = len(view)
     pos = 0

@@ -59,6 +59,34 @@ def test_fetched_records_are_ordinary_immutable_consumer_records() -> None:
         record.offset = 5  # type: ignore[misc]
 
 
+def test_decoding_a_fetch_runs_no_garbage_collection_and_restores_the_collector() -> None:
+    # 5,000 records would otherwise set off a collection every 700 of them; paused, the
+    # collector runs at most once, at the first allocation after the decode.
+    data = b"".join(batch(base, 1000) for base in range(0, 5000, 1000))
+    collections: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        parsed = parse_fetched_records("t", 0, data, 0)
+        during = len(collections)
+        assert gc.isenabled()
+        gc.disable()          # a collector the application turned off stays off
+        try:
+            parse_fetched_records("t", 0, data, 0)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(count)
+    assert len(parsed.records) == 5000 and parsed.next_offset == 5000
+    assert during <= 1
+
+
 def test_partial_trailing_batch_is_ignored() -> None:
     whole = batch(0, 3)
     data = whole + batch(3, 3)[:-7]
