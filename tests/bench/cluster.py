@@ -5,8 +5,9 @@ requests to it, topic creation, and latency percentiles."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from broker.launcher import bootstrap_quorum
 from broker.launcher.layout import ClusterInfo
@@ -62,6 +63,25 @@ def create_topic(port: int, name: str, partitions: int, rf: int,
 
     wait_for(created, f"topic {name} to be created", 30)
     return wait_for(leaders, f"full ISRs for topic {name}", 30)
+
+
+def delete_topic(port: int, name: str, data_dirs: Iterable[Path]) -> None:
+    """Delete `name` and wait until no broker keeps a partition directory of it under
+    `data_dirs`, so the memory its files held is free again."""
+    answer = request(port, ApiKey.DELETE_TOPICS, {"topics": [{"name": name}],
+                                                   "topic_names": [name], "timeout_ms": 10_000})
+    code = ErrorCode(answer["responses"][0]["error_code"])
+    if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        raise SystemExit(f"cannot delete topic {name}: {code.name}")
+    # A partition directory is "<topic>-<n>", renamed "<topic>-<n>.<id>-delete" while it goes.
+    pattern = re.compile(re.escape(name) + r"-\d+(\..*)?$")
+
+    def gone() -> bool:
+        return not any(pattern.match(child.name)
+                       for directory in data_dirs if directory.is_dir()
+                       for child in directory.iterdir())
+
+    wait_for(gone, f"the files of topic {name} to be deleted", 30)
 
 
 def percentiles_ms(latencies_s: list[float], digits: int = 1) -> dict[str, float | None]:

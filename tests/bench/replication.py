@@ -1,6 +1,11 @@
 """`scripts/bench --replication`'s throughput matrix: RF=1 acks=1, RF=3 acks=1 and RF=3
 acks=all, each on 1 and on 4 partitions, loaded by the native producer on one 3-node cluster,
-with every node's CPU seconds per GB appended and the ratios issue-level goals name."""
+with every node's CPU seconds per GB appended and the ratios issue-level goals name.
+
+Each case's topic is deleted once it is measured: on a virtual machine, page-cache writes into
+memory the guest has not touched before cost several times a plain copy, and the cache grows
+into such memory as topics accumulate; without the deletion every case (and round) would meet
+a different memory state, and later cases ran up to 2.5x slower for the same code."""
 
 from __future__ import annotations
 
@@ -14,9 +19,10 @@ CASES = (("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acks_all", 3, "all"
 
 def run_case(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
              create: Callable[..., dict[int, int]], name: str, partitions: int, rf: int,
-             acks: str, records: int, round_: int = 0) -> dict[str, Any]:
-    """Produce `records` into a fresh topic, then consume it; throughput, per-node CPU and
-    who led which partition."""
+             acks: str, records: int, round_: int = 0,
+             delete: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Produce `records` into a fresh topic, then consume it (and `delete` it); throughput,
+    per-node CPU and who led which partition."""
     topic = f"bench-{name}-p{partitions}-r{round_}".replace("_", "-")
     leaders = create(topic, partitions, rf, {"min.insync.replicas": "2"} if rf == 3 else {})
     with nodes_cpu(pids) as used:
@@ -36,9 +42,11 @@ def run_case(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
                             "followed_partitions": followed,
                             "cpu_s": cpu_s, "cpu_s_per_gb": per_gb(cpu_s, appended)}
     total = sum(c for c in used.values() if c is not None)
+    consumed = load.consume(bootstrap, topic, records)
+    if delete is not None:
+        delete(topic)
     return {**produced, "partitions": partitions, "rf": rf, "acks": acks, "nodes": nodes,
-            "cluster_cpu_s_per_gb": per_gb(total, appended),
-            "consume": load.consume(bootstrap, topic, records)}
+            "cluster_cpu_s_per_gb": per_gb(total, appended), "consume": consumed}
 
 
 def mean(values: list[float | None]) -> float | None:
@@ -79,7 +87,8 @@ def goal_ratios(single: dict[str, dict[str, Any]], four: dict[str, dict[str, Any
 
 def replication_matrix(load: LoadGenerator, bootstrap: str, pids: dict[int, int | None],
                        create: Callable[..., dict[int, int]], records: int,
-                       rounds: int = 1) -> dict[str, Any]:
+                       rounds: int = 1,
+                       delete: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every case on 1 and on 4 partitions, `rounds` times, the order rotating each round so
     that load from other processes hits the cases alike; each case reports its median round
     (by records/s) plus "runs", every round's records/s."""
@@ -89,7 +98,8 @@ def replication_matrix(load: LoadGenerator, bootstrap: str, pids: dict[int, int 
         shift = round_ % len(order)
         for partitions, name, rf, acks in order[shift:] + order[:shift]:
             runs[(partitions, name)].append(run_case(load, bootstrap, pids, create, name,
-                                                     partitions, rf, acks, records, round_))
+                                                     partitions, rf, acks, records, round_,
+                                                     delete))
     result: dict[str, Any] = {"p1": {}, "p4": {}}
     for (partitions, name), case_runs in runs.items():
         ranked = sorted(case_runs, key=lambda r: r["records_per_s"])
