@@ -1,8 +1,10 @@
 """The trio producer: ``async with open_producer(config) as producer: ...``.
 
-A background sender task drains ready batches to their partition leaders, at most
-``max.in.flight.requests.per.connection`` requests per broker, and refreshes metadata when
-a leader is unknown or has moved. ``send`` waits only for the topic's metadata; the returned
+Ready batches go to their partition leaders, at most
+``max.in.flight.requests.per.connection`` requests per broker: drained by the send that starts
+a batch, by the answer that frees an in-flight slot, and by a background sender task that
+also keeps linger.ms, refreshes metadata when a leader is unknown or has moved, and gets the
+producer id. ``send`` waits only for the topic's metadata; the returned
 future completes when the broker acknowledges (or the record fails for good).
 """
 
