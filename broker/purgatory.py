@@ -17,15 +17,19 @@ import trio
 K = TypeVar("K", bound=Hashable)
 
 
-class Waiter:
-    """One waiting request; woken by a notification on any key it watches."""
+class Waiter(Generic[K]):
+    """One waiting request; woken by a notification on any key it watches. It keeps the
+    keys notified since its last wait, so a request watching many partitions can re-check
+    only the ones that moved."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "_fired")
 
     def __init__(self) -> None:
         self._event = trio.Event()
+        self._fired: set[K] = set()
 
-    def wake(self) -> None:
+    def wake(self, key: K) -> None:
+        self._fired.add(key)
         self._event.set()
 
     async def wait(self, deadline: float = math.inf) -> bool:
@@ -37,20 +41,25 @@ class Waiter:
         self._event = trio.Event()
         return True
 
+    def take_fired(self) -> set[K]:
+        """The keys notified since the last call (or since watching began)."""
+        fired, self._fired = self._fired, set()
+        return fired
+
 
 class Purgatory(Generic[K]):
     """Waiters by key; `notify(key)` wakes every waiter watching it."""
 
     def __init__(self) -> None:
-        self._watchers: dict[K, set[Waiter]] = {}
+        self._watchers: dict[K, set[Waiter[K]]] = {}
         # Waiting requests by kind ("Produce", "Fetch"): Kafka's purgatory sizes.
         self.waiting: dict[str, int] = {}
 
     @contextmanager
-    def watch(self, keys: Iterable[K], kind: str = "") -> Iterator[Waiter]:
+    def watch(self, keys: Iterable[K], kind: str = "") -> Iterator[Waiter[K]]:
         """Register a new waiter under `keys` for the duration of the block; `kind` names
         the delayed operation in the purgatory size metric."""
-        waiter = Waiter()
+        waiter: Waiter[K] = Waiter()
         watched = list(dict.fromkeys(keys))
         for key in watched:
             self._watchers.setdefault(key, set()).add(waiter)
@@ -72,7 +81,7 @@ class Purgatory(Generic[K]):
         if not waiters:
             return 0
         for waiter in waiters:
-            waiter.wake()
+            waiter.wake(key)
         return len(waiters)
 
     def watched_keys(self) -> int:

@@ -126,28 +126,38 @@ class FetchHandler:
         keys: list[WaitKey] = [(t["topic"], p["partition"]) for t in topics
                                if t["topic"] in readable for p in t.get("partitions") or ()]
         if replica_id >= 0:
-            # A follower reads up to the log end: every append concerns it. A consumer is
-            # woken only when what it may read moves (the HW), not by each append.
-            keys += [appended_key(key) for key in keys]  # type: ignore[arg-type]
+            # A follower reads up to the log end: it is woken by appends (and by leadership
+            # changes, which notify the appended key too), not by a HW that moved alone; as
+            # in Kafka, its next fetch carries the new HW.
+            keys = [appended_key(key) for key in keys]  # type: ignore[arg-type]
+        # A consumer is woken only when what it may read moves (the HW), not by each append.
         with self._replicas.purgatory.watch(keys, "Fetch") as waiter:
-            while True:
-                result = self._read(body, reader, readable)
-                if (max_wait_ms <= 0 or result.total_bytes >= min_bytes or result.has_error
-                        or result.has_divergence or not keys):
-                    break
+            result = self._read(body, reader, readable)
+            while (max_wait_ms > 0 and result.total_bytes < min_bytes and not result.has_error
+                   and not result.has_divergence and keys):
                 # A partition held back by the leader throttle is read again once the quota
                 # allows, not only when the wait ends.
                 wake = deadline if result.throttled_until is None else min(
                     deadline, result.throttled_until)
-                if not await waiter.wait(wake) and wake >= deadline:
+                woken = await waiter.wait(wake)
+                if not woken and wake >= deadline:
                     break
+                # Woken by notifications: only the partitions they name are read again (a
+                # follower of many quiet partitions would otherwise read them all at every
+                # append); a throttle's wake reads everything.
+                moved = {key[:2] for key in waiter.take_fired()} if woken else None
+                result = self._read(body, reader, readable, moved, result)
         responses = result.responses
         if context.session is not None:
             responses = context.session.answer(responses, context.incremental)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "session_id": context.session_id, "responses": responses}
 
-    def _read(self, body: dict[str, Any], reader: _Reader, readable: set[str]) -> _FetchPass:
+    def _read(self, body: dict[str, Any], reader: _Reader, readable: set[str],
+              moved: set[tuple[str, int]] | None = None,
+              previous: _FetchPass | None = None) -> _FetchPass:
+        """Read every requested partition, or with `previous` only the `moved` ones, keeping
+        `previous`'s empty answers for the rest (nothing was notified about them since)."""
         replica_id = reader.replica_id
         isolation_level = int(body.get("isolation_level", 0))
         if replica_id >= 0:
@@ -159,10 +169,22 @@ class FetchHandler:
         remaining = int(body.get("max_bytes", _INT32_MAX))
         result = _FetchPass()
         min_one_batch = True
+        kept = None
+        if previous is not None and moved is not None:
+            kept = iter([entry for t in previous.responses for entry in t["partitions"]])
+            result.throttled_until = previous.throttled_until
         for topic in body.get("topics") or ():
             entries: list[dict[str, Any]] = []
             result.responses.append({"topic": topic["topic"], "partitions": entries})
             for fp in topic.get("partitions") or ():
+                if kept is not None:
+                    entry = next(kept)
+                    # An entry holding records is read again: the partitions before it may
+                    # now take the response's byte budget.
+                    if ((topic["topic"], fp["partition"]) not in moved  # type: ignore[operator]
+                            and not entry["records"]):
+                        entries.append(entry)
+                        continue
                 entry = _empty_entry(fp["partition"], isolation_level)
                 entries.append(entry)
                 if topic["topic"] not in readable:

@@ -72,11 +72,12 @@ class ReplicaOffsetsLog:
         """Append as leader (acks=all); the base offset once the high watermark passed it.
         The same path serves `__transaction_state` (built with that topic)."""
         replica = self._leader(partition)
+        high_watermark = replica.high_watermark
         try:
             result = replica.append_as_leader(bytearray(batch), -1, int(time.time() * 1000))
         except (LogError, ReplicaError) as exc:
             raise OffsetsLogError(exc.error_code, str(exc)) from None
-        self._replicas.notify(replica.key)
+        self._replicas.notify_appended(replica, high_watermark)
         required, epoch = result.last_offset + 1, replica.leader_epoch
         deadline = trio.current_time() + self._timeout_s
         with self._replicas.purgatory.watch([replica.key]) as waiter:

@@ -35,6 +35,8 @@ SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+# How many of the latest batches a segment remembers the positions of.
+_RECENT_BATCHES = 64
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -92,6 +94,10 @@ class LogSegment:
         self.created_ms = created_ms
         self._bytes_since_index_entry = 0
         self.unflushed = False
+        # Offset -> position of the first batch whose last offset reaches it, for the offsets
+        # just past the latest batches: followers and tailing consumers fetch from there,
+        # and on a log of small batches the sparse index would have them scan many headers.
+        self._batch_at: dict[int, int] = {}
 
     # -- loading -------------------------------------------------------------------------
 
@@ -156,6 +162,7 @@ class LogSegment:
         self.next_offset = self.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self._bytes_since_index_entry = 0
+        self._batch_at.clear()
 
     def recover(self) -> int:
         """Validate every batch, rebuild both indexes, truncate an invalid tail.
@@ -214,6 +221,10 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
+        recent = self._batch_at
+        recent[self.next_offset] = position
+        if len(recent) > _RECENT_BATCHES:
+            del recent[next(iter(recent))]
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp is None:
             self.first_batch_timestamp = max_timestamp
@@ -302,6 +313,9 @@ class LogSegment:
 
     def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= ``offset``, or None."""
+        position = self._batch_at.get(offset)
+        if position is not None:
+            return position, parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
         for pos, header in self.headers_from(offset):
             if header.last_offset >= offset:
                 return pos, header
@@ -352,6 +366,7 @@ class LogSegment:
         self.time_index.make_writable()
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self._bytes_since_index_entry = 0
+        self._batch_at.clear()
         self.load_marks()
         if self.size == 0:
             self.first_batch_timestamp = None

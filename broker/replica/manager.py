@@ -151,7 +151,7 @@ class ReplicaManager:
         """A follower's fetch reached the leader `partition`: record its position, wake
         waiters if the HW moved, and propose it back into the ISR once it caught up."""
         if partition.record_follower_fetch(replica_id, fetch_offset, now_ms):
-            self.notify(partition.key)
+            self.notify_high_watermark(partition.key)
         if self.isr_sender is not None:
             new_isr = partition.isr_expansion(replica_id, self.is_isr_eligible)
             if new_isr is not None:
@@ -191,10 +191,15 @@ class ReplicaManager:
                 self.notify(key)
 
     def notify(self, key: TopicPartition) -> None:
-        """Wake every request waiting on `key` (a new HW, a leadership change, or new data
-        that may already be readable)."""
+        """Wake every request waiting on `key`: its leadership or replica changed (or it
+        may have), which concerns consumers, acks and follower fetches alike."""
         self.purgatory.notify(key)
         self.purgatory.notify(appended_key(key))
+
+    def notify_high_watermark(self, key: TopicPartition) -> None:
+        """`key`'s HW moved: wake the consumers and the acks waiting on it, not the follower
+        fetches (as in Kafka, a follower learns the HW with its next fetch)."""
+        self.purgatory.notify(key)
 
     def notify_appended(self, partition: Partition, high_watermark_before: int) -> None:
         """A leader append landed: wake the follower fetches, and the consumers and acks

@@ -236,7 +236,7 @@ class LeaderFetcher:
             self._lag[key] = high_watermark - log.log_end_offset
             if log.update_high_watermark(high_watermark) > hw_before:
                 # Consumers fetching from this follower (KIP-392) wait on its HW.
-                self._replicas.notify(key)
+                self._replicas.notify_high_watermark(key)
             leader_start = int(entry.get("log_start_offset", -1))
             if leader_start > log.log_start_offset:
                 log.delete_records_before(min(leader_start, log.high_watermark))

@@ -153,6 +153,59 @@ async def test_consumer_long_poll_is_woken_by_the_high_watermark_not_the_append(
             await conn.aclose()
 
 
+async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_moved(
+        tmp_path, monkeypatch):
+    from broker.log.partition_log import PartitionLog
+
+    async with running_broker(tmp_path, other_brokers=(2, 3)) as broker:
+        broker.create_topic("t", 2, replicas=(1, 2, 3))
+        producer, follower, other = [await broker.connect() for _ in range(3)]
+        response = await producer.request(ApiKey.PRODUCE, produce_body("t", batch([b"a"]), acks=1))
+        assert only_partition(response)["error_code"] == 0
+
+        def follower_fetch(replica: int, offset: int, max_wait_ms: int = 0) -> dict:
+            body = fetch_body("t", offset, max_wait_ms=max_wait_ms)
+            body["topics"][0]["partitions"].append(
+                {**body["topics"][0]["partitions"][0], "partition": 1, "fetch_offset": 0})
+            return {**body, "replica_id": replica}
+
+        await follower.request(ApiKey.FETCH, follower_fetch(2, 1))
+        reads: list[int] = []
+        real_read = PartitionLog.read
+
+        def counting_read(log: PartitionLog, *args, **kwargs):  # type: ignore[no-untyped-def]
+            reads.append(log.partition)
+            return real_read(log, *args, **kwargs)
+
+        monkeypatch.setattr(PartitionLog, "read", counting_read)
+        result: dict = {}
+        async with trio.open_nursery() as nursery:
+            async def poll() -> None:
+                result["response"] = await follower.request(
+                    ApiKey.FETCH, follower_fetch(2, 1, max_wait_ms=10_000))
+
+            nursery.start_soon(poll)
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert sorted(reads) == [0, 1]
+            # The other follower's fetch moves partition 0's HW; a follower learns that with
+            # its next fetch (as in Kafka), so the parked one is not answered for it.
+            hw = partition_of(await other.request(ApiKey.FETCH, follower_fetch(3, 1)))
+            assert hw["high_watermark"] == 1
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert "response" not in result
+            del reads[:]
+            response = await producer.request(ApiKey.PRODUCE, produce_body(
+                "t", batch([b"b"]), partition=1, acks=1))
+            assert only_partition(response)["error_code"] == 0
+        # Woken by the append to partition 1, the fetch read that partition alone again.
+        assert reads == [1]
+        answered = {p["partition_index"]: p for p in result["response"]["responses"][0]["partitions"]}
+        assert values_of(answered[1]["records"]) == [(0, b"b")]
+        assert len(answered[0]["records"]) == 0
+        for conn in (producer, follower, other):
+            await conn.aclose()
+
+
 async def test_long_poll_times_out_after_max_wait(tmp_path):
     async with running_broker(tmp_path) as broker:
         broker.create_topic("t")

@@ -179,3 +179,36 @@ def test_truncate_and_truncate_fully(tmp_path: Path) -> None:
     reopened = open_log(tmp_path, {"segment.bytes": "300"})
     assert (reopened.log_start_offset, reopened.log_end_offset) == (100, 101)
     reopened.close()
+
+
+def test_reading_from_where_a_recent_append_began_reads_one_batch_header(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small batches: the sparse offset index points far behind the log end, so without the
+    # segment's positions of its latest batches a follower's read there scans every header.
+    log = open_log(tmp_path, {"index.interval.bytes": "100000"})
+    for n in range(40):
+        log.append_as_leader(batch([b"%d" % n]), 0, NOW)
+    from broker.log import segment as segment_module
+
+    preads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, size: int, position: int) -> bytes:
+        preads.append(position)
+        return real_pread(fd, size, position)
+
+    monkeypatch.setattr(segment_module.os, "pread", counting_pread)
+    tail = log.read(38, 1 << 20, UpperBound.LEO)
+    assert len(preads) == 1
+    assert records_of(tail.read_bytes()) == [(38, None, b"38"), (39, None, b"39")]
+    monkeypatch.setattr(segment_module.os, "pread", real_pread)
+    # A truncation forgets those positions: the batches written after it are found anew.
+    log.truncate_to(20)
+    log.append_as_leader(batch([b"a" * 50, b"b", b"c"]), 1, NOW)
+    log.append_as_leader(batch([b"d"]), 1, NOW)
+    assert [r[0] for r in records_of(log.read(21, 1 << 20, UpperBound.LEO).read_bytes())] == \
+        [20, 21, 22, 23]
+    assert records_of(log.read(23, 1 << 20, UpperBound.LEO).read_bytes()) == [(23, None, b"d")]
+    assert [r[0] for r in records_of(log.read(3, 1 << 20, UpperBound.LEO).read_bytes())] == \
+        list(range(3, 24))
+    log.close()
