@@ -264,9 +264,9 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "Give up start-up if registration takes longer.", at_least(1)),
     # Network.
     _k("socket.request.max.bytes", "int", "104857600", "Largest request frame.", at_least(1)),
-    _k("socket.send.buffer.bytes", "int", "102400", "SO_SNDBUF; -1 = OS default.",
+    _k("socket.send.buffer.bytes", "int", "-1", "SO_SNDBUF; -1 = OS default.",
        at_least(-1)),
-    _k("socket.receive.buffer.bytes", "int", "102400", "SO_RCVBUF; -1 = OS default.",
+    _k("socket.receive.buffer.bytes", "int", "-1", "SO_RCVBUF; -1 = OS default.",
        at_least(-1)),
     _k("connections.max.idle.ms", "long", "600000", "Close connections idle this long.",
        at_least(1)),
@@ -307,7 +307,7 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        "no other class can be loaded.",
        one_of("org.apache.kafka.common.replica.RackAwareReplicaSelector",
               "org.apache.kafka.common.replica.LeaderSelector")),
-    _k("replica.socket.receive.buffer.bytes", "int", "65536",
+    _k("replica.socket.receive.buffer.bytes", "int", "-1",
        "SO_RCVBUF of follower fetch connections; -1 = OS default.", at_least(-1)),
     _k("num.replica.fetchers", "int", "1", "Fetcher tasks per source broker.", at_least(1)),
     # Replication throttles (Kafka's ReplicationQuotaManager); the rates are dynamic.

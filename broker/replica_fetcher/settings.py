@@ -23,7 +23,7 @@ class FetcherSettings:
     min_bytes: int = 1                    # replica.fetch.min.bytes
     backoff_ms: int = 1_000               # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000       # replica.socket.timeout.ms
-    receive_buffer_bytes: int = 65_536    # replica.socket.receive.buffer.bytes (-1: OS's)
+    receive_buffer_bytes: int = -1        # replica.socket.receive.buffer.bytes (-1: OS's)
     local_address: str | None = None      # raftka.client.bind.address
     # How the inter-broker listener is reached (its security protocol, TLS context).
     security: ClientSecurity = PLAINTEXT
