@@ -70,6 +70,8 @@ class _FetchPass:
         self.has_divergence = False
         # When a throttled partition was held back: when the leader quota allows it again.
         self.throttled_until: float | None = None
+        # The wall clock of this pass (follower fetch times), read once for its partitions.
+        self.now_ms = now_ms()
 
 
 class _Reader:
@@ -234,7 +236,8 @@ class FetchHandler:
                 # The fetch offset is the follower's acknowledgement (not taken from a
                 # diverging follower, whose offsets may name other records): it may move
                 # the HW and bring the follower back into the ISR.
-                self._replicas.on_follower_fetch(partition, replica_id, fetch_offset, now_ms())
+                self._replicas.on_follower_fetch(partition, replica_id, fetch_offset,
+                                                 result.now_ms)
             quota = self._replicas.leader_quota
             throttled = (replica_id >= 0 and quota is not None and quota.active
                          and quota.is_throttled(topic, fp["partition"]))
@@ -244,9 +247,10 @@ class FetchHandler:
                 min_one_batch = False
                 result.throttled_until = now() + max(quota.seconds_until_within(now()), 0.001)
             read = log.read(fetch_offset, limit, bound, min_one_batch)
-            if throttled and read.size:
-                quota.record(read.size, now())
-            self._replicas.topic_stats.record_fetch(topic, read.size, replica_id >= 0)
+            size = read.size
+            if throttled and size:
+                quota.record(size, now())
+            self._replicas.topic_stats.record_fetch(topic, size, replica_id >= 0)
         except PARTITION_ERRORS as exc:
             entry["error_code"] = error_code_of(exc)
             result.has_error = True
@@ -254,13 +258,13 @@ class FetchHandler:
             return 0
         entry.update(high_watermark=read.high_watermark, last_stable_offset=read.last_stable_offset,
                      log_start_offset=read.log_start_offset, records=_records_of(read))
-        if bound is UpperBound.LSO and read.size:
+        if bound is UpperBound.LSO and size:
             # The consumer drops these producers' batches between each first offset and its
             # ABORT marker; the search covers the offsets this read can hold.
             entry["aborted_transactions"] = [
                 {"producer_id": t.producer_id, "first_offset": t.first_offset}
                 for t in log.aborted_transactions(fetch_offset, read.upper_offset)]
-        return read.size
+        return size
 
     def _serving_replica(self, topic: str, partition_id: int, current_leader_epoch: int,
                          reader: _Reader) -> Partition:

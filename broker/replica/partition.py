@@ -267,8 +267,11 @@ class Partition:
             return False
         now_ms = _now_ms() if now_ms is None else now_ms
         leo = self.log.log_end_offset
+        before = state.log_end_offset
         state.update_fetch(min(fetch_offset, leo), leo, now_ms)
-        return self.maybe_increment_high_watermark()
+        # An unchanged follower LEO cannot move the HW: every other input (an append, an
+        # ISR change, another follower's fetch) recomputes it where it changes.
+        return state.log_end_offset != before and self.maybe_increment_high_watermark()
 
     # -- ISR changes ---------------------------------------------------------------------
 
