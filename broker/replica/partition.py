@@ -314,6 +314,12 @@ class Partition:
                                         for b in new_isr],
                 "leader_recovery_state": 0, "partition_epoch": self.partition_epoch}
 
+    def _drop_pending_isr(self) -> None:
+        # A member the proposal added no longer holds the HW back (follower fetches that
+        # leave a LEO unchanged do not recompute it).
+        self.pending_isr = None
+        self.maybe_increment_high_watermark()
+
     def on_alter_partition_result(self, sent_leader_epoch: int, sent_partition_epoch: int,
                                   result: dict[str, Any] | None) -> bool:
         """Apply the controller's answer to a proposal; returns whether to retry it.
@@ -331,12 +337,12 @@ class Partition:
                 logger.info("%s-%d: AlterPartition to %s refused (%s); waiting for metadata",
                             self.topic, self.partition_id, self.pending_isr,
                             ErrorCode(code).name)
-                self.pending_isr = None
+                self._drop_pending_isr()
                 return False
             return self.pending_isr is not None
         if (result["leader_epoch"] != self.leader_epoch
                 or result["partition_epoch"] < self.partition_epoch):
-            self.pending_isr = None
+            self._drop_pending_isr()
             return False
         logger.info("%s-%d: ISR %s -> %s (partition epoch %d)", self.topic, self.partition_id,
                     list(self.isr), list(result["isr"]), result["partition_epoch"])

@@ -157,6 +157,25 @@ def test_refused_proposals_wait_for_metadata_and_others_retry(leader: Partition,
     assert leader.isr == (1, 2, 3)
 
 
+def test_a_refused_expansion_stops_holding_the_high_watermark_back(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "t-0", "t", 0, LogConfig.from_overrides({}), now_ms=NOW)
+    partition = Partition(1, "t", 0, uuid.uuid4(), log)
+    partition.make_leader(registration(isr=(1, 2)), now_ms=NOW)
+    append(partition, 3)
+    partition.record_follower_fetch(2, 3, NOW)
+    partition.record_follower_fetch(3, 3, NOW)
+    assert partition.high_watermark == 3
+    partition.alter_partition_item(partition.isr_expansion(3) or (), {})
+    append(partition, 2)
+    partition.record_follower_fetch(2, 5, NOW)
+    assert partition.high_watermark == 3  # follower 3, being added, counts
+    partition.on_alter_partition_result(0, 0, {"partition_index": 0,
+                                               "error_code": int(ErrorCode.INELIGIBLE_REPLICA)})
+    # No follower's position changes after the refusal; the HW moves all the same.
+    assert partition.pending_isr is None and partition.high_watermark == 5
+    log.close()
+
+
 def test_answer_to_an_outdated_proposal_is_ignored(leader: Partition) -> None:
     leader.alter_partition_item((1, 2), {})
     leader.make_leader(registration(isr=(1, 3), partition_epoch=1), now_ms=NOW)
