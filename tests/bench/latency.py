@@ -17,20 +17,25 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import trio
 
+from tests.bench.latency_consumer import STAMP
 from tests.bench.native_load import PRODUCER_SETTINGS, settings_args
 from tests.bench.node_cpu import cpu_seconds
 
-STAMP = 19  # digits of a nanosecond clock reading
 PADDING = b"x" * (100 - STAMP)
 FILLER = b"x" * 100 + b"\n"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUCKETS_MS = (0.5, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def stamped(clock_ns: int) -> bytes:
+    """A 100-byte line (and its newline) whose value starts with the clock reading."""
+    return b"%019d" % clock_ns + PADDING + b"\n"
 
 
 def percentile(weighted: list[tuple[int, int]], total: int, fraction: float) -> float | None:
@@ -79,9 +84,9 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         [kcat, "-P", "-q", "-b", bootstrap, "-t", topic, "-p", "0",
          *settings_args(producer_settings)], stdin=subprocess.PIPE)
     latencies: Counter[int] = Counter()
-    # CPU seconds the measuring side used while pacing: the two kcat processes and this one.
+    # CPU seconds the measuring side used while pacing: kcat, the consumer and this process.
     load_cpu: dict[str, float | None] = {"own": None, "producer": None, "consumer": None}
-    state = {"counted": 0, "measured": 0, "seen": 0, "sent": 0}
+    state = {"counted": 0, "stamped": 0, "seen": 0, "sent": 0}
     # Until the pacing starts, nothing read counts: probes (stamped 0) and warm-up records
     # come before the cut.
     cut = [time.perf_counter_ns() + 10**15]
@@ -91,7 +96,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         measured records whatever its start-up took."""
         with trio.fail_after(30):
             while not state["seen"]:
-                await producer.stdin.send_all(b"%019d" % 0 + PADDING + b"\n")
+                await producer.stdin.send_all(stamped(0))
                 await trio.sleep(0.05)
 
     async def pace() -> None:
@@ -108,12 +113,11 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
                 break
             due = int((now - started) * rate / 1e9) - sent
             if due > 0:
-                await producer.stdin.send_all(b"%019d" % now + PADDING + b"\n"
-                                              + FILLER * (due - 1))
+                await producer.stdin.send_all(stamped(now) + FILLER * (due - 1))
                 sent += due
                 if now >= cut[0]:
                     state["sent"] += due
-                    state["measured"] += 1
+                    state["stamped"] += 1
             await trio.sleep(0.001)
         load_cpu["producer"] = used_since(load_cpu["producer"], cpu_seconds(producer.pid))
         await producer.stdin.aclose()
@@ -137,7 +141,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
         await pace()
         with trio.move_on_after(30):
             await producer.wait()
-            while state["counted"] < state["measured"]:
+            while state["counted"] < state["stamped"]:
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
     load_cpu["consumer"] = used_since(load_cpu["consumer"], cpu_seconds(consumer.pid))
@@ -150,7 +154,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
     total = state["counted"]
     hist = histogram(weighted)
     return {"rate_records_per_s": rate, "seconds": seconds, "records_sent": state["sent"],
-            "stamped_records": state["measured"], "records_measured": total,
+            "stamped_records": state["stamped"], "records_measured": total,
             "p50_ms": percentile(weighted, total, 0.50),
             "p99_ms": percentile(weighted, total, 0.99),
             "p999_ms": percentile(weighted, total, 0.999),

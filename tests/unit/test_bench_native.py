@@ -72,9 +72,10 @@ def test_bench_rejects_two_modes_and_a_bad_fraction_in_one_line() -> None:
 
 
 def test_the_latency_consumer_reports_only_stamped_values() -> None:
-    from tests.bench.latency import FILLER, PADDING
+    from tests.bench.latency import FILLER, stamped
     from tests.bench.latency_consumer import stamps_of
 
-    stamped = b"%019d" % 1_234_567_890_123 + PADDING
-    assert stamps_of([FILLER.rstrip(b"\n"), stamped, None, b"", FILLER[:-1]]) == \
+    value = stamped(1_234_567_890_123).rstrip(b"\n")
+    assert len(value) == 100
+    assert stamps_of([FILLER.rstrip(b"\n"), value, None, b"", FILLER[:-1]]) == \
         [b"%019d" % 1_234_567_890_123]
