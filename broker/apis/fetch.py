@@ -238,6 +238,13 @@ class FetchHandler:
                 # the HW and bring the follower back into the ISR.
                 self._replicas.on_follower_fetch(partition, replica_id, fetch_offset,
                                                  result.now_ms)
+                if fetch_offset == log.log_end_offset:
+                    # Caught up, the usual case of most partitions in a follower's session:
+                    # nothing to read, throttle or count.
+                    entry.update(high_watermark=log.high_watermark,
+                                 last_stable_offset=log.last_stable_offset,
+                                 log_start_offset=log.log_start_offset)
+                    return 0
             quota = self._replicas.leader_quota
             throttled = (replica_id >= 0 and quota is not None and quota.active
                          and quota.is_throttled(topic, fp["partition"]))

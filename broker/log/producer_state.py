@@ -222,6 +222,8 @@ class ProducerStateManager:
         unstable below ``high_watermark`` (ended transactions under it are forgotten)."""
         if self.unreplicated:
             self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
+        elif not self.ongoing:
+            return None
         first = next(iter(self.ongoing.values()), None)
         for txn in self.unreplicated:
             if first is None or txn.first_offset < first:

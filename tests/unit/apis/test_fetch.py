@@ -38,7 +38,8 @@ async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path, monkeypatc
     monkeypatch.setattr(os, "sendfile", counting_sendfile)
     async with running_broker(tmp_path) as broker:
         broker.create_topic("t")
-        await fill(broker, "t", [batch([b"a", b"b"]), batch([b"c" * 3000])])
+        # Past the size below which a range is read and sent with the bytes around it.
+        await fill(broker, "t", [batch([b"a", b"b"]), batch([b"c" * 30_000])])
         conn = await broker.connect()
         response = await conn.request(ApiKey.FETCH, fetch_body("t"))
         part = partition_of(response)
@@ -47,9 +48,14 @@ async def test_fetch_returns_the_log_bytes_through_sendfile(tmp_path, monkeypatc
         assert part["last_stable_offset"] == 3 and part["preferred_read_replica"] == -1
         log = broker.log("t")
         assert bytes(part["records"]) == log.read_bytes(0, 1 << 20)
-        assert values_of(part["records"]) == [(0, b"a"), (1, b"b"), (2, b"c" * 3000)]
+        assert values_of(part["records"]) == [(0, b"a"), (1, b"b"), (2, b"c" * 30_000)]
         # The records left by sendfile straight from the segment file, not through Python.
         assert sum(sendfile_calls) == len(log.read_bytes(0, 1 << 20))
+        # A small range is read and leaves in the write of the response around it.
+        del sendfile_calls[:]
+        small = partition_of(await conn.request(ApiKey.FETCH, fetch_body("t", 0, max_bytes=100)))
+        assert values_of(small["records"]) == [(0, b"a"), (1, b"b")]
+        assert sendfile_calls == []
         await conn.aclose()
 
 
@@ -155,7 +161,7 @@ async def test_consumer_long_poll_is_woken_by_the_high_watermark_not_the_append(
 
 async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_moved(
         tmp_path, monkeypatch):
-    from broker.log.partition_log import PartitionLog
+    from broker.apis.fetch import FetchHandler
 
     async with running_broker(tmp_path, other_brokers=(2, 3)) as broker:
         broker.create_topic("t", 2, replicas=(1, 2, 3))
@@ -171,13 +177,14 @@ async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_mo
 
         await follower.request(ApiKey.FETCH, follower_fetch(2, 1))
         reads: list[int] = []
-        real_read = PartitionLog.read
+        real_read = FetchHandler._read_partition
 
-        def counting_read(log: PartitionLog, *args, **kwargs):  # type: ignore[no-untyped-def]
-            reads.append(log.partition)
-            return real_read(log, *args, **kwargs)
+        def counting_read(handler: FetchHandler, topic: str, fp: dict,  # type: ignore[no-untyped-def]
+                          *args, **kwargs):
+            reads.append(fp["partition"])
+            return real_read(handler, topic, fp, *args, **kwargs)
 
-        monkeypatch.setattr(PartitionLog, "read", counting_read)
+        monkeypatch.setattr(FetchHandler, "_read_partition", counting_read)
         result: dict = {}
         async with trio.open_nursery() as nursery:
             async def poll() -> None:
