@@ -1,9 +1,13 @@
-"""One client connection: read frames, run handlers concurrently, answer in request order."""
+"""One client connection: read frames, run handlers concurrently, answer in request order.
+
+Whoever settles the response at the head of the queue writes it (and the settled ones
+behind it) at once, in its own task: a request answered in order costs no hop to a writer
+task, which on a follower's fetch or an acks=all produce is latency on every round trip."""
 
 from __future__ import annotations
 
 import logging
-import math
+from collections import deque
 from typing import Mapping, Sequence
 
 import trio
@@ -32,10 +36,10 @@ logger = logging.getLogger(__name__)
 class _Slot:
     """A response position in the connection's order; filled when its handler finishes."""
 
-    __slots__ = ("done", "chunks", "close_reason", "close_after")
+    __slots__ = ("settled", "chunks", "close_reason", "close_after")
 
     def __init__(self) -> None:
-        self.done = trio.Event()
+        self.settled = False
         self.chunks: Sequence[object] | None = None
         self.close_reason: str | None = None
         # Set when the connection closes once this response is written.
@@ -43,11 +47,11 @@ class _Slot:
 
     def fill(self, chunks: Sequence[object] | None) -> None:
         self.chunks = chunks
-        self.done.set()
+        self.settled = True
 
     def fail(self, reason: str) -> None:
         self.close_reason = reason
-        self.done.set()
+        self.settled = True
 
 
 class Connection:
@@ -72,6 +76,12 @@ class Connection:
         self._last_activity = trio.current_time()
         self._read_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
+        # Responses not yet written, in request order; `_writing` while one task writes.
+        self._queue: deque[_Slot] = deque()
+        self._writing = False
+        # Set once the connection is closing: nothing more is written (a handler that
+        # settles without a checkpoint would otherwise still send its answer).
+        self._closing = False
 
     def stop_reading(self) -> None:
         """Graceful stop: take no new request; in-flight ones still get their responses."""
@@ -83,6 +93,10 @@ class Connection:
     def _close_now(self, reason: str) -> None:
         logger.warning("closing connection %d from %s:%d on %s: %s", self.ctx.connection_id,
                        self.ctx.peer[0], self.ctx.peer[1], self.ctx.listener_name, reason)
+        self._cancel()
+
+    def _cancel(self) -> None:
+        self._closing = True
         assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
 
@@ -90,16 +104,13 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                send, receive = trio.open_memory_channel[_Slot](math.inf)
-                nursery.start_soon(self._write_loop, receive)
-                async with send:
-                    with self._read_scope:
-                        await self._read_loop(send)
+                with self._read_scope:
+                    await self._read_loop()
         finally:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self._stream)
 
-    async def _read_loop(self, send: trio.MemorySendChannel[_Slot]) -> None:
+    async def _read_loop(self) -> None:
         reader = FrameReader(self._stream, self._settings.max_request_bytes, self._touch)
         codec = self._codec
         while True:
@@ -118,10 +129,12 @@ class Connection:
                 self._touch()
             await self._in_flight.acquire()
             slot = _Slot()
-            send.send_nowait(slot)
+            self._queue.append(slot)
             sasl = self._sasl
             if sasl is not None and sasl.expects_raw_token:
-                if not self._raw_sasl_token(sasl, frame, slot):
+                answered = self._raw_sasl_token(sasl, frame, slot)
+                self._write_soon()
+                if not answered:
                     return
                 continue
             try:
@@ -131,6 +144,7 @@ class Connection:
                 if (sasl is not None and not sasl.authenticated
                         and getattr(exc, "api_key", None) != API_VERSIONS_KEY):
                     slot.close_after = "unsupported request version before SASL authentication"
+                self._write_soon()
                 continue
             except codec.ProtocolError as exc:
                 self._close_now(f"unparsable request: {exc}")
@@ -139,12 +153,14 @@ class Connection:
                 refusal = sasl.admit(request.api_key)
                 if refusal is not None and sasl.expired:
                     slot.fail(refusal)
+                    self._write_soon()
                     return
                 if refusal is not None:
                     body = self._router.error_body(request.api_key, request, ILLEGAL_SASL_STATE)
                     self._encode_into(slot, request.api_key, request.api_version,
                                       request.correlation_id, body)
                     slot.close_after = refusal
+                    self._write_soon()
                     return
                 if sasl.serial:
                     # Before authentication one request at a time: each step decides
@@ -188,6 +204,10 @@ class Connection:
                 return None
 
     async def _process(self, request: DecodedRequest, slot: _Slot) -> None:
+        await self._handle(request, slot)
+        await self._write_settled()
+
+    async def _handle(self, request: DecodedRequest, slot: _Slot) -> None:
         try:
             body = await self._router.dispatch(request, self.ctx)
         except CloseAfterResponse as exc:
@@ -245,24 +265,43 @@ class Connection:
                     trio.BusyResourceError):
                 pass
 
-    async def _write_loop(self, receive: trio.MemoryReceiveChannel[_Slot]) -> None:
-        async with receive:
-            async for slot in receive:
-                await slot.done.wait()
+    def _write_soon(self) -> None:
+        """A response settled in the read loop is written by a task of its own, so a client
+        slow to read cannot stall the reading."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._write_settled)
+
+    async def _write_settled(self) -> None:
+        """Write the settled responses at the head of the queue, in order. One task writes
+        at a time; a response settled meanwhile is written by it, after the one it writes."""
+        if self._writing or self._closing:
+            return
+        self._writing = True
+        try:
+            while self._queue and self._queue[0].settled and not self._closing:
+                slot = self._queue.popleft()
                 try:
-                    if slot.close_reason is not None:
-                        self._close_now(slot.close_reason)
+                    if not await self._write(slot):
                         return
-                    if slot.chunks is not None:
-                        await write_response(self._stream, slot.chunks)
-                        self._touch()
-                    if slot.close_after is not None:
-                        await self._linger()
-                        self._close_now(slot.close_after)
-                        return
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    assert self._nursery is not None
-                    self._nursery.cancel_scope.cancel()
-                    return
                 finally:
                     self._in_flight.release()
+        finally:
+            self._writing = False
+
+    async def _write(self, slot: _Slot) -> bool:
+        """Send one response; False when the connection closes."""
+        try:
+            if slot.close_reason is not None:
+                self._close_now(slot.close_reason)
+                return False
+            if slot.chunks is not None:
+                await write_response(self._stream, slot.chunks)
+                self._touch()
+            if slot.close_after is not None:
+                await self._linger()
+                self._close_now(slot.close_after)
+                return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._cancel()
+            return False
+        return True

@@ -14,6 +14,10 @@ from broker.log.results import FileRange
 
 # Byte chunks are coalesced into one send up to this size; bigger ones go out as they are.
 _COALESCE_LIMIT = 64 * 1024
+# File ranges smaller than this are read and sent with their neighbours: one write where
+# sendfile would take three (the bytes before, the range, the bytes after), each a segment
+# the reader may wake for; a follower's fetch of one small batch is the common case.
+_SENDFILE_MIN = 16 * 1024
 
 
 def chunk_size(chunk: bytes | bytearray | memoryview | FileRange) -> int:
@@ -44,8 +48,9 @@ def read_range(fd: int, position: int, size: int) -> bytes:
 async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) -> int:
     """Send `chunks` behind a 4-byte size prefix; returns the bytes sent (prefix included).
 
-    File ranges go out by sendfile on a plain socket; on TLS each range is read into
-    memory whole and sent with its neighbours, so the stream encrypts few large writes."""
+    File ranges go out by sendfile on a plain socket, but for small ones; on TLS each
+    range is read into memory whole and sent with its neighbours, so the stream encrypts few
+    large writes."""
     total = sum(chunk_size(chunk) for chunk in chunks)
     sendfile = can_sendfile(stream)
     sock = plain_socket.socket_of(stream)
@@ -62,7 +67,8 @@ async def write_response(stream: trio.abc.SendStream, chunks: Sequence[object]) 
             pending, pending_bytes = [], 0
 
     for chunk in chunks:
-        if not sendfile and not isinstance(chunk, (bytes, bytearray, memoryview)):
+        if not isinstance(chunk, (bytes, bytearray, memoryview)) and (
+                not sendfile or chunk.size < _SENDFILE_MIN):  # type: ignore[attr-defined]
             chunk = read_range(chunk.fd, chunk.position, chunk.size)  # type: ignore[attr-defined]
         if isinstance(chunk, (bytes, bytearray, memoryview)):
             size = memoryview(chunk).nbytes

@@ -100,6 +100,39 @@ async def test_pipelined_requests_are_answered_in_request_order() -> None:
     assert order == list(range(1, count + 1))
 
 
+async def test_responses_settled_while_one_is_being_written_follow_it_in_order() -> None:
+    """The first response is too big for the socket's buffers, and the client reads nothing
+    until every later request was answered: those wait behind it, then follow in order."""
+    payload = os.urandom(16 << 20)
+    answered = trio.Semaphore(0)
+    router = api_versions_router()
+
+    async def big_fetch(request, ctx):
+        return {"responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "records": payload}]}]}
+
+    async def small(request, ctx):
+        answered.release()
+        return {"error_code": 0, "api_keys": []}
+
+    router.register(FETCH, big_fetch)
+    router.register(API_VERSIONS, small)
+    async with running_server(router) as (_, address):
+        async with await connect(address) as stream:
+            fetch = framed(codec.encode_request(FETCH, 12, 1, "test", {"topics": []}))
+            await stream.send_all(fetch + b"".join(api_versions_frame(i) for i in range(2, 6)))
+            with trio.fail_after(10):
+                for _ in range(4):
+                    await answered.acquire()
+            first = await read_frame(stream)
+            later = [decode_api_versions(await read_frame(stream))._header.correlation_id
+                     for _ in range(4)]
+    answered_id, body = codec.decode_response(FETCH, 12, first)
+    assert answered_id == 1
+    assert bytes(body["responses"][0]["partitions"][0]["records"]) == payload
+    assert later == [2, 3, 4, 5]
+
+
 async def test_request_without_response_is_skipped_in_order() -> None:
     router = RequestRouter()
 
@@ -284,8 +317,10 @@ async def fetched_records(records: object, correlation_id: int = 31) -> bytes:
     return bytes(body["responses"][0]["partitions"][0]["records"])
 
 
-async def test_file_range_records_are_sent_from_the_file(tmp_path) -> None:
-    payload = os.urandom(300_000)
+@pytest.mark.parametrize("size", [300_000, 700])
+async def test_file_range_records_are_sent_from_the_file(tmp_path, size) -> None:
+    """A large range by sendfile, a small one read and sent with the bytes around it."""
+    payload = os.urandom(size)
     path = tmp_path / "segment.log"
     path.write_bytes(b"H" * 17 + payload + b"T" * 5)
     fd = os.open(path, os.O_RDONLY)
