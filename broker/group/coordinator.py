@@ -324,8 +324,9 @@ class GroupCoordinator:
 
     async def commit_offsets(self, request: dict[str, Any],
                              topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
+        # A commit only pushes its member's session deadline later (it counts as a
+        # heartbeat): the timer, due no later than before, need not look again.
         result = self.engine.commit(request, self._clock(), topic_exists)
-        self._changed.set()
         if result.write is not None:
             await self.submit(result.write).done.wait()
         return result

@@ -261,6 +261,9 @@ class GroupWrite:
     # (producer id, epoch) of a transactional offset commit: the batch is written as part
     # of that producer's transaction.
     producer: tuple[int, int] | None = None
+    # False when `then` changes no group's deadlines (offset commits): its empty effects
+    # need not wake the coordinator's timer, which would look at every group again.
+    reschedules: bool = True
 
 
 @dataclass

@@ -132,7 +132,7 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
                 group.offsets[tp] = value
         return Effects()
 
-    result.write = GroupWrite(group.partition, list(entries), written)
+    result.write = GroupWrite(group.partition, list(entries), written, reschedules=False)
     return result
 
 

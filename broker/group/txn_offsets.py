@@ -74,7 +74,8 @@ def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms
                 group.pending_txn_offsets.setdefault(producer[0], {})[tp] = value
         return Effects()
 
-    result.write = GroupWrite(group.partition, list(entries), written, producer=producer)
+    result.write = GroupWrite(group.partition, list(entries), written, producer=producer,
+                              reschedules=False)
     return result
 
 

@@ -38,7 +38,9 @@ def finish(item: PendingWrite, code: int, apply: Callable[[Effects], None]) -> N
     item.code = int(code)
     try:
         if item.write.then is not None:
-            apply(item.write.then(item.code))
+            effects = item.write.then(item.code)
+            if effects.replies or effects.writes or item.write.reschedules:
+                apply(effects)
     finally:
         item.done.set()
 

@@ -294,3 +294,31 @@ async def test_coordinator_load_in_progress_until_the_partition_is_loaded(tmp_pa
             assert commit_codes(await conn.request(ApiKey.OFFSET_COMMIT,
                                                    commit_body("g", 1), 8)) == [0]
         await conn.aclose()
+
+
+async def test_offset_commits_leave_the_group_timer_asleep(tmp_path):
+    """A commit only pushes a session deadline later: it must not make the timer look at
+    every group again (twice a commit, which cost each commit the time of all groups)."""
+    async with running_group_broker(tmp_path) as broker:
+        conn = await started(broker)
+        engine = broker.coordinator.engine
+        for group in range(50):
+            assert commit_codes(await conn.request(ApiKey.OFFSET_COMMIT,
+                                                   commit_body(f"other{group}", 1), 8)) == [0]
+        ticks = 0
+        tick = engine.tick
+
+        def counted(now_ms: int):  # type: ignore[no-untyped-def]
+            nonlocal ticks
+            ticks += 1
+            return tick(now_ms)
+
+        engine.tick = counted  # type: ignore[method-assign]
+        for offset in range(20):
+            assert commit_codes(await conn.request(ApiKey.OFFSET_COMMIT,
+                                                   commit_body("g", offset), 8)) == [0]
+        assert ticks == 0
+        fetched = await conn.request(ApiKey.OFFSET_FETCH, {
+            "group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}, 7)
+        assert fetched["topics"][0]["partitions"][0]["committed_offset"] == 19
+        await conn.aclose()
