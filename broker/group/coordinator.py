@@ -275,6 +275,13 @@ class GroupCoordinator:
             return item
         return writer.submit(write)
 
+    async def write(self, write: GroupWrite) -> PendingWrite:
+        """Queue `write` on its partition and wait until it is settled."""
+        writer = self._writers.get(write.partition)
+        if writer is None:
+            return self.submit(write)
+        return await writer.write(write)
+
     async def answer(self, group_id: str, kind: str, outcome: Outcome, effects: Effects
                      ) -> dict[str, Any]:
         """The body for an engine outcome, waiting for it when the request was parked."""
@@ -328,7 +335,7 @@ class GroupCoordinator:
         # heartbeat): the timer, due no later than before, need not look again.
         result = self.engine.commit(request, self._clock(), topic_exists)
         if result.write is not None:
-            await self.submit(result.write).done.wait()
+            await self.write(result.write)
         return result
 
     async def commit_txn_offsets(self, request: dict[str, Any],
@@ -337,7 +344,7 @@ class GroupCoordinator:
         """TxnOffsetCommit: written in the producer's transaction, pending until its marker."""
         result = self.engine.commit_txn(request, self._clock(), topic_exists)
         if result.write is not None:
-            await self.submit(result.write).done.wait()
+            await self.write(result.write)
         return result
 
     def on_offsets_marker(self, partition: int, producer_id: int, committed: bool) -> None:
@@ -354,7 +361,7 @@ class GroupCoordinator:
     async def delete_group(self, group_id: str) -> int:
         code, write = self.engine.delete(group_id, self._clock())
         if write is not None:
-            await self.submit(write).done.wait()
+            await self.write(write)
         return code
 
     async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
@@ -363,7 +370,7 @@ class GroupCoordinator:
         written."""
         code, codes, write = self.engine.delete_offsets(group_id, partitions)
         if write is not None:
-            await self.submit(write).done.wait()
+            await self.write(write)
         return code, codes
 
     # -- timers --------------------------------------------------------------------------

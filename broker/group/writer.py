@@ -2,7 +2,9 @@
 
 Group writes must reach the log in decision order (a later generation must not be
 overwritten by an earlier one), so each loaded partition has a single writer task draining
-a FIFO queue. A write's `then` runs when its append is committed or has failed.
+a FIFO queue, one write at a time. A write's `then` runs when its append is committed or
+has failed. A caller that waits for its write (an offset commit) appends it in its own task
+when nothing is queued or in flight: two task switches fewer on every commit.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class PartitionWriter:
         self._queue: deque[PendingWrite] = deque()
         self._wake = trio.Event()
         self._cancel = trio.CancelScope()
+        # The scope of a write appended in its caller's task, while one is in flight.
+        self._direct: trio.CancelScope | None = None
         self.closed = False
 
     def submit(self, write: GroupWrite) -> PendingWrite:
@@ -66,11 +70,33 @@ class PartitionWriter:
         self._wake.set()
         return item
 
+    async def write(self, write: GroupWrite) -> PendingWrite:
+        """Submit `write` and wait until it is settled."""
+        if self.closed or self._queue or self._direct is not None:
+            item = self.submit(write)
+            await item.done.wait()
+            return item
+        item = PendingWrite(write)
+        code: int = ErrorCode.NOT_COORDINATOR
+        # Shielded: a caller that goes away (its connection closed) still lets the write
+        # settle, as a queued one would; only `close` cuts it short.
+        with trio.CancelScope(shield=True) as scope:
+            self._direct = scope
+            try:
+                code = await self._append(write)
+            finally:
+                self._direct = None
+                self._wake.set()  # what was queued meanwhile is the writer task's again
+        if self.closed:
+            code = ErrorCode.NOT_COORDINATOR
+        finish(item, code, self._apply)
+        return item
+
     async def run(self) -> None:
         """Drain the queue until `close`."""
         with self._cancel:
             while True:
-                while not self._queue:
+                while not self._queue or self._direct is not None:
                     self._wake = trio.Event()
                     await self._wake.wait()
                 item = self._queue[0]
@@ -97,5 +123,7 @@ class PartitionWriter:
         """Stop; queued (and in-flight) writes fail with NOT_COORDINATOR."""
         self.closed = True
         self._cancel.cancel()
+        if self._direct is not None:
+            self._direct.cancel()
         while self._queue:
             finish(self._queue.popleft(), ErrorCode.NOT_COORDINATOR, self._apply)
