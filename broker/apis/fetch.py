@@ -178,6 +178,7 @@ class FetchHandler:
         for topic in body.get("topics") or ():
             entries: list[dict[str, Any]] = []
             result.responses.append({"topic": topic["topic"], "partitions": entries})
+            caught_up = replica_id >= 0 and topic["topic"] in readable
             for fp in topic.get("partitions") or ():
                 if kept is not None:
                     entry = next(kept)
@@ -187,6 +188,11 @@ class FetchHandler:
                             and not entry["records"]):
                         entries.append(entry)
                         continue
+                if caught_up and (entry := self._caught_up_entry(  # type: ignore[assignment]
+                        topic["topic"], fp, replica_id, isolation_level,
+                        result.now_ms)) is not None:
+                    entries.append(entry)
+                    continue
                 entry = _empty_entry(fp["partition"], isolation_level)
                 entries.append(entry)
                 if topic["topic"] not in readable:
@@ -200,6 +206,23 @@ class FetchHandler:
                     remaining = max(remaining - size, 0)
                     result.total_bytes += size
         return result
+
+    def _caught_up_entry(self, topic: str, fp: dict[str, Any], replica_id: int,
+                         isolation_level: int, now_ms: int) -> dict[str, Any] | None:
+        """The answer to an in-sync follower at the log end of a partition it leads here
+        (the usual case of most partitions of a follower's session): the marks and nothing
+        to read. None when the full path must decide."""
+        partition = self._replicas.get_partition(topic, fp["partition"])
+        if (partition is None or self._replicas.session_lost
+                or not partition.caught_up_fetch(replica_id, fp["fetch_offset"],
+                                                 fp.get("current_leader_epoch", -1),
+                                                 fp.get("last_fetched_epoch", -1), now_ms)):
+            return None
+        log = partition.log
+        entry = _empty_entry(fp["partition"], isolation_level)
+        entry.update(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                     log_start_offset=log.log_start_offset)
+        return entry
 
     def _read_partition(self, topic: str, fp: dict[str, Any], entry: dict[str, Any],
                         bound: UpperBound, limit: int, min_one_batch: bool,

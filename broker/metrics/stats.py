@@ -7,6 +7,7 @@ per-record work. Rates are left to Prometheus (`rate()` over the `_total` counte
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -72,6 +73,7 @@ FETCH_CONSUMER = "FetchConsumer"
 FETCH_FOLLOWER = "FetchFollower"
 
 
+@functools.lru_cache(maxsize=256)  # per request on every API: the name is built once
 def request_name(api_key: int) -> str:
     """Kafka's request name for an API key (`ListOffsets`), or the number if unknown."""
     try:

@@ -177,6 +177,27 @@ class Partition:
                 f"{self.topic}-{self.partition_id}: epoch {current_leader_epoch} is newer than "
                 f"the current {self.leader_epoch}")
 
+    def caught_up_fetch(self, replica_id: int, fetch_offset: int, current_leader_epoch: int,
+                        last_fetched_epoch: int, now_ms: int) -> bool:
+        """A fetch by an in-sync follower already at the log end, in this leader's epoch
+        and with no divergence to report (most partitions of a follower's session, most of
+        the time): its fetch time is recorded and True returned, as the full path would end
+        with nothing to read, no HW to move and no ISR change. False for anything else."""
+        if not self.is_leader or replica_id not in self.isr:
+            return False
+        log = self.log
+        if log.offline or fetch_offset != log.log_end_offset:
+            return False
+        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
+            return False
+        if last_fetched_epoch >= 0 and last_fetched_epoch != log.epoch_cache.latest_epoch:
+            return False
+        state = self.followers.get(replica_id)
+        if state is None or state.log_end_offset != fetch_offset:
+            return False
+        state.update_fetch(fetch_offset, fetch_offset, now_ms)
+        return True
+
     def require_leader(self) -> None:
         if not self.is_leader:
             raise NotLeaderOrFollower(

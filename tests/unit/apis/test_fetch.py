@@ -177,14 +177,15 @@ async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_mo
 
         await follower.request(ApiKey.FETCH, follower_fetch(2, 1))
         reads: list[int] = []
-        real_read = FetchHandler._read_partition
+        # Every partition a follower's fetch pass visits is looked at here first.
+        real_visit = FetchHandler._caught_up_entry
 
-        def counting_read(handler: FetchHandler, topic: str, fp: dict,  # type: ignore[no-untyped-def]
-                          *args, **kwargs):
+        def counting_visit(handler: FetchHandler, topic: str, fp: dict,  # type: ignore[no-untyped-def]
+                           *args, **kwargs):
             reads.append(fp["partition"])
-            return real_read(handler, topic, fp, *args, **kwargs)
+            return real_visit(handler, topic, fp, *args, **kwargs)
 
-        monkeypatch.setattr(FetchHandler, "_read_partition", counting_read)
+        monkeypatch.setattr(FetchHandler, "_caught_up_entry", counting_visit)
         result: dict = {}
         async with trio.open_nursery() as nursery:
             async def poll() -> None:

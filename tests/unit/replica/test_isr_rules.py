@@ -63,6 +63,25 @@ def test_follower_at_the_leader_end_is_in_sync_however_old_its_catch_up() -> Non
     assert not state.is_caught_up(8, 10 * LAG_MS, LAG_MS)
 
 
+def test_caught_up_fetch_takes_only_an_in_sync_follower_at_the_end_in_this_epoch(
+        leader: Partition) -> None:
+    """What the fetch path may answer without a read: anything else goes the full way."""
+    append(leader, 3)
+    leader.record_follower_fetch(2, 3, NOW)
+    epoch = leader.log.epoch_cache.latest_epoch
+    assert leader.caught_up_fetch(2, 3, 0, epoch, NOW + 7)
+    assert leader.followers[2].last_caught_up_time_ms == NOW + 7
+    assert leader.followers[2].last_fetch_time_ms == NOW + 7
+    assert leader.caught_up_fetch(2, 3, -1, -1, NOW)  # no epochs given: nothing to check
+    assert not leader.caught_up_fetch(3, 3, 0, epoch, NOW)  # its LEO was 0 until now
+    assert not leader.caught_up_fetch(2, 2, 0, epoch, NOW)  # behind the end
+    assert not leader.caught_up_fetch(2, 3, 1, epoch, NOW)  # an epoch this leader has not
+    assert not leader.caught_up_fetch(2, 3, 0, epoch + 1, NOW)  # may have diverged
+    leader.make_leader(registration(isr=(1, 3), partition_epoch=1), now_ms=NOW)
+    # Out of the ISR: the full path proposes it back.
+    assert not leader.caught_up_fetch(2, 3, 0, epoch, NOW)
+
+
 # -- the high watermark -------------------------------------------------------------------
 
 def test_high_watermark_is_the_smallest_end_over_the_isr(leader: Partition) -> None:
