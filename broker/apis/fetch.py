@@ -27,6 +27,7 @@ from trio import current_time as now
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.log.partition_log import PartitionLog
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
 from broker.replica.fetch_session import FetchSessionCache
@@ -51,6 +52,12 @@ def _records_of(result: ReadResult) -> object:
         return b""
     (r,) = result.ranges
     return FileRange.pinned(r.fd, r.position, r.size) if r.size else b""
+
+
+def _set_marks(entry: dict[str, Any], log: PartitionLog, **more: Any) -> None:
+    """Answer the log's current marks (HW, LSO, log start) with no records read."""
+    entry.update(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                 log_start_offset=log.log_start_offset, **more)
 
 
 def _empty_entry(partition: int, isolation_level: int) -> dict[str, Any]:
@@ -218,10 +225,8 @@ class FetchHandler:
                                                  fp.get("current_leader_epoch", -1),
                                                  fp.get("last_fetched_epoch", -1), now_ms)):
             return None
-        log = partition.log
         entry = _empty_entry(fp["partition"], isolation_level)
-        entry.update(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
-                     log_start_offset=log.log_start_offset)
+        _set_marks(entry, partition.log)
         return entry
 
     def _read_partition(self, topic: str, fp: dict[str, Any], entry: dict[str, Any],
@@ -238,10 +243,7 @@ class FetchHandler:
                 preferred = self._preferred_read_replica(partition, reader, fetch_offset)
                 if preferred != NO_PREFERRED_REPLICA:
                     # Kafka skips the read: the consumer fetches from `preferred` next.
-                    entry.update(high_watermark=log.high_watermark,
-                                 last_stable_offset=log.last_stable_offset,
-                                 log_start_offset=log.log_start_offset,
-                                 preferred_read_replica=preferred)
+                    _set_marks(entry, log, preferred_read_replica=preferred)
                     return 0
             last_fetched_epoch = int(fp.get("last_fetched_epoch", -1))
             if last_fetched_epoch >= 0:
@@ -249,10 +251,8 @@ class FetchHandler:
                                                                    log.log_end_offset)
                 if epoch < last_fetched_epoch or end_offset < fetch_offset:
                     # The fetcher's log diverged from ours: tell it where ours ends (KIP-595).
-                    entry.update(high_watermark=log.high_watermark,
-                                 last_stable_offset=log.last_stable_offset,
-                                 log_start_offset=log.log_start_offset,
-                                 diverging_epoch={"epoch": epoch, "end_offset": end_offset})
+                    _set_marks(entry, log,
+                               diverging_epoch={"epoch": epoch, "end_offset": end_offset})
                     result.has_divergence = True
                     return 0
             if replica_id >= 0:
@@ -264,9 +264,7 @@ class FetchHandler:
                 if fetch_offset == log.log_end_offset:
                     # Caught up, the usual case of most partitions in a follower's session:
                     # nothing to read, throttle or count.
-                    entry.update(high_watermark=log.high_watermark,
-                                 last_stable_offset=log.last_stable_offset,
-                                 log_start_offset=log.log_start_offset)
+                    _set_marks(entry, log)
                     return 0
             quota = self._replicas.leader_quota
             throttled = (replica_id >= 0 and quota is not None and quota.active
