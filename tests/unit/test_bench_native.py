@@ -62,13 +62,17 @@ def test_cpu_per_gb_of_this_process() -> None:
     assert per_gb(3.0, 1_500_000_000) == 2.0 and per_gb(None, 10) is None
 
 
-def test_bench_rejects_two_modes_and_a_bad_fraction_in_one_line() -> None:
-    for args in (["--latency", "--scale-out"], ["--latency", "--fraction", "1.5"]):
-        done = subprocess.run([str(REPO_ROOT / "scripts" / "bench"), *args],
+def test_bench_rejects_two_modes_a_bad_fraction_and_counts_below_one_in_one_line() -> None:
+    for script, args in (("bench", ["--latency", "--scale-out"]),
+                         ("bench", ["--latency", "--fraction", "1.5"]),
+                         ("bench", ["--replication", "--rounds", "0"]),
+                         ("bench-groups", ["--commits", "-1"]),
+                         ("bench-groups", ["--rounds", "0"])):
+        done = subprocess.run([str(REPO_ROOT / "scripts" / script), *args],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and done.stdout == ""
         [line] = done.stderr.strip().splitlines()
-        assert line.startswith("scripts/bench: ") and "(see scripts/bench --help)" in line
+        assert line.startswith(f"scripts/{script}: ") and f"(see scripts/{script} --help)" in line
 
 
 def test_the_latency_consumer_reports_only_stamped_values() -> None:
