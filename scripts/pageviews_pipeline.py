@@ -15,7 +15,6 @@ Needs Java 17 or newer (Spark's own requirement) and ``pip install raftka``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -27,6 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
+from broker.cli.main import OneLineParser, positive_int
 from clients.producer import BlockingProducer
 
 EVENTS_TOPIC = "page-views"
@@ -122,9 +122,10 @@ def read_back(spark: SparkSession, bootstrap: str) -> list:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="scripts/pageviews_pipeline.py",
+                           description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap-servers", required=True)
-    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--events", type=positive_int, default=20_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--work-dir", default=None, help="checkpoint location's parent")
     args = parser.parse_args()

@@ -67,7 +67,8 @@ def test_bench_rejects_two_modes_a_bad_fraction_and_counts_below_one_in_one_line
                          ("bench", ["--latency", "--fraction", "1.5"]),
                          ("bench", ["--replication", "--rounds", "0"]),
                          ("bench-groups", ["--commits", "-1"]),
-                         ("bench-groups", ["--rounds", "0"])):
+                         ("bench-groups", ["--rounds", "0"]),
+                         ("bench-spark", ["--records", "-5"])):
         done = subprocess.run([str(REPO_ROOT / "scripts" / script), *args],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and done.stdout == ""
