@@ -48,9 +48,18 @@ def test_describe_reports_each_source(cluster: RaftkaCluster) -> None:
         admin.incremental_alter_broker_configs(None, {"log.cleaner.threads": "2"})
         admin.incremental_alter_broker_configs(1, {"log.cleaner.threads": "3"})
         try:
-            one = admin.describe_broker_configs(1)
-            two = admin.describe_broker_configs(2)
-            default = admin.describe_broker_configs(None)
+            # As in Kafka, an alter is answered once the controller committed it; each
+            # broker shows it once it applied that metadata, a moment later.
+            one = wait_for(
+                lambda: (d := admin.describe_broker_configs(1))[
+                    "log.cleaner.threads"].source == "DYNAMIC_BROKER_CONFIG" and d,
+                "broker 1 to apply its own config", 20)
+            two = wait_for(
+                lambda: (d := admin.describe_broker_configs(2))[
+                    "log.cleaner.threads"].source == "DYNAMIC_DEFAULT_BROKER_CONFIG" and d,
+                "broker 2 to apply the cluster default", 20)
+            default = wait_for(lambda: admin.describe_broker_configs(None),
+                               "the answering broker to apply the cluster default", 20)
         finally:
             admin.incremental_alter_broker_configs(1, {"log.cleaner.threads": None})
             admin.incremental_alter_broker_configs(None, {"log.cleaner.threads": None})
