@@ -20,11 +20,15 @@ async def test_leader_elected_and_append_applies_on_all_voters(cluster_factory) 
                      5, "every voter to apply both commands")
     for machine in cluster.machines.values():
         assert [(o, r) for o, _, r in machine.entries] == [(offset, [b"a", b"b"]), (second, [b"c"])]
+    # A voter may apply `second` (its commit came with the entry) before the leader has its
+    # acknowledgement: the leader's view of every voter's end catches up a moment later.
+    await wait_until(lambda: all(v.log_end_offset is not None and v.log_end_offset >= second
+                                 for v in leader.status().voters),
+                     5, "the leader to see every voter's log reach the second append")
     status = leader.status()
     assert status.is_leader and status.leader_id == leader.config.node_id
     assert status.high_watermark >= second and status.applied_offset >= second
     assert {v.node_id for v in status.voters} == set(cluster.voters)
-    assert all(v.log_end_offset is not None and v.log_end_offset >= second for v in status.voters)
 
 
 async def test_append_on_follower_raises_not_leader_with_leader_id(cluster_factory) -> None:
