@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import uuid
-from pathlib import Path
 
 import msgpack
 import pytest
 
+from clients.protocol.definitions import metadata_record_definition
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from metadata.client_quotas import ClientQuotaRecord, EntityData
 from metadata.errors import MetadataRecordError
@@ -51,18 +50,13 @@ def in_versions(spec: str | None, version: int) -> bool:
     return int(low) <= version <= int(high or low)
 
 
-def load_json(path: Path) -> dict:
-    text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
-    return json.loads(text)
-
-
 def fields_at(spec_fields: list[dict], version: int) -> dict[str, dict]:
     return {snake(f["name"]): f for f in spec_fields if in_versions(f.get("versions"), version)}
 
 
 @pytest.mark.parametrize("cls", RECORD_CLASSES, ids=lambda c: c.__name__)
-def test_record_fields_match_reference_definition(cls: type, kafka_metadata_records_dir: Path) -> None:
-    spec = load_json(kafka_metadata_records_dir / f"{cls.__name__}.json")
+def test_record_fields_match_reference_definition(cls: type) -> None:
+    spec = metadata_record_definition(cls.__name__)
     assert spec["apiKey"] == cls.API_KEY
     assert in_versions(spec["validVersions"], cls.VERSION)
     expected = fields_at(spec["fields"], cls.VERSION)
@@ -72,15 +66,15 @@ def test_record_fields_match_reference_definition(cls: type, kafka_metadata_reco
 @pytest.mark.parametrize(
     ("nested", "field_name"), [(BrokerEndpoint, "EndPoints"), (BrokerFeature, "Features")]
 )
-def test_register_broker_nested_fields_match_reference(nested: type, field_name: str, kafka_metadata_records_dir: Path) -> None:
-    spec = load_json(kafka_metadata_records_dir / "RegisterBrokerRecord.json")
+def test_register_broker_nested_fields_match_reference(nested: type, field_name: str) -> None:
+    spec = metadata_record_definition("RegisterBrokerRecord")
     (parent,) = [f for f in spec["fields"] if f["name"] == field_name]
     expected = fields_at(parent["fields"], RegisterBrokerRecord.VERSION)
     assert [f.name for f in dataclasses.fields(nested)] == list(expected)
 
 
-def test_client_quota_entity_fields_match_reference(kafka_metadata_records_dir: Path) -> None:
-    spec = load_json(kafka_metadata_records_dir / "ClientQuotaRecord.json")
+def test_client_quota_entity_fields_match_reference() -> None:
+    spec = metadata_record_definition("ClientQuotaRecord")
     (parent,) = [f for f in spec["fields"] if f["name"] == "Entity"]
     expected = fields_at(parent["fields"], ClientQuotaRecord.VERSION)
     assert [f.name for f in dataclasses.fields(EntityData)] == list(expected)
