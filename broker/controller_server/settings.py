@@ -41,6 +41,7 @@ def controller_settings_from_config(config: "ServerConfig", *,
     """The controller's settings from Kafka's keys; `cluster_id` defaults to `cluster.id`."""
     return ControllerSettings(
         cluster_id=cluster_id if cluster_id is not None else config.cluster_id,
+        node_id=config.node_id,
         num_partitions=config.num_partitions,
         default_replication_factor=config.default_replication_factor,
         unclean_leader_election_enable=config.unclean_leader_election_enable,

@@ -26,6 +26,7 @@ def test_kafka_defaults() -> None:
     assert settings.auto_leader_rebalance_enable is True
     assert settings.leader_imbalance_check_interval_seconds == 300
     assert settings.validate_broker_config is not None
+    assert settings.node_id == 1
 
 
 def test_configured_values_are_used() -> None:
