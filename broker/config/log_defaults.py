@@ -41,6 +41,19 @@ def log_default_keys() -> dict[str, LogDefaultKey]:
     return result
 
 
+@lru_cache(maxsize=1)
+def dynamic_log_default_keys() -> frozenset[str]:
+    """The broker log defaults that may change at runtime (Kafka's
+    DynamicLogConfig.ReconfigurableConfigs): each topic config's first broker synonym, so
+    `log.retention.ms` and `log.roll.ms` but not `log.retention.hours` or `log.roll.hours`."""
+    try:
+        from metadata import topic_configs
+    except ImportError:
+        return frozenset()
+    return frozenset(synonyms[0] for name in topic_configs.TOPIC_CONFIGS
+                     if (synonyms := topic_configs.broker_synonyms(name)))
+
+
 def validate_log_defaults(raw: dict[str, str]) -> None:
     """Check each broker log default through the topic config rules; errors name the key."""
     if not raw:
