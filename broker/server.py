@@ -174,7 +174,7 @@ class BrokerServer:
         replicas.leader_quota = quotas.leader
         self.dynamic_config = dynamic = DynamicBrokerConfig(config)
         dynamic.subscribe(lambda values, image: apply_throttle_config(quotas, values, image))
-        dynamic.subscribe(DynamicLogDefaults(replicas))
+        dynamic.subscribe(DynamicLogDefaults(replicas, config))
         dynamic.subscribe(lambda values, image: maintenance.reconfigure(values))
         dynamic.apply(self.image())
         fetchers = ReplicaFetcherManager(config.node_id, replicas,

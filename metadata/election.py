@@ -20,6 +20,8 @@ from metadata.records import (
     PartitionChangeRecord,
 )
 from metadata.settings import ControllerSettings
+from metadata.topic_config_layers import BrokerLayers, resolve_topic_value
+from metadata.topic_configs import ConfigValidationError
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
@@ -27,12 +29,17 @@ Eligible = Callable[[int], bool]
 
 
 def unclean_election_enabled(image: MetadataImage, topic_name: str, settings: ControllerSettings) -> bool:
-    """Topic config, then the cluster-wide dynamic broker default, then the static setting."""
-    for source in (image.topic_config(topic_name), image.broker_config()):
-        value = source.get(UNCLEAN_LEADER_ELECTION_ENABLE)
-        if value is not None:
-            return value.strip().lower() == "true"
-    return settings.unclean_leader_election_enable
+    """The topic's unclean.leader.election.enable as the active controller resolves it, as
+    Kafka's does: the topic override, this controller node's own dynamic broker config, the
+    cluster-wide dynamic default, then its static setting."""
+    static = {UNCLEAN_LEADER_ELECTION_ENABLE:
+              "true" if settings.unclean_leader_election_enable else "false"}
+    layers = BrokerLayers.from_image(image, settings.node_id, static)
+    try:
+        return bool(resolve_topic_value(UNCLEAN_LEADER_ELECTION_ENABLE,
+                                        image.topic_config(topic_name), layers))
+    except ConfigValidationError:
+        return False  # never lose committed data over a value that does not parse
 
 
 def elect(

@@ -20,6 +20,9 @@ class ControllerSettings:
     """
 
     cluster_id: str | None = None
+    # This controller's node id: its own dynamic broker configs take part in its decisions
+    # (unclean leader election), as in Kafka; None leaves them out.
+    node_id: int | None = None
     num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable

@@ -6,7 +6,7 @@ IncrementalAlterConfigs), the broker config (broker-level defaults) and the log.
 Values are parsed from the strings Kafka clients send: ``int``/``long`` to int, ``double`` to
 float, ``boolean`` to bool, ``list`` to list[str], ``string`` to str. A topic value comes
 from, highest priority first: the topic override, the broker-level synonym(s), Kafka's
-default.
+default (`metadata.topic_config_layers` orders a node's broker-level sources).
 """
 
 from __future__ import annotations
@@ -243,6 +243,38 @@ def _broker_default(name: str, broker_defaults: Mapping[str, str]) -> object | N
         if key in broker_defaults:
             return _parse_as(definition, key, broker_defaults[key], scale)
     return None
+
+
+def parse_broker_default(name: str, key: str, raw: str) -> object:
+    """Parse broker key ``key``'s value as the default of topic config ``name`` (hours and
+    minutes converted to ms); ConfigValidationError names the key."""
+    value = _broker_default(name, {key: raw})
+    if value is None:
+        raise ConfigValidationError(f"{key} is not a broker synonym of {name}")
+    return value
+
+
+def default_text(name: str) -> str | None:
+    """Topic config ``name``'s default as Kafka prints it."""
+    default = TOPIC_CONFIGS[name].default
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, list):
+        return ",".join(str(item) for item in default)
+    return None if default is None else str(default)
+
+
+def broker_default_text(name: str, key: str) -> str | None:
+    """The default of broker synonym ``key`` of topic config ``name``, as Kafka prints it;
+    None where the key has none (of several unit synonyms only the coarsest carries the
+    default: log.retention.hours, not log.retention.ms)."""
+    synonyms = broker_synonyms(name)
+    if len(synonyms) > 1 and key != synonyms[-1]:
+        return None
+    scale = dict(_UNIT_SYNONYMS.get(name, ())).get(key, 1)
+    if scale != 1:
+        return str(int(TOPIC_CONFIGS[name].default) // scale)  # type: ignore[call-overload]
+    return default_text(name)
 
 
 def effective_topic_config(

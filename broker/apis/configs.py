@@ -9,12 +9,13 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
-from metadata.topic_configs import (
-    TOPIC_CONFIGS,
-    ConfigValidationError,
-    broker_synonyms,
-    effective_topic_config,
+from metadata.topic_config_layers import (
+    BrokerLayers,
+    ConfigSource,
+    resolve_topic_config,
+    topic_config_synonyms,
 )
+from metadata.topic_configs import TOPIC_CONFIGS, ConfigValidationError
 from metadata.topic_names import topic_name_error
 
 if TYPE_CHECKING:
@@ -23,11 +24,8 @@ if TYPE_CHECKING:
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 # DescribeConfigs sources.
-DYNAMIC_TOPIC_CONFIG = 1
-DYNAMIC_BROKER_CONFIG = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_CONFIG = int(ConfigSource.DYNAMIC_BROKER_CONFIG)
+DYNAMIC_DEFAULT_BROKER_CONFIG = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
 # Kafka's ConfigEntry.ConfigType numbers by definition type.
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
                 "list": 7, "class": 8, "password": 9}
@@ -105,42 +103,23 @@ class DescribeConfigsHandler:
             return _result(TOPIC_RESOURCE, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                            f"topic {name} does not exist")
         overrides = dict(image.topic_config(name))
-        static = self._config.log_defaults()
+        layers = BrokerLayers.from_image(image, self._config.node_id,
+                                         self._config.log_defaults())
         try:
-            values = effective_topic_config(overrides, static)
+            values = resolve_topic_config(overrides, layers)
         except ConfigValidationError as exc:
             return _result(TOPIC_RESOURCE, name, ErrorCode.INVALID_CONFIG, str(exc))
         configs = []
         for key, definition in sorted(TOPIC_CONFIGS.items()):
             if wanted is not None and key not in wanted:
                 continue
-            chain = self._topic_synonyms(key, overrides, static, definition.default)
+            chain = [{"name": s.name, "value": s.value, "source": int(s.source)}
+                     for s in topic_config_synonyms(key, overrides, layers)]
             value, source = config_text(values[key]), chain[0]["source"]
             configs.append(_entry(key, value, source, config_type=definition.type,
                                   doc=definition.doc if include_docs else None, read_only=False,
                                   sensitive=False, synonyms=chain if include_synonyms else []))
         return _result(TOPIC_RESOURCE, name, configs=configs)
-
-    @staticmethod
-    def _topic_synonyms(key: str, overrides: dict[str, str], static: dict[str, str],
-                        default: object) -> list[dict[str, Any]]:
-        """Where a topic config's value may come from, highest priority first."""
-        from broker.config.log_defaults import log_default_keys
-
-        chain = []
-        if key in overrides:
-            chain.append({"name": key, "value": overrides[key], "source": DYNAMIC_TOPIC_CONFIG})
-        broker_keys = broker_synonyms(key)
-        chain.extend({"name": k, "value": static[k], "source": STATIC_BROKER_CONFIG}
-                     for k in broker_keys if k in static)
-        defaults = log_default_keys()
-        default_keys = [k for k in broker_keys if k in defaults and defaults[k].key.default is not None]
-        if default_keys:
-            chain.extend({"name": k, "value": defaults[k].key.default, "source": DEFAULT_CONFIG}
-                         for k in default_keys)
-        else:
-            chain.append({"name": key, "value": config_text(default), "source": DEFAULT_CONFIG})
-        return chain
 
     # -- brokers -------------------------------------------------------------------------
 

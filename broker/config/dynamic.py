@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from broker.config.log_defaults import log_default_keys
+from broker.config.log_defaults import dynamic_log_default_keys
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.records import BROKER_RESOURCE
@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 # Kafka's dynamically updatable broker keys (DynamicBrokerConfig.AllDynamicConfigs) that
 # Raftka defines, besides the broker-level topic defaults (log.retention.ms, ...), which
-# Kafka's DynamicLogConfig makes dynamic too.
+# Kafka's DynamicLogConfig makes dynamic too (`dynamic_log_default_keys`).
 _DYNAMIC_SERVER_KEYS = frozenset({
     "leader.replication.throttled.rate",
     "follower.replication.throttled.rate",
@@ -40,7 +40,7 @@ Listener = Callable[[Mapping[str, str], MetadataImage], None]
 
 def dynamic_broker_keys() -> frozenset[str]:
     """Every key IncrementalAlterConfigs and AlterConfigs may set on a broker resource."""
-    return _DYNAMIC_SERVER_KEYS | frozenset(log_default_keys())
+    return _DYNAMIC_SERVER_KEYS | dynamic_log_default_keys()
 
 
 def dynamic_values(static: Mapping[str, str], image: MetadataImage,

@@ -15,9 +15,6 @@ from broker.config.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-# Kafka's unit-suffixed synonyms: only the coarsest one (hours) carries a default.
-_UNIT_SCALES = {".hours": 3_600_000, ".minutes": 60_000}
-
 
 @dataclass(frozen=True)
 class LogDefaultKey:
@@ -37,27 +34,24 @@ def log_default_keys() -> dict[str, LogDefaultKey]:
         return {}
     result: dict[str, LogDefaultKey] = {}
     for name, definition in topic_configs.TOPIC_CONFIGS.items():
-        synonyms = topic_configs.broker_synonyms(name)
-        for index, synonym in enumerate(synonyms):
-            default = _default_text(definition.default, synonym,
-                                    coarsest=index == len(synonyms) - 1)
-            kind = "list" if definition.type == "list" else definition.type
+        for synonym in topic_configs.broker_synonyms(name):
+            default = topic_configs.broker_default_text(name, synonym)
             result[synonym] = LogDefaultKey(
-                ConfigKey(synonym, kind, default, definition.doc), name)
+                ConfigKey(synonym, definition.type, default, definition.doc), name)
     return result
 
 
-def _default_text(default: object, synonym: str, *, coarsest: bool) -> str | None:
-    for suffix, scale in _UNIT_SCALES.items():
-        if synonym.endswith(suffix):
-            return str(int(default) // scale) if coarsest else None  # type: ignore[call-overload]
-    if synonym.endswith(".ms") and not coarsest:
-        return None
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    if isinstance(default, list):
-        return ",".join(str(item) for item in default)
-    return None if default is None else str(default)
+@lru_cache(maxsize=1)
+def dynamic_log_default_keys() -> frozenset[str]:
+    """The broker log defaults that may change at runtime (Kafka's
+    DynamicLogConfig.ReconfigurableConfigs): each topic config's first broker synonym, so
+    `log.retention.ms` and `log.roll.ms` but not `log.retention.hours` or `log.roll.hours`."""
+    try:
+        from metadata import topic_configs
+    except ImportError:
+        return frozenset()
+    return frozenset(synonyms[0] for name in topic_configs.TOPIC_CONFIGS
+                     if (synonyms := topic_configs.broker_synonyms(name)))
 
 
 def validate_log_defaults(raw: dict[str, str]) -> None:

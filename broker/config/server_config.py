@@ -6,7 +6,6 @@ import logging
 import socket
 import ssl
 from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
 from typing import Mapping
 
@@ -36,20 +35,11 @@ from broker.config.tls import NodeTls, listener_override
 from broker.config.uuids import parse_uuid
 from clients.net.security import ClientSecurity
 from clients.net.addresses import is_loopback
+from metadata.topic_config_layers import ConfigSource
 
 logger = logging.getLogger(__name__)
 
 _SERVER_KEYS: dict[str, ConfigKey] = {key.name: key for key in SERVER_KEYS}
-
-
-class ConfigSource(IntEnum):
-    """Kafka's DescribeConfigs source numbers."""
-
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True)

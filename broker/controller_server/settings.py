@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable
 
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.dynamic import dynamic_broker_keys
-from broker.config.log_defaults import log_default_keys
+from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.log.validator import codec_problem
 from metadata.controller.configs import InvalidReconfiguration, NotDynamicConfig
 from metadata.settings import ControllerSettings
@@ -41,6 +41,7 @@ def controller_settings_from_config(config: "ServerConfig", *,
     """The controller's settings from Kafka's keys; `cluster_id` defaults to `cluster.id`."""
     return ControllerSettings(
         cluster_id=cluster_id if cluster_id is not None else config.cluster_id,
+        node_id=config.node_id,
         num_partitions=config.num_partitions,
         default_replication_factor=config.default_replication_factor,
         unclean_leader_election_enable=config.unclean_leader_election_enable,
@@ -75,6 +76,7 @@ def broker_config_validator() -> Callable[[str, str], None]:
     definitions: dict[str, ConfigKey] = {name: entry.key for name, entry in log_default_keys().items()}
     definitions.update((key.name, key) for key in SERVER_KEYS)
     dynamic = dynamic_broker_keys()
+    log_keys = frozenset(log_default_keys())
 
     def validate(name: str, value: str) -> None:
         definition = definitions.get(name)
@@ -86,6 +88,9 @@ def broker_config_validator() -> Callable[[str, str], None]:
         if name == "log.cleaner.threads" and parsed < 1:  # type: ignore[operator]
             # Kafka's LogCleaner.validateReconfiguration (a static 0 runs no cleaner).
             raise InvalidReconfiguration("Log cleaner threads should be at least 1")
-        check_codec_available(name, value)
+        if name in log_keys:
+            # The topic config's own rules (and an installed codec for compression.type),
+            # as a topic inheriting the value would need them.
+            validate_log_defaults({name: value})
 
     return validate

@@ -206,6 +206,26 @@ class LogManager:
         logger.info("created log for %s-%d in %s", topic, partition, log_dir.path)
         return log
 
+    def set_broker_defaults(self, defaults: Mapping[str, str]) -> None:
+        """New broker-level topic defaults (a dynamic broker config changed): each log whose
+        topic config is known takes them at once, under its topic's overrides (Kafka's
+        DynamicLogConfig); a log still waiting for its topic config gets them with it."""
+        self.broker_defaults = dict(defaults)
+        configs: dict[tuple[tuple[str, str], ...], LogConfig] = {}
+        for key, overrides in self._overrides.items():
+            log = self._logs.get(key)
+            if log is None:
+                continue
+            shared = tuple(sorted(overrides.items()))
+            config = configs.get(shared)
+            if config is None:
+                try:
+                    config = configs[shared] = self._config(overrides)
+                except ValueError:
+                    logger.exception("cannot apply the broker log defaults to %s-%d", *key)
+                    continue
+            log.update_config(config)
+
     def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
         """Apply a topic's new raw overrides to all of its partitions here."""
         config = self._config(overrides)

@@ -297,6 +297,20 @@ class ReplicaManager:
             self.log_manager.delete_log(topic, partition)
         return self.log_manager.get_or_create_log(topic, partition, topic_id, overrides)
 
+    def apply_broker_topic_defaults(self, defaults: Mapping[str, str],
+                                    image: MetadataImage) -> None:
+        """This node's broker-level topic defaults changed (`metadata.topic_config_layers`
+        resolves them): every local log, and every partition's min.insync.replicas, whose
+        topic does not override a key takes its new value now, as in Kafka."""
+        self.broker_log_defaults = dict(defaults)
+        self.log_manager.set_broker_defaults(defaults)
+        min_isr: dict[str, int] = {}
+        for partition in self._partitions.values():
+            topic = partition.topic
+            if topic not in min_isr:
+                min_isr[topic] = self._min_insync_replicas(image.topic_config(topic))
+            partition.min_insync_replicas = min_isr[topic]
+
     def _min_insync_replicas(self, overrides: Mapping[str, str]) -> int:
         try:
             value = effective_topic_config(overrides, self.broker_log_defaults)

@@ -34,6 +34,7 @@ from broker.testing.waiting import wait_for as poll_until
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
+from tests.unit.log.helpers import batch
 
 T = TypeVar("T")
 
@@ -44,6 +45,7 @@ REQUEST_TIMEOUT_S = 3.0
 NO_LEADER = -1
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 SET_CONFIG = 0  # AlterConfigOp.OpType.SET
+DEBUG_REPLICA_ID = -2  # ListOffsets "latest" from a non-consumer is the log end offset
 
 # Short sessions and heartbeats keep fencing tests fast; everything else stays Kafka's default.
 FAST_OVERRIDES: dict[str, str] = {
@@ -196,6 +198,30 @@ def produce(servers: str, topic: str, values: list[bytes], partitions: int) -> N
     for i, value in enumerate(values):
         producer.produce(topic, value=value, partition=i % partitions)
     assert producer.flush(60) == 0
+
+
+def produce_record(port: int, topic: str, value: bytes, acks: int = -1,
+                   timeout_ms: int = 5_000) -> dict[str, Any] | None:
+    """One single-record Produce to partition 0; its partition response, None if unreachable."""
+    response = send(port, ApiKey.PRODUCE, {
+        "transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
+        "topic_data": [{"name": topic, "partition_data": [
+            {"index": 0, "records": bytes(batch([value]))}]}]}, timeout=timeout_ms / 1000 + 5)
+    if response is None:
+        return None
+    entry: dict[str, Any] = response["responses"][0]["partition_responses"][0]
+    return entry
+
+
+def log_end_offset(port: int, topic: str) -> int | None:
+    """Partition 0's log end offset on the leader at `port`; None if it cannot answer."""
+    response = send(port, ApiKey.LIST_OFFSETS, {
+        "replica_id": DEBUG_REPLICA_ID, "isolation_level": 0, "topics": [{
+            "name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    if response is None:
+        return None
+    entry = response["topics"][0]["partitions"][0]
+    return int(entry["offset"]) if entry["error_code"] == 0 else None
 
 
 def alter_topic_config(port: int, topic: str, name: str, value: str) -> int | None:

@@ -15,7 +15,6 @@ import pytest
 
 from broker.launcher import start_node
 from broker.testing.metrics import metrics_url, scrape, value
-from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from tests.integration.quorum_helpers import (
     HOST,
@@ -23,17 +22,15 @@ from tests.integration.quorum_helpers import (
     QuorumCluster,
     create_topics,
     listed_brokers,
+    log_end_offset,
     metadata,
     partition_views,
-    send,
+    produce_record as produce,
     start_cluster,  # noqa: F401  (fixture)
     wait_for,
 )
-from tests.unit.log.helpers import batch
 
 pytestmark = pytest.mark.slow
-
-DEBUG_REPLICA_ID = -2  # ListOffsets "latest" from a non-consumer is the log end offset
 
 
 def views(cluster: QuorumCluster, node_ids: list[int]) -> dict[tuple[str, int], PartitionView]:
@@ -43,29 +40,6 @@ def views(cluster: QuorumCluster, node_ids: list[int]) -> dict[tuple[str, int], 
         if response is not None:
             return partition_views(response)
     return {}
-
-
-def produce(port: int, topic: str, value: bytes, acks: int = -1,
-            timeout_ms: int = 5_000) -> dict[str, Any] | None:
-    """One single-record Produce to partition 0; its partition response, None if unreachable."""
-    response = send(port, ApiKey.PRODUCE, {
-        "transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
-        "topic_data": [{"name": topic, "partition_data": [
-            {"index": 0, "records": bytes(batch([value]))}]}]}, timeout=timeout_ms / 1000 + 5)
-    if response is None:
-        return None
-    entry: dict[str, Any] = response["responses"][0]["partition_responses"][0]
-    return entry
-
-
-def log_end_offset(port: int, topic: str) -> int | None:
-    response = send(port, ApiKey.LIST_OFFSETS, {
-        "replica_id": DEBUG_REPLICA_ID, "isolation_level": 0, "topics": [{
-            "name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
-    if response is None:
-        return None
-    entry = response["topics"][0]["partitions"][0]
-    return int(entry["offset"]) if entry["error_code"] == 0 else None
 
 
 # -- 1. no acknowledged record lost, none duplicated --------------------------------------

@@ -1,5 +1,6 @@
 """Group APIs' error answers (COORDINATOR_NOT_AVAILABLE wherever their clients look);
-DescribeConfigs for topics and the broker."""
+DescribeConfigs for topics (with the dynamic broker defaults they inherit) and the
+broker."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode
 from broker.apis.request import DecodedRequest, RequestContext
+from metadata.records import BROKER_RESOURCE, ConfigRecord
 from tests.unit.apis.harness import BROKER_ID, running_broker
 
 
@@ -117,6 +119,51 @@ async def test_describe_selected_keys_and_broker_configs(tmp_path):
         assert configs["num.partitions"]["config_source"] == 4
         assert configs["default.replication.factor"]["config_source"] == 5
         assert other["error_code"] == ErrorCode.INVALID_REQUEST
+        await conn.aclose()
+
+
+async def test_describe_topic_configs_report_dynamic_broker_defaults(tmp_path):
+    """A topic without an override shows the value this broker applies, with its source:
+    this broker's dynamic config over the cluster-wide default over the static file."""
+    async with running_broker(tmp_path, extra={"min.insync.replicas": "2",
+                                               "log.retention.hours": "24"}) as broker:
+        broker.create_topic("plain")
+        broker.create_topic("own", configs={"min.insync.replicas": "1"})
+        conn = await broker.connect()
+
+        async def describe(topic: str) -> dict[str, dict]:
+            body = {"resources": [{"resource_type": 2, "resource_name": topic,
+                                   "configuration_keys": ["min.insync.replicas",
+                                                          "retention.ms"]}],
+                    "include_synonyms": True}
+            (result,) = (await conn.request(ApiKey.DESCRIBE_CONFIGS, body, 4))["results"]
+            return _configs_by_name(result)
+
+        def brief(entry: dict) -> tuple:
+            return (entry["value"], entry["config_source"],
+                    [(s["name"], s["value"], s["source"]) for s in entry["synonyms"]])
+
+        def alter(resource: str, key: str, value: str | None) -> None:
+            broker.publish([ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=resource,
+                                         name=key, value=value)])
+
+        alter("", "min.insync.replicas", "3")
+        alter("", "log.retention.ms", "60000")
+        alter("2", "min.insync.replicas", "5")  # another broker's: not reported here
+        configs = await describe("plain")
+        assert brief(configs["min.insync.replicas"]) == ("3", 3, [
+            ("min.insync.replicas", "3", 3), ("min.insync.replicas", "2", 4),
+            ("min.insync.replicas", "1", 5)])
+        assert brief(configs["retention.ms"]) == ("60000", 3, [
+            ("log.retention.ms", "60000", 3), ("log.retention.hours", "24", 4),
+            ("log.retention.hours", "168", 5)])
+        alter(str(BROKER_ID), "min.insync.replicas", "4")
+        assert brief((await describe("plain"))["min.insync.replicas"])[:2] == ("4", 2)
+        own = (await describe("own"))["min.insync.replicas"]
+        assert brief(own)[:2] == ("1", 1) and own["synonyms"][1]["source"] == 2
+        alter(str(BROKER_ID), "min.insync.replicas", None)
+        alter("", "min.insync.replicas", None)
+        assert brief((await describe("plain"))["min.insync.replicas"])[:2] == ("2", 4)
         await conn.aclose()
 
 

@@ -26,6 +26,7 @@ def test_kafka_defaults() -> None:
     assert settings.auto_leader_rebalance_enable is True
     assert settings.leader_imbalance_check_interval_seconds == 300
     assert settings.validate_broker_config is not None
+    assert settings.node_id == 1
 
 
 def test_configured_values_are_used() -> None:
@@ -49,6 +50,10 @@ def test_configured_values_are_used() -> None:
     ("follower.replication.throttled.rate", "0"),
     ("log.cleaner.threads", "2"),
     ("log.cleaner.io.max.bytes.per.second", "1e6"),
+    ("min.insync.replicas", "3"),
+    ("compression.type", "lz4"),
+    ("message.max.bytes", "2000000"),
+    ("log.roll.ms", "3600000"),
 ])
 def test_validator_accepts_known_dynamic_keys_with_good_values(name: str, value: str) -> None:
     broker_config_validator()(name, value)
@@ -63,13 +68,22 @@ def test_validator_accepts_known_dynamic_keys_with_good_values(name: str, value:
     ("leader.replication.throttled.rate", "-1"),
     ("log.cleaner.threads", "0"),
     ("listeners", "PLAINTEXT://:1"),
+    # The topic config's own rules apply to a broker-level default.
+    ("min.insync.replicas", "0"),
+    ("log.retention.ms", "-5"),
+    ("log.segment.bytes", "10"),
+    ("compression.type", "brotli"),
 ])
 def test_validator_rejects_unknown_static_or_bad_values(name: str, value: str) -> None:
     with pytest.raises(ValueError):
         broker_config_validator()(name, value)
 
 
-@pytest.mark.parametrize("name", ["num.partitions", "node.id", "replica.fetch.max.bytes"])
+# Of a topic default's unit synonyms only the first is dynamic in Kafka
+# (DynamicLogConfig.ReconfigurableConfigs): log.retention.ms, not log.retention.hours.
+@pytest.mark.parametrize("name", ["num.partitions", "node.id", "replica.fetch.max.bytes",
+                                  "log.retention.hours", "log.retention.minutes",
+                                  "log.roll.hours", "log.roll.jitter.hours"])
 def test_static_keys_are_not_dynamic(name: str) -> None:
     from metadata.controller.configs import NotDynamicConfig
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from clients.protocol import ErrorCode
 from metadata.controller.brokers import (
     broker_heartbeat,
@@ -197,6 +199,29 @@ def test_unclean_election_topic_config_overrides_broker_default() -> None:
     c.heartbeat(2)
     c.commit(fence_expired_brokers(c.image, c.tracker, c.now_ms, c.settings))
     assert c.image.partition(tid, 0).leader == 2
+
+
+@pytest.mark.parametrize("resource,node_id,elected", [
+    ("", None, True),   # the cluster-wide dynamic default reaches existing topics
+    ("1", 1, True),     # the active controller's own dynamic config, as in Kafka
+    ("3", 1, False),    # another node's: not the controller's
+])
+def test_unclean_election_follows_dynamic_broker_configs(resource: str, node_id: int | None,
+                                                          elected: bool) -> None:
+    c = Cluster(settings=ControllerSettings(node_id=node_id))
+    c.add_brokers(1, 2)
+    c.create_topic("t", assignments=[{"partition_index": 0, "broker_ids": [1, 2]}],
+                   num_partitions=-1, replication_factor=-1)
+    tid = c.image.topic("t").topic_id
+    from metadata.records import PartitionChangeRecord
+
+    c.commit([PartitionChangeRecord(partition_id=0, topic_id=tid, isr=(1,))])
+    c.commit([ConfigRecord(resource_type=4, resource_name=resource,
+                           name="unclean.leader.election.enable", value="true")])
+    c.now_ms += 9000
+    c.heartbeat(2)
+    c.commit(fence_expired_brokers(c.image, c.tracker, c.now_ms, c.settings))
+    assert c.image.partition(tid, 0).leader == (2 if elected else -1)
 
 
 def test_want_fence_fences_a_live_broker() -> None:
