@@ -50,7 +50,7 @@ def run_manager_command(args: argparse.Namespace) -> int:
     from clients.manager.auth import read_password_file
     from clients.manager.bind import (ManagerConfigError, check_bind, parse_listen,
                                       parse_metrics_endpoints)
-    from clients.manager.server import run_manager
+    from clients.manager.server import open_listener, run_manager
     from clients.manager.tls import console_tls
 
     try:
@@ -65,9 +65,15 @@ def run_manager_command(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1 second")
     config = admin_config(args, "raftka-manager")
+    try:
+        listener = open_listener(host, port)
+    except ManagerConfigError as exc:
+        raise CommandError(str(exc)) from None
     scheme = "https" if tls is not None else "http"
-    print(f"raftka manager on {scheme}://{args.listen}/", file=sys.stderr, flush=True)
-    run_manager(host, port, ManagerSettings(
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
+    print(f"raftka manager on {scheme}://{shown}/", file=sys.stderr, flush=True)
+    run_manager(listener, ManagerSettings(
         config, args.refresh, users=users, lag_interval_s=args.lag_interval,
         metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval), tls)
     return 0
