@@ -124,3 +124,16 @@ def test_a_taken_address_stops_the_console_naming_it() -> None:
         with pytest.raises(ManagerConfigError) as refused:
             open_listener("127.0.0.1", port)
     assert str(refused.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def test_a_bad_client_setting_or_page_timeout_stops_the_command_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "client.properties"
+    settings.write_text("request.timeout.ms=soon\n")
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9", "--listen", "127.0.0.1:0",
+                 "--command-config", str(settings)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "request.timeout.ms" in err
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9", "--page-timeout", "0"]) == 1
+    assert capsys.readouterr().err == ("raftka manager: --page-timeout must be at least 1 "
+                                       "second\n")
