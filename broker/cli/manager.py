@@ -12,6 +12,7 @@ DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_REFRESH_S = 5
 DEFAULT_LAG_INTERVAL_S = 10
 DEFAULT_THROUGHPUT_INTERVAL_S = 10
+DEFAULT_PAGE_TIMEOUT_S = 5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,15 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         default=DEFAULT_THROUGHPUT_INTERVAL_S, metavar="SECONDS",
                         help=f"how often traffic is sampled for the throughput charts "
                              f"(default {DEFAULT_THROUGHPUT_INTERVAL_S})")
+    parser.add_argument("--page-timeout", type=int, default=DEFAULT_PAGE_TIMEOUT_S,
+                        metavar="SECONDS",
+                        help=f"every page answers within this, showing what could be read "
+                             f"and naming what could not (default {DEFAULT_PAGE_TIMEOUT_S})")
     parser.set_defaults(func=run_manager_command)
 
 
 def run_manager_command(args: argparse.Namespace) -> int:
+    from clients.admin import AdminConfig, ConfigError
     from clients.manager.app import ManagerSettings
     from clients.manager.auth import read_password_file
     from clients.manager.bind import (ManagerConfigError, check_bind, parse_listen,
                                       parse_metrics_endpoints)
-    from clients.manager.server import run_manager
+    from clients.manager.server import open_listener, run_manager
     from clients.manager.tls import console_tls
 
     try:
@@ -61,13 +67,24 @@ def run_manager_command(args: argparse.Namespace) -> int:
         endpoints = parse_metrics_endpoints(args.metrics_endpoint)
     except ManagerConfigError as exc:
         raise CommandError(str(exc)) from None
-    for name in ("refresh", "lag_interval", "throughput_interval"):
+    for name in ("refresh", "lag_interval", "throughput_interval", "page_timeout"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1 second")
     config = admin_config(args, "raftka-manager")
+    try:
+        AdminConfig.from_mapping(config)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        listener = open_listener(host, port)
+    except ManagerConfigError as exc:
+        raise CommandError(str(exc)) from None
     scheme = "https" if tls is not None else "http"
-    print(f"raftka manager on {scheme}://{args.listen}/", file=sys.stderr, flush=True)
-    run_manager(host, port, ManagerSettings(
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
+    print(f"raftka manager on {scheme}://{shown}/", file=sys.stderr, flush=True)
+    run_manager(listener, ManagerSettings(
         config, args.refresh, users=users, lag_interval_s=args.lag_interval,
-        metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval), tls)
+        metrics_endpoints=endpoints, throughput_interval_s=args.throughput_interval,
+        page_timeout_s=args.page_timeout), tls)
     return 0

@@ -54,20 +54,20 @@ async def _reset_plan(reader: ClusterReader, form: Mapping[str, str]
     group = form.get("group", "").strip()
     topic = form.get("topic", "").strip()
     to, value = reset_target(form)
-    async with reader.turn() as admin:
-        committed = await admin.list_group_offsets(group)
-        if topic:
-            described = await admin.describe_topics([topic])
-            partitions = [(topic, p.partition) for t in described for p in t.partitions]
-        else:
-            partitions = sorted(committed)
-        if not partitions:
-            raise ActionError(f"group {group} has committed no offsets: name a topic")
-        ends = _found(await admin.list_offsets({tp: LATEST_TIMESTAMP for tp in partitions}))
-        starts = _found(await admin.list_offsets({tp: EARLIEST_TIMESTAMP
-                                                  for tp in partitions}))
-        at = (_found(await admin.list_offsets({tp: value for tp in partitions}))
-              if to == "timestamp" and value is not None else {})
+    admin = reader.admin
+    committed = await admin.list_group_offsets(group)
+    if topic:
+        described = await admin.describe_topics([topic])
+        partitions = [(topic, p.partition) for t in described for p in t.partitions]
+    else:
+        partitions = sorted(committed)
+    if not partitions:
+        raise ActionError(f"group {group} has committed no offsets: name a topic")
+    ends = _found(await admin.list_offsets({tp: LATEST_TIMESTAMP for tp in partitions}))
+    starts = _found(await admin.list_offsets({tp: EARLIEST_TIMESTAMP
+                                              for tp in partitions}))
+    at = (_found(await admin.list_offsets({tp: value for tp in partitions}))
+          if to == "timestamp" and value is not None else {})
     new: dict[TopicPartition, int] = {}
     for tp in partitions:
         start, end = starts.get(tp) or 0, ends.get(tp) or 0
@@ -90,8 +90,7 @@ async def execute(reader: ClusterReader, action: Action) -> str:
     if action.kind == "produce":
         done = await _produce(reader, fields)
     else:
-        async with reader.turn() as admin:
-            done = await _run(admin, action.kind, fields)
+        done = await _run(reader.admin, action.kind, fields)
     logger.info("action %s done: %s", action.kind, done)
     return done
 

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import secrets
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
@@ -23,6 +24,8 @@ from clients.manager.auth import BasicAuth
 from clients.manager.charts import line_chart, show_number
 from clients.manager.gather import ClusterReader
 from clients.manager.history import LagHistory
+from clients.manager.message_page import read_messages
+from clients.manager.reach import PageReads, Part
 from clients.manager.reassign_progress import read_progress
 from clients.manager.sampler import sample_lag_forever, sample_throughput_forever
 from clients.manager.throughput import ThroughputHistory, throughput_sections
@@ -43,12 +46,12 @@ THROUGHPUT_CHART = (420, 150)
 class ManagerSettings:
     admin_config: Mapping[str, Any]
     refresh_s: int = 5
-    read_timeout_s: float = 5.0
     users: Mapping[str, str] | None = None  # basic-auth users; None: no password
     lag_interval_s: float = 10.0
     # broker id -> its Prometheus metrics URL; empty: throughput from offsets
     metrics_endpoints: Mapping[int, str] = field(default_factory=dict)
     throughput_interval_s: float = 10.0
+    page_timeout_s: float = 5.0  # every page answers within this, whatever the cluster does
 
 
 def _int_param(request: Request, name: str, default: int | None) -> int | None:
@@ -87,22 +90,33 @@ def build_app(settings: ManagerSettings) -> Any:
 
     def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
         return templates.TemplateResponse(request, name, {"refresh_s": settings.refresh_s,
-                                                          **context}, status_code=status)
+                                                          "problems": [], **context},
+                                          status_code=status)
 
-    def overview(template: str, read: Callable[[ClusterReader, Request], Awaitable[Any]],
+    def render_read(request: Request, name: str, reads: PageReads, **context: Any
+                    ) -> Response:
+        """A page of what ``reads`` gathered, its banner naming what could not be reached:
+        503 when nothing could."""
+        return render(request, name, 503 if reads.reached_nothing else 200,
+                      problems=reads.problems, **context)
+
+    def overview(template: str,
+                 read: Callable[[ClusterReader, PageReads, Request], Awaitable[Any]],
                  refresh: bool = True) -> Callable[[Request], Awaitable[Response]]:
-        """A page that shows what ``read`` gathers and, unless it holds a form, reloads every
-        refresh interval."""
+        """A page that shows what ``read`` gathers within the page's time and, unless it
+        holds a form, reloads every refresh interval."""
         async def handler(request: Request) -> Response:
-            page = await read(state["reader"], request)
-            return render(request, template, page=page, refresh=refresh)
+            reader = state["reader"]
+            reads = reader.page_reads()
+            page = await read(reader, reads, request)
+            return render_read(request, template, reads, page=page, refresh=refresh)
         return handler
 
     async def group_actions(request: Request) -> Response:
         return render(request, "group_actions.html", group=request.path_params["name"])
 
     async def throughput(request: Request) -> Response:
-        return render(request, "throughput.html", refresh=True,
+        return render(request, "throughput.html", refresh=True, problems=traffic.problems,
                       sections=throughput_sections(traffic, MAX_CHARTED_TOPICS),
                       source=traffic.source, metrics=settings.metrics_endpoints,
                       interval_s=settings.throughput_interval_s)
@@ -117,12 +131,14 @@ def build_app(settings: ManagerSettings) -> Any:
         size = _int_param(request, "limit", DEFAULT_PAGE_SIZE) or DEFAULT_PAGE_SIZE
         if not 1 <= size <= MAX_PAGE_SIZE:
             raise BadParameter(f"limit must be between 1 and {MAX_PAGE_SIZE}")
-        page = await state["reader"].messages(
-            request.path_params["name"], _int_param(request, "partition", 0) or 0, size,
-            _int_param(request, "offset", None), _int_param(request, "timestamp", None),
-            settings.read_timeout_s)
-        return render(request, "messages.html", page=page, mode=mode, size=size,
-                      modes=BYTE_MODES)
+        reader = state["reader"]
+        reads = reader.page_reads()
+        page = await read_messages(
+            reader, reads, request.path_params["name"],
+            _int_param(request, "partition", 0) or 0, size, _int_param(request, "offset", None),
+            _int_param(request, "timestamp", None))
+        return render_read(request, "messages.html", reads, page=page, mode=mode, size=size,
+                           modes=BYTE_MODES)
 
     async def action(request: Request) -> Response:
         try:
@@ -132,18 +148,31 @@ def build_app(settings: ManagerSettings) -> Any:
         if not token_matches(form, csrf_token):
             return render(request, "error.html", 403, message="the form's CSRF token is "
                           "missing or wrong: reload the page and try again")
+        reader = state["reader"]
+        reads = reader.page_reads()
         try:
-            planned = await prepare(state["reader"], request.path_params["kind"], form)
+            planned = await reads.one(Part("what the action needs", answers=True), partial(
+                prepare, reader, request.path_params["kind"], form))
         except ActionError as exc:
             return render(request, "error.html", 400, message=str(exc))
+        if planned is None:
+            return render(request, "error.html", 503,
+                          message="the action cannot be planned: " + "; ".join(reads.problems))
         if form.get("confirm") != "yes":
             return render(request, "confirm.html", action=planned)
         try:
-            done = await execute(state["reader"], planned)
+            done = await reads.one(Part("the result of the action", answers=True),
+                                   partial(execute, reader, planned))
         except (KafkaError, ActionRefused) as exc:
             logger.warning("action %s refused: %s", planned.kind, exc)
             return render(request, "action_result.html", 400, action=planned, ok=False,
                           message=str(exc))
+        if done is None:
+            logger.warning("action %s not answered: %s", planned.kind, reads.problems)
+            return render(request, "action_result.html", 503, action=planned, ok=False,
+                          problems=reads.problems,
+                          message="No answer: it may or may not have taken effect; look "
+                                  "before trying again.")
         return render(request, "action_result.html", action=planned, ok=True, message=done)
 
     def error_page(status: int, prefix: str = ""
@@ -154,7 +183,7 @@ def build_app(settings: ManagerSettings) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state["reader"] = ClusterReader(settings.admin_config)
+        state["reader"] = ClusterReader(settings.admin_config, settings.page_timeout_s)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sample_lag_forever, state["reader"], history,
@@ -167,22 +196,26 @@ def build_app(settings: ManagerSettings) -> Any:
             await state["reader"].aclose()
 
     app = Starlette(routes=[
-        Route("/", overview("cluster.html", lambda reader, _: reader.cluster())),
-        Route("/topics", overview("topics.html", lambda reader, _: reader.topics())),
+        Route("/", overview("cluster.html", lambda reader, reads, _: reader.cluster(reads))),
+        Route("/topics", overview("topics.html",
+                                  lambda reader, reads, _: reader.topics(reads))),
         Route("/topics/{name}", overview(
-            "topic.html", lambda reader, request: reader.topic(request.path_params["name"]),
+            "topic.html",
+            lambda reader, reads, request: reader.topic(reads, request.path_params["name"]),
             refresh=False)),
         Route("/topics/{name}/messages", messages),
         Route("/topics/{name}/reassignment", overview(
-            "reassignment.html",
-            lambda reader, request: read_progress(reader, request.path_params["name"]))),
+            "reassignment.html", lambda reader, reads, request: read_progress(
+                reader, reads, request.path_params["name"]))),
         Route("/actions/create-topic", create_topic_form, methods=["GET"]),
         Route("/actions/{kind}", action, methods=["POST"]),
-        Route("/groups", overview("groups.html", lambda reader, _: reader.groups())),
+        Route("/groups", overview("groups.html",
+                                  lambda reader, reads, _: reader.groups(reads))),
         Route("/throughput", throughput),
         Route("/groups/{name}/actions", group_actions),
         Route("/groups/{name}", overview(
-            "group.html", lambda reader, request: reader.group(request.path_params["name"]))),
+            "group.html",
+            lambda reader, reads, request: reader.group(reads, request.path_params["name"]))),
     ], exception_handlers={
         KafkaError: error_page(502),
         KafkaConnectionError: error_page(503, "cluster unreachable: "),

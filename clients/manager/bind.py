@@ -17,7 +17,13 @@ def parse_listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ManagerConfigError(f"--listen {text!r}: expected HOST:PORT")
-    return host.strip("[]"), int(port)
+    bracketed = host.startswith("[") and host.endswith("]")
+    if bracketed:
+        host = host[1:-1]
+    if not host or "[" in host or "]" in host or (":" in host and not bracketed):
+        raise ManagerConfigError(f"--listen {text!r}: expected HOST:PORT, an IPv6 address "
+                                 f"in brackets ([::1]:8080)")
+    return host, int(port)
 
 
 def check_bind(host: str, password_file: str | None, tls: bool = False) -> None:

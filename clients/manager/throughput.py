@@ -51,6 +51,7 @@ class ThroughputHistory:
     def __init__(self, max_points: int = DEFAULT_POINTS) -> None:
         self.max_points = max_points
         self.source: str | None = None
+        self.problems: list[str] = []  # what the last round could not sample, for the page
         self._previous: TrafficSample | None = None
         self._series: dict[SeriesKey, deque[tuple[float, float]]] = {}
 

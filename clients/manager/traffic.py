@@ -13,7 +13,8 @@ from typing import Hashable, Mapping
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from clients.manager.gather import ClusterReader
+from clients.admin.operations import LATEST_TIMESTAMP
+from clients.manager.gather import ClusterReader, known_offsets
 from clients.manager.throughput import Counter, TrafficSample
 
 logger = logging.getLogger(__name__)
@@ -41,30 +42,54 @@ def parse_metric_counters(text: str, broker: int
     return measures
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_S) as response:
+def _get(url: str, timeout_s: float) -> str:
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:
         return response.read(MAX_METRICS_BYTES).decode("utf-8")
 
 
-async def metrics_sample(endpoints: Mapping[int, str]) -> TrafficSample:
-    """Every endpoint's counters; a broker that cannot be scraped is left out (logged)."""
+async def _scrape(url: str, timeout_s: float) -> str:
+    """One endpoint's text, fetched in a worker thread (urllib blocks) that is abandoned,
+    not waited for, when ``timeout_s`` passes."""
+    with trio.move_on_after(timeout_s):
+        return await trio.to_thread.run_sync(_get, url, timeout_s, abandon_on_cancel=True)
+    raise TimeoutError(f"no answer within {timeout_s:g} s")
+
+
+async def metrics_sample(endpoints: Mapping[int, str], timeout_s: float = SCRAPE_TIMEOUT_S
+                         ) -> tuple[TrafficSample, list[str]]:
+    """Every endpoint's counters, scraped at once, and a line for each broker whose
+    endpoint could not be scraped (left out of the sample)."""
     measures: dict[str, dict[Hashable, Counter]] = {m: {} for m in METRIC_MEASURES.values()}
-    for broker, url in sorted(endpoints.items()):
+    failures: dict[int, str] = {}
+
+    async def scrape(broker: int, url: str) -> None:
         try:
-            text = await trio.to_thread.run_sync(_get, url)
-            counters = parse_metric_counters(text, broker)
+            counters = parse_metric_counters(await _scrape(url, timeout_s), broker)
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             logger.warning("metrics of broker %d at %s: %s", broker, url, exc)
-            continue
+            failures[broker] = f"metrics of broker {broker} unreachable at {url}: {exc}"
+            return
         for measure, found in counters.items():
             measures[measure].update(found)
-    return TrafficSample(time.time(), "metrics", measures)
+
+    async with trio.open_nursery() as nursery:
+        for broker, url in sorted(endpoints.items()):
+            nursery.start_soon(scrape, broker, url)
+    return (TrafficSample(time.time(), "metrics", measures),
+            [failures[b] for b in sorted(failures)])
 
 
 async def offsets_sample(reader: ClusterReader) -> TrafficSample:
     """Log end offsets (messages in) and groups' committed offsets (messages consumed),
-    each attributed to the partition's current leader."""
-    leaders, ends, committed = await reader.traffic_offsets()
+    each attributed to the partition's current leader (one ListOffsets batch; one
+    OffsetFetch per coordinator)."""
+    described = await reader.admin.describe_topics(None)
+    leaders = {(p.topic, p.partition): p.leader
+               for t in described for p in t.partitions if p.leader >= 0}
+    ends = await reader.offsets(leaders, LATEST_TIMESTAMP)
+    listings = await reader.admin.list_groups()
+    committed = known_offsets(await reader.admin.list_groups_offsets(
+        [g.group_id for g in listings]))
     messages_in: dict[Hashable, Counter] = {
         tp: Counter(leaders[tp], tp[0], end) for tp, end in ends.items() if tp in leaders}
     messages_out: dict[Hashable, Counter] = {

@@ -20,8 +20,8 @@ class BrokerRow:
     port: int | None
     rack: str | None
     fenced: bool  # holds replicas but is missing from the cluster's live brokers
-    leaders: int
-    partitions: int
+    leaders: int | None  # None: the partitions could not be read
+    partitions: int | None
     controller: bool
 
 
@@ -60,19 +60,24 @@ class LagRow:
     owner: str  # member id, or "-" when no member owns it
 
 
-def partition_row(p: PartitionInfo, live: Iterable[int], log_start: int | None = None,
+def partition_row(p: PartitionInfo, live: Iterable[int] | None, log_start: int | None = None,
                   log_end: int | None = None, size: int | None = None) -> PartitionRow:
     """Kafka's health flags: under-replicated when the ISR is smaller than the replica set,
-    offline when no live broker leads it."""
+    offline when no live broker leads it (when the live brokers are unknown: no leader)."""
+    offline = p.leader < 0 or (live is not None and p.leader not in set(live))
     return PartitionRow(p.topic, p.partition, p.leader, p.replicas, p.isr,
-                        len(p.isr) < len(p.replicas), p.leader < 0 or p.leader not in set(live),
-                        log_start, log_end, size)
+                        len(p.isr) < len(p.replicas), offline, log_start, log_end, size)
 
 
-def broker_rows(brokers: Sequence[BrokerNode], controller_id: int,
-                partitions: Iterable[PartitionInfo]) -> list[BrokerRow]:
+def broker_rows(brokers: Sequence[BrokerNode], controller_id: int | None,
+                partitions: Iterable[PartitionInfo] | None) -> list[BrokerRow]:
     """One row per live broker, plus one per replica id no live broker has (fenced or
-    gone), with the partitions each leads and holds."""
+    gone), with the partitions each leads and holds (None when the partitions could not
+    be read)."""
+    if partitions is None:
+        return sorted((BrokerRow(b.node_id, b.host, b.port, b.rack, False, None, None,
+                                 b.node_id == controller_id) for b in brokers),
+                      key=lambda r: r.node_id)
     leaders: dict[int, int] = {}
     held: dict[int, int] = {}
     for p in partitions:
@@ -87,6 +92,12 @@ def broker_rows(brokers: Sequence[BrokerNode], controller_id: int,
                        node_id == controller_id)
              for node_id, count in held.items() if node_id not in live]
     return sorted(rows, key=lambda r: r.node_id)
+
+
+def gone_brokers(rows: Iterable[BrokerRow]) -> list[str]:
+    """A banner line for each broker that holds replicas but is not live."""
+    return [f"broker {r.node_id} is not live (fenced or stopped): {r.partitions} "
+            f"replicas on it are out of reach" for r in rows if r.fenced]
 
 
 def topic_row(name: str, internal: bool, rows: Sequence[PartitionRow]) -> TopicRow:

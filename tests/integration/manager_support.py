@@ -90,9 +90,15 @@ def start_manager(servers: str, port: int, *extra: str,
                                 "--throughput-interval", "1",
                                 *extra])
     url = f"http://127.0.0.1:{port}/topics"
-    wait_for(lambda: process.poll() is not None or status(url, headers) in (200, 401),
-             "the console to answer", 60)
-    assert process.poll() is None, "the console exited"
+    try:
+        # 503: the console answers, but reaches no broker.
+        wait_for(lambda: process.poll() is not None or status(url, headers) in (200, 401, 503),
+                 "the console to answer", 60)
+        assert process.poll() is None, "the console exited"
+    except BaseException:
+        process.kill()  # a console that never answered is not left behind
+        process.wait()
+        raise
     return process
 
 

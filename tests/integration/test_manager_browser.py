@@ -8,9 +8,11 @@ Screenshots of the main pages are saved under pytest's temporary directory."""
 from __future__ import annotations
 
 import base64
+import re
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,6 +26,8 @@ from tests.integration.manager_support import chromium, free_port, start_manager
 
 TOPIC = "manager-orders"
 GROUP = "manager-billing"
+# The console's default page timeout (5 s), and slack for rendering on a loaded machine.
+ANSWER_S = 8
 
 pytestmark = pytest.mark.slow
 
@@ -619,6 +623,61 @@ def test_group_offsets_reset_and_group_deleted_in_the_console(
     assert page.locator("#result.ok").inner_text() == f"Deleted group {group}."
     with cluster.admin() as admin:
         assert group not in [g.group_id for g in admin.list_groups()]
+
+
+def _in_sync(cluster: RaftkaCluster) -> bool:
+    """Every partition has a leader and its whole replica set in its ISR."""
+    try:
+        with cluster.admin() as admin:
+            described = admin.describe_topics()
+    except Exception:  # a broker still catching up
+        return False
+    return all(p.leader >= 0 and len(p.isr) == len(p.replicas)
+               for t in described for p in t.partitions)
+
+
+def _healthy(console: str) -> bool:
+    """The cluster page shows no under-replicated partition and no banner."""
+    try:
+        with urllib.request.urlopen(console + "/", timeout=ANSWER_S) as response:
+            body = response.read().decode()
+    except OSError:
+        return False
+    return 'id="under-replicated" class="ok"' in body and 'id="problems"' not in body
+
+
+def test_a_broker_that_stops_answering_is_named_and_the_rest_renders(
+        cluster: RaftkaCluster, console: str, page: Any, shots: Path) -> None:
+    with cluster.admin() as admin:
+        controller = admin.describe_quorum().leader_id
+    # Not the broker the next test kills (the first that is not the controller).
+    victim = [n for n in cluster.node_ids if n != controller][-1]
+    cluster.pause(victim)  # SIGSTOP: its sockets still accept connections; nothing answers
+    try:
+        started = time.monotonic()
+        page.goto(console + "/", timeout=ANSWER_S * 1000)
+        assert time.monotonic() - started < ANSWER_S
+        # "did not answer", or, once fenced (after its 6 s session), "is not live".
+        named = page.locator("#problems li", has_text=re.compile(rf"^broker {victim}\b"))
+        assert named.count() == 1, page.locator("#problems").inner_text()
+        # and no other broker
+        assert page.locator("#problems li", has_text=re.compile(r"^broker \d")).count() == 1
+        assert page.locator("#brokers tr[data-broker]").count() == 3
+        assert page.locator("#under-replicated, #offline").count() == 2
+        page.screenshot(path=str(shots / "cluster-broker-silent.png"), full_page=True)
+        # Fetched apart from the browser, whose cluster page may be reloading itself.
+        started = time.monotonic()
+        with urllib.request.urlopen(console + f"/topics/{TOPIC}", timeout=ANSWER_S) as topic:
+            body = topic.read().decode()
+        assert time.monotonic() - started < ANSWER_S
+        partitions = re.search(r'<table id="partitions">.*?</table>', body, re.S)
+        assert partitions is not None and partitions.group(0).count("<tr class=") == 3
+    finally:
+        cluster.resume(victim)
+        # The next test starts from a cluster that is healthy, as the console sees it too
+        # (every broker answering it, with metadata caught up).
+        wait_for(lambda: _in_sync(cluster) and all(_healthy(console) for _ in range(3)),
+                 "every partition back in sync", 90)
 
 
 def test_killed_broker_shows_its_partitions_under_replicated(

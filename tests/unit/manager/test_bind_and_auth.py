@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import socket
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from broker.cli.main import main
 from clients.manager.auth import credentials_match, read_password_file
 from clients.manager.bind import ManagerConfigError, check_bind, is_loopback, parse_listen
+from clients.manager.server import open_listener
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
@@ -106,3 +108,32 @@ def test_the_command_refuses_half_a_tls_pair_in_one_line(
                  "--certfile", str(tmp_path / "cert.pem")]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         "raftka manager: --certfile and --keyfile go together: give both"]
+
+
+def test_an_ipv6_listen_address_needs_its_brackets() -> None:
+    for bad in ("[::1:8080", "::1:8080", "[]:8080", "a]:8080"):
+        with pytest.raises(ManagerConfigError, match=r"in brackets \(\[::1\]:8080\)"):
+            parse_listen(bad)
+
+
+def test_a_taken_address_stops_the_console_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ManagerConfigError) as refused:
+            open_listener("127.0.0.1", port)
+    assert str(refused.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def test_a_bad_client_setting_or_page_timeout_stops_the_command_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "client.properties"
+    settings.write_text("request.timeout.ms=soon\n")
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9", "--listen", "127.0.0.1:0",
+                 "--command-config", str(settings)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "request.timeout.ms" in err
+    assert main(["manager", "--bootstrap-server", "127.0.0.1:9", "--page-timeout", "0"]) == 1
+    assert capsys.readouterr().err == ("raftka manager: --page-timeout must be at least 1 "
+                                       "second\n")

@@ -60,14 +60,16 @@ class CountingAdmin:
 
 def _reader(admin: CountingAdmin) -> ClusterReader:
     reader = ClusterReader({"bootstrap.servers": "127.0.0.1:9"})
-    reader._admin = admin  # type: ignore[assignment]
+    reader.admin = admin  # type: ignore[assignment]
     return reader
 
 
 async def test_topic_page_reads_start_and_end_offsets_in_two_batches() -> None:
     admin = CountingAdmin()
-    page = await _reader(admin).topic("t")
+    reader = _reader(admin)
+    page = await reader.topic(reader.page_reads(), "t")
     assert admin.list_offsets_calls == [PARTITIONS, PARTITIONS]
+    assert page.partitions is not None
     assert all((p.log_start, p.log_end) == (0, 100) for p in page.partitions)
     # Sizes are the leader's (broker 1) replica's, from one DescribeLogDirs per broker.
     assert [p.size for p in page.partitions] == [1000 + p for p in range(PARTITIONS)]
@@ -75,7 +77,9 @@ async def test_topic_page_reads_start_and_end_offsets_in_two_batches() -> None:
 
 async def test_groups_page_reads_every_groups_end_offsets_in_one_batch() -> None:
     admin = CountingAdmin()
-    rows = await _reader(admin).groups()
+    reader = _reader(admin)
+    rows = await reader.groups(reader.page_reads())
     assert admin.list_offsets_calls == [PARTITIONS]
+    assert rows is not None
     assert [(r.listing.group_id, r.lag) for r in rows] == [("g1", 10 * PARTITIONS),
                                                            ("g2", 10 * PARTITIONS)]
