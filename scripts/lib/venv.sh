@@ -1,6 +1,6 @@
 # Sourced by the scripts: create .venv and install the project into it when needed.
-# ensure_venv [EXTRA]: install `-e .[EXTRA]` (or `-e .`) unless pyproject.toml is unchanged
-# since the last install with that extra.
+# ensure_venv [EXTRA]: install `-e .[EXTRA]` (or `-e .`) unless neither pyproject.toml nor
+# the install command changed since the last install with that extra.
 ensure_venv() {
     local extra="${1:-}"
     local spec="."
@@ -9,11 +9,14 @@ ensure_venv() {
         python3 -m venv .venv
         .venv/bin/python -m pip install -q --upgrade pip
     fi
+    local install=(-m pip install -q -e "$spec")
     local stamp=".venv/.raftka-installed-${extra:-base}"
+    # The stamp covers how the project is installed as well as what it needs: an .venv made
+    # by an older install command is installed again.
     local digest
-    digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    digest=$( { cat pyproject.toml; printf '%s\n' "${install[@]}"; } | sha256sum | cut -d' ' -f1)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
-        .venv/bin/python -m pip install -q -e "$spec"
+        .venv/bin/python "${install[@]}"
         echo "$digest" > "$stamp"
     fi
 }
