@@ -67,6 +67,7 @@ def test_pyspark_lookup_finds_raftka_outside_the_checkout(tmp_path: Path) -> Non
     assert found["names"] == ["raftka"]
 
 
+@pytest.mark.slow
 def test_spark_reads_format_raftka_from_another_directory(tmp_path: Path) -> None:
     require_java()
     columns = run_outside(sys.executable, SPARK_READ, tmp_path, 300)
@@ -74,6 +75,7 @@ def test_spark_reads_format_raftka_from_another_directory(tmp_path: Path) -> Non
                        "timestampType"]
 
 
+@pytest.mark.slow
 def test_a_wheel_install_is_found(tmp_path: Path) -> None:
     """The wheel, built offline from the tracked files, installed alone into a fresh
     environment; its dependencies come from this one (a path entry, whose own .pth files,
