@@ -9,14 +9,13 @@ from typing import Any, Iterable, Mapping
 
 from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.admin.connections import BlockingConnectionPool
-from clients.net.security import ClientSecurity
-from clients.net.tls import TlsConfigError
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from
 from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.net import KafkaConnectionError, parse_bootstrap_servers
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 from clients.spark.offsets import PartitionOffsets, TopicPartition
 from clients.spark.options import SparkOptionError, TopicSelection
+from clients.spark.security import connection_security
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +37,9 @@ class ClusterClient:
         self.isolation_level = 1 if read_committed else 0
         self.retries = retries
         self.retry_interval_s = retry_interval_ms / 1000
-        try:
-            security = ClientSecurity.from_config(kafka)
-        except TlsConfigError as exc:
-            raise SparkOptionError(f"option 'kafka.{exc.key}' is invalid: {exc.reason}") from None
-        self._pool = BlockingConnectionPool(servers, self.client_id, timeout_s, security)
+        security = connection_security(kafka)
+        self._pool = BlockingConnectionPool(servers, self.client_id, timeout_s,
+                                            security.transport, security.sasl)
         self.cluster = ClusterMetadata()
 
     def close(self) -> None:
@@ -66,6 +63,14 @@ class ClusterClient:
             fresh = self.refresh({t for t, _ in selection.partitions})
         else:
             fresh = self.refresh(None)
+        if selection.kind != "subscribePattern":
+            # Named topics the principal may not describe fail the query, as Kafka's
+            # clients raise TopicAuthorizationException (a pattern never lists them).
+            denied = sorted(name for name, info in fresh.topics.items()
+                            if info.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if denied:
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 f"Not authorized to access topics: [{', '.join(denied)}]")
         found: list[TopicPartition] = []
         for name, info in fresh.topics.items():
             if info.is_internal or info.error_code != ErrorCode.NONE:

@@ -11,6 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from clients.spark.errors import SparkOptionError
+from clients.spark.security import check_security_options
+
 EARLIEST = -2
 LATEST = -1
 
@@ -27,10 +30,6 @@ _BATCH_REFUSED = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDel
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
                 "d": 86_400_000}
-
-
-class SparkOptionError(ValueError):
-    """An option of the raftka source or sink is missing, doubled or invalid."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +233,7 @@ def kafka_params(opts: dict[str, str], original: Mapping[str, str],
         params[name] = str(value)
     if not params.get("bootstrap.servers", "").strip():
         raise SparkOptionError("option 'kafka.bootstrap.servers' must be given")
+    check_security_options(params)
     return params
 
 

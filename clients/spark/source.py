@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 from clients.spark.options import SparkOptionError, parse_source_options
 from clients.spark.reader import RaftkaBatchReader
 from clients.spark.schema import source_schema
+from clients.spark.security import connection_security
 from clients.spark.stream_reader import RaftkaStreamReader
 from clients.spark.sink import RaftkaStreamWriter, RaftkaWriter
 from clients.spark.sink_options import SinkOptions, parse_sink_options
@@ -62,4 +63,8 @@ class RaftkaDataSource(DataSource):
         if overwrite:
             raise SparkOptionError("the raftka sink cannot overwrite: Kafka topics are "
                                    "append-only (use mode 'append')")
-        return parse_sink_options(self.options)
+        options = parse_sink_options(self.options)
+        # The TLS files are read here, on the driver, so a bad one fails the write before
+        # any task starts (the tasks' producers read them again).
+        connection_security(options.kafka)
+        return options

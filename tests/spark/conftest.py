@@ -45,15 +45,6 @@ def require_java() -> None:
     pytest.skip(reason)
 
 
-def worker_pythonpath() -> str:
-    """An editable install serves packages through an import hook that PySpark's discovery
-    of ``pyspark_*`` modules (pkgutil.iter_modules) cannot list; a wheel install puts
-    pyspark_raftka.py in site-packages. Putting the checkout on the workers' path gives
-    the tests what a wheel install gives users."""
-    current = os.environ.get("PYTHONPATH")
-    return str(REPO_ROOT) if not current else f"{REPO_ROOT}{os.pathsep}{current}"
-
-
 @contextmanager
 def spark_session(master: str = "local[2]") -> Iterator["object"]:
     """A SparkSession for one module's tests, stopped at the end with the environment
@@ -62,15 +53,13 @@ def spark_session(master: str = "local[2]") -> Iterator["object"]:
     require_java()
     from pyspark.sql import SparkSession
 
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYSPARK_PYTHON")}
-    os.environ["PYTHONPATH"] = worker_pythonpath()
+    saved = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON")}
     # Spark starts its Python workers with PYSPARK_PYTHON (else whatever python3 is on PATH).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (SparkSession.builder.master(master).appName("raftka-spark-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     # py4j logs at INFO from a finalizer at interpreter exit, after pytest closed its log

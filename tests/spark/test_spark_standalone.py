@@ -17,7 +17,7 @@ import pytest
 
 from broker.testing.waiting import wait_for
 from tests.compat.cluster import Cluster
-from tests.spark.conftest import REPO_ROOT, require_java, worker_pythonpath
+from tests.spark.conftest import REPO_ROOT, require_java
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +26,7 @@ SPARK_CLASS = Path(sys.executable).with_name("spark-class")
 
 def _spark_env() -> dict[str, str]:
     # Everything on loopback: nothing listens beyond it.
-    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": worker_pythonpath()}
+    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +78,7 @@ def test_pipeline_runs_on_a_standalone_cluster(standalone: tuple[str, Path],
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "scripts" / "pageviews_pipeline.py"),
          "--bootstrap-servers", cluster.bootstrap, "--events", "2000", "--master", master,
-         "--work-dir", str(tmp_path)],
+         "--work-dir", str(tmp_path)], cwd=tmp_path,
         env={**_spark_env(), "SPARK_EXECUTOR_MEMORY": "512m"}, capture_output=True, text=True,
         timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
