@@ -37,7 +37,7 @@ class UnreachableNotice:
     that it keeps trying (a client retrying quietly until a 60 s timeout would otherwise
     leave its user waiting in silence); after a success it may say so again."""
 
-    def __init__(self, logger: logging.Logger, until: str, after_s: float = 1.0) -> None:
+    def __init__(self, logger: logging.Logger, until: str, after_s: float = 0.5) -> None:
         self._logger = logger
         self._until = until  # how long the client keeps trying, in words
         self._after_s = after_s
