@@ -43,20 +43,38 @@ def api_timeout_ms(args: argparse.Namespace) -> int:
     return int(value)
 
 
+class ConfigFileAction(argparse.Action):
+    """Stores a properties file's path and the option that named it, so an error about
+    the file names the option the user typed (`--producer.config`, `--admin.config`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_option", option_string)
+
+
 def add_command_config(parser: argparse.ArgumentParser, *aliases: str) -> None:
     """`--command-config FILE`: client settings (security.protocol, ssl.*, ...) as Kafka's
     tools take them; `aliases` are a tool's older names for the same option."""
     parser.add_argument("--command-config", *aliases, dest="command_config", metavar="FILE",
+                        action=ConfigFileAction,
                         help="a properties file of client settings (security.protocol, "
                              "ssl.*, ...)")
 
 
 def command_config(args: argparse.Namespace) -> dict[str, str]:
-    """The `--command-config` file's properties (none without the option); a file that
-    cannot be read is a CommandError naming it."""
+    """The `--command-config` file's properties (none without the option); see
+    `read_config_file`."""
     path = getattr(args, "command_config", None)
     if not path:
         return {}
+    return read_config_file(path, getattr(args, "command_config_option", None)
+                            or "--command-config")
+
+
+def read_config_file(path: str, option: str) -> dict[str, str]:
+    """The properties of the file `option` names; a file that is missing, unreadable, not
+    UTF-8 or not valid syntax is a CommandError naming the option and the file."""
     from broker.cli.main import CommandError
     from broker.config import load_properties
     from broker.config.properties import PropertiesSyntaxError
@@ -64,10 +82,9 @@ def command_config(args: argparse.Namespace) -> dict[str, str]:
     try:
         return load_properties(path)
     except OSError as exc:
-        raise CommandError(f"--command-config: cannot read {path}: "
-                           f"{exc.strerror or exc}") from None
+        raise CommandError(f"{option}: cannot read {path}: {exc.strerror or exc}") from None
     except PropertiesSyntaxError as exc:
-        raise CommandError(f"--command-config: {path}: {exc}") from None
+        raise CommandError(f"{option}: {path}: {exc}") from None
 
 
 def admin_config(args: argparse.Namespace, client_id: str) -> dict[str, str]:

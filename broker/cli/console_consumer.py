@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--partition", type=int)
     parser.add_argument("--offset", default=None,
                         help="an offset, earliest or latest (needs --partition)")
-    parser.add_argument("--max-messages", type=int)
+    parser.add_argument("--max-messages", type=int, metavar="N",
+                        help="exit after N records; -1, the default, means no limit")
     parser.add_argument("--timeout-ms", type=int)
     parser.add_argument("--group")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
@@ -43,6 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         metavar="KEY=VALUE", help="a consumer setting (repeatable)")
     add_command_config(parser, "--consumer.config")
     parser.set_defaults(func=run)
+
+
+def record_limit(max_messages: int | None) -> int | None:
+    """``--max-messages`` as a limit: None (no limit) when absent or -1, Kafka's default;
+    below -1 is an error."""
+    if max_messages is not None and max_messages < -1:
+        raise CommandError(f"--max-messages {max_messages}: expected a count, or -1 for no "
+                           "limit")
+    return None if max_messages == -1 else max_messages
 
 
 class MessageFormatter:
@@ -174,6 +184,7 @@ def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> N
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    args.max_messages = record_limit(args.max_messages)
     if args.group is not None and args.partition is not None:
         raise CommandError("Options group and partition cannot be specified together.")
     if args.offset is not None and args.partition is None:

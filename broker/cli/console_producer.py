@@ -18,7 +18,7 @@ from broker.cli.properties import parse_pairs
 
 CLIENT_ID = "console-producer"
 DEFAULT_LINGER_MS = 1000
-_READ_CHUNK = 1 << 16
+_READ_CHUNK = 1 << 20
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,10 +62,32 @@ def _excerpt(line: bytes, limit: int = 80) -> str:
     return text if len(line) <= limit else f"{text}... ({len(line)} bytes)"
 
 
-def _split_lines(buffer: bytearray) -> list[bytes]:
-    *lines, rest = bytes(buffer).split(b"\n")
-    buffer[:] = rest
-    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+class LineSplitter:
+    """Splits stdin's bytes into lines (without the newline, nor a carriage return before
+    it) in time linear in the input: each chunk is scanned once, and the pieces of a line
+    longer than a chunk are joined once, when its end arrives."""
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []  # the start of the line not yet ended
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` ends."""
+        if b"\n" not in chunk:
+            if chunk:
+                self._pieces.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if self._pieces:
+            self._pieces.append(lines[0])
+            lines[0] = b"".join(self._pieces)
+        rest = lines.pop()
+        self._pieces = [rest] if rest else []
+        return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+    def end(self) -> list[bytes]:
+        """The last line, when the input does not end with a newline."""
+        line, self._pieces = b"".join(self._pieces), []
+        return [line] if line else []
 
 
 async def _produce(args: argparse.Namespace, config: dict[str, Any],
@@ -107,14 +129,10 @@ async def _send_lines(producer: Any, topic: str, reader: LineReader,
     from clients.protocol import ErrorCode, KafkaError
 
     stdin = trio.wrap_file(sys.stdin.buffer)
-    buffer = bytearray()
+    splitter = LineSplitter()
     while True:
         chunk = await stdin.read1(_READ_CHUNK)
-        if chunk:
-            buffer += chunk
-            lines = _split_lines(buffer)
-        else:
-            lines = [bytes(buffer)] if buffer else []
+        lines = splitter.feed(chunk) if chunk else splitter.end()
         for line in lines:
             try:
                 key, value = reader.record(line)

@@ -65,10 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """--consumer.config, then what the tool sets, as Kafka's tool does."""
-    from broker.cli.admin_tool import command_config
+    from broker.cli.admin_tool import read_config_file
 
-    settings: dict[str, Any] = command_config(
-        argparse.Namespace(command_config=args.consumer_config))
+    settings: dict[str, Any] = read_config_file(args.consumer_config, "--consumer.config") \
+        if args.consumer_config else {}
     settings.update({
         "bootstrap.servers": args.bootstrap_server, "group.id": args.group,
         "max.partition.fetch.bytes": args.fetch_size,
@@ -93,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
             re.compile(args.include)
         except re.error as exc:
             raise CommandError(f"--include {args.include!r}: {exc}") from None
+    settings = consumer_settings(args)  # a bad --consumer.config fails before any output
     if not args.hide_header:
         print(CONSUMER_DETAILED_HEADER if args.show_detailed_stats else CONSUMER_HEADER,
               flush=True)
-    settings = consumer_settings(args)
     return trio.run(_consume, args, settings, resolve_topics(args, settings))
 
 

@@ -96,10 +96,14 @@ def result_lines(results: Mapping[tuple[str, int], Any]) -> list[str]:
 # ---- the command ----
 
 def _execute(args: argparse.Namespace, admin: Any) -> tuple[list[str], int]:
+    from broker.config import properties
+
     try:
-        text = Path(args.offset_json_file).read_text()
+        text = properties.decode_utf8(Path(args.offset_json_file).read_bytes())
     except OSError as exc:
         raise ValueError(f"cannot read {args.offset_json_file}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"{args.offset_json_file}: {exc}") from None
     results = admin.delete_records(parse_offset_json(text))
     failed = any(isinstance(r, Exception) for r in results.values())
     return (["Executing records delete operation", "Records delete operation completed:",

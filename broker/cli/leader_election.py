@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from broker.cli.admin_tool import ConfigFileAction, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-leader-election"
 ERROR_PREFIX = "Error: "
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "leader-election", help="elect partition leaders (like kafka-leader-election.sh)")
     add_connection_options(parser)
     parser.add_argument("--admin.config", dest="command_config", metavar="FILE",
-                        help="the same as --command-config")
+                        action=ConfigFileAction, help="the same as --command-config")
     parser.add_argument("--election-type", type=str.upper, choices=ELECTION_TYPES,
                         metavar="PREFERRED|UNCLEAN", help="the kind of election")
     parser.add_argument("--all-topic-partitions", action="store_true",
@@ -86,10 +86,14 @@ def chosen_partitions(args: argparse.Namespace) -> list[tuple[str, int]] | None:
             raise ValueError("Missing required option(s) [partition]")
         return [(args.topic, args.partition)]
     if args.path_to_json_file is not None:
+        from broker.config import properties
+
         try:
-            text = Path(args.path_to_json_file).read_text()
+            text = properties.decode_utf8(Path(args.path_to_json_file).read_bytes())
         except OSError as exc:
             raise ValueError(f"cannot read {args.path_to_json_file}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise ValueError(f"{args.path_to_json_file}: {exc}") from None
         return parse_partitions_json(text)
     return None
 

@@ -59,11 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def producer_settings(args: argparse.Namespace) -> dict[str, str]:
     """--producer.config, then --producer-props (each exactly KEY=VALUE, as Kafka)."""
-    from broker.cli.admin_tool import command_config
+    from broker.cli.admin_tool import read_config_file
 
     if not args.producer_props and not args.producer_config:
         raise CommandError("Either --producer-props or --producer.config must be specified.")
-    settings = command_config(argparse.Namespace(command_config=args.producer_config))
+    settings = read_config_file(args.producer_config, "--producer.config") \
+        if args.producer_config else {}
     for prop in args.producer_props or ():
         pieces = prop.split("=")
         if len(pieces) != 2:

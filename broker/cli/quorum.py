@@ -160,22 +160,32 @@ def metadata_partition(response: Mapping[str, Any], server: str) -> Mapping[str,
 def _ask(server: str, timeout_s: float, want_cluster_id: bool,
          settings: Mapping[str, str] | None = None) -> tuple[Mapping[str, Any], str | None]:
     """DescribeQuorum (and DescribeCluster when asked) from the first reachable server;
-    `settings` are client settings (security.protocol, ssl.*)."""
+    `settings` are client settings (security.protocol, ssl.*, sasl.*). A refused
+    authentication or a security protocol mismatch ends it at once; unreachable servers
+    are asked again until the timeout, which it says once after half a second."""
+    import logging
+
     from broker.cli.main import CommandError
     from clients.net import (
         BlockingKafkaConnection,
         ClientSecurity,
+        FatalConnectionError,
         KafkaConnectionError,
         parse_bootstrap_servers,
     )
     from clients.admin.retries import RetryBudget
+    from clients.net.failure_log import UnreachableNotice
+    from clients.net.sasl import sasl_credentials
     from clients.net.tls import TlsConfigError
     from clients.protocol import ApiKey, KafkaError, ProtocolError
 
     try:
         security = ClientSecurity.from_config(settings or {})
-    except TlsConfigError as exc:
+        sasl = sasl_credentials(settings or {})
+    except (TlsConfigError, ValueError) as exc:
         raise CommandError(f"--command-config: {exc}") from None
+    notice = UnreachableNotice(logging.getLogger(__name__),
+                               f"--timeout-ms ({timeout_s * 1000:.0f} ms) runs out")
 
     try:
         addresses = parse_bootstrap_servers(server)
@@ -184,17 +194,20 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
     budget = RetryBudget(time.monotonic() + timeout_s)
     while True:
         failures: list[str] = []
+        answered = False  # some server answered, with an error worth asking again
         for host, port in addresses:
             name = f"{host}:{port}"
             try:
                 with BlockingKafkaConnection(host, port, client_id=CLIENT_ID,
                                              timeout=max(0.1, budget.deadline - time.monotonic()),
-                                             security=security) as conn:
+                                             security=security, sasl=sasl,
+                                             diagnose=True) as conn:
                     response = conn.request(ApiKey.DESCRIBE_QUORUM, {"topics": [{
                         "topic_name": METADATA_TOPIC,
                         "partitions": [{"partition_index": METADATA_PARTITION}]}]})
                     retriable = _routing_error(response)
                     if retriable is not None:
+                        answered = True
                         failures.append(f"{name} answered DescribeQuorum with "
                                         f"{retriable.name} ({int(retriable)}): "
                                         f"{retriable.message}")
@@ -202,6 +215,8 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
                     partition = metadata_partition(response, name)
                     cluster_id = _cluster_id(conn, name) if want_cluster_id else None
                     return partition, cluster_id
+            except FatalConnectionError as exc:
+                raise CommandError(str(exc)) from None
             except KafkaConnectionError as exc:
                 failures.append(str(exc))
             except (KafkaError, ProtocolError) as exc:
@@ -212,6 +227,9 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
         if wait is None:
             raise CommandError(f"no server in --bootstrap-server {server} answered within "
                                f"the timeout: " + "; ".join(failures))
+        if not answered:
+            notice.failed(KafkaConnectionError(f"no broker reachable at {server}: "
+                                               + "; ".join(failures)), time.monotonic())
         time.sleep(wait)
 
 

@@ -93,10 +93,14 @@ def chosen_action(args: argparse.Namespace) -> str:
 
 
 def _read(path: str) -> str:
+    from broker.config import properties
+
     try:
-        return Path(path).read_text()
+        return properties.decode_utf8(Path(path).read_bytes())
     except OSError as exc:
         raise ReassignmentInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ReassignmentInputError(f"{path}: {exc}") from None
 
 
 # ---- what the cluster says ----

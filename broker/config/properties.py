@@ -15,7 +15,8 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 class PropertiesSyntaxError(ValueError):
-    """The text is not valid `.properties` syntax (only a malformed `\\uXXXX` can be)."""
+    """The text is not valid `.properties` syntax (only a malformed `\\uXXXX` can be), or
+    the file is not UTF-8."""
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -99,8 +100,20 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def load_properties(path: str | Path) -> dict[str, str]:
     """Read a `.properties` file (Kafka reads them as UTF-8; Java's ISO-8859-1 default is moot
-    for ASCII)."""
-    return parse_properties(Path(path).read_text(encoding="utf-8"))
+    for ASCII). OSError when it cannot be read; PropertiesSyntaxError when it is not UTF-8
+    or not valid syntax."""
+    return parse_properties(decode_utf8(Path(path).read_bytes()))
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` as UTF-8; PropertiesSyntaxError naming the line and byte that are not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PropertiesSyntaxError(
+            f"not valid UTF-8: byte 0x{data[exc.start]:02x} on line {line} (offset "
+            f"{exc.start}); save the file as UTF-8") from None
 
 
 def format_properties(props: dict[str, str]) -> str:

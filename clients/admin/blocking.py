@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -22,9 +23,12 @@ from clients.admin import group_batch_operations as batch_gops
 from clients.admin import reassignment_operations as reassign_ops
 from clients.admin import quota_operations as quota_ops
 from clients.admin import topic_partitions_operations as tp_ops
-from clients.net import KafkaConnectionError
+from clients.net import FatalConnectionError, KafkaConnectionError
+from clients.net.failure_log import UnreachableNotice
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from clients.admin.admin_config import AdminConfig, pick_target
+
+logger = logging.getLogger(__name__)
 
 
 class BlockingAdmin:
@@ -38,6 +42,8 @@ class BlockingAdmin:
         self._pool = BlockingConnectionPool(config.bootstrap_servers, config.client_id,
                                             config.request_timeout_ms / 1000,
                                             security=config.security, sasl=config.sasl)
+        self._unreachable = UnreachableNotice(logger, f"default.api.timeout.ms "
+                                              f"({config.default_api_timeout_ms} ms) runs out")
         self._cluster: ClusterMetadata | None = None
 
     def __enter__(self) -> BlockingAdmin:
@@ -243,6 +249,7 @@ class BlockingAdmin:
                 wait = budget.next_wait(time.monotonic())
                 if wait is None:
                     raise budget.exhausted(exc) from None
+                self._unreachable.failed(exc, time.monotonic())
                 self._cluster = None
                 time.sleep(wait)
 
@@ -269,6 +276,7 @@ class BlockingAdmin:
                 wait = budget.next_wait(time.monotonic())
                 if wait is None:
                     raise budget.exhausted(retries.failure_of(exc)) from None
+                self._unreachable.failed(exc, time.monotonic())
                 self._cluster = None
                 time.sleep(wait)
 
@@ -284,10 +292,11 @@ class BlockingAdmin:
                 conn = self._pool.connection(node)
                 version = conn.pick_version(call.api_key)
                 response = self._pool.request(node, call.api_key, call.build(version), version)
+                self._unreachable.succeeded()
                 return retries.accepted(call, response)
-            except KafkaConnectionError:
+            except KafkaConnectionError as exc:
                 self._cluster = None
                 failed.add(node.node_id)
-                if attempt == 2:
+                if attempt == 2 or isinstance(exc, FatalConnectionError):
                     raise
         raise AssertionError("unreachable")

@@ -11,6 +11,7 @@ operation whose coordinator or leader moved starts over.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any, Iterable, Mapping, Sequence
@@ -34,10 +35,13 @@ from clients.admin import group_batch_operations as batch_gops
 from clients.admin import reassignment_operations as reassign_ops
 from clients.admin import quota_operations as quota_ops
 from clients.admin import topic_partitions_operations as tp_ops
-from clients.net import KafkaConnectionError
+from clients.net import FatalConnectionError, KafkaConnectionError
+from clients.net.failure_log import UnreachableNotice
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 __all__ = ["ADMIN_KEYS", "Admin", "AdminConfig", "BlockingAdmin"]
+
+logger = logging.getLogger(__name__)
 
 
 class Admin:
@@ -52,6 +56,8 @@ class Admin:
                                         config.connect_timeout_ms / 1000,
                                         config.request_timeout_ms / 1000,
                                         security=config.security, sasl=config.sasl)
+        self._unreachable = UnreachableNotice(logger, f"default.api.timeout.ms "
+                                              f"({config.default_api_timeout_ms} ms) runs out")
         self._cluster: ClusterMetadata | None = None
 
     async def __aenter__(self) -> Admin:
@@ -250,6 +256,7 @@ class Admin:
                 wait = budget.next_wait(trio.current_time())
                 if wait is None:
                     raise budget.exhausted(exc) from None
+                self._unreachable.failed(exc, trio.current_time())
                 self._cluster = None
                 await trio.sleep(wait)
 
@@ -277,6 +284,7 @@ class Admin:
                 wait = budget.next_wait(trio.current_time())
                 if wait is None:
                     raise budget.exhausted(retries.failure_of(exc)) from None
+                self._unreachable.failed(exc, trio.current_time())
                 self._cluster = None
                 await trio.sleep(wait)
 
@@ -293,10 +301,11 @@ class Admin:
                 version = conn.pick_version(call.api_key)
                 response = await self._pool.request(node, call.api_key, call.build(version),
                                                     version)
+                self._unreachable.succeeded()
                 return retries.accepted(call, response)
-            except KafkaConnectionError:
+            except KafkaConnectionError as exc:
                 self._cluster = None
                 failed.add(node.node_id)
-                if attempt == 2:
+                if attempt == 2 or isinstance(exc, FatalConnectionError):
                     raise
         raise AssertionError("unreachable")

@@ -2,7 +2,11 @@
 
 A pool opens connections on demand, keyed by broker id, and forgets one that fails so the
 next request reconnects. ``request_any`` goes to any reachable broker: an open connection
-first, then the known brokers, then the bootstrap addresses.
+first, then the known brokers, then the bootstrap addresses. A FatalConnectionError (a
+refused authentication or TLS handshake, a security protocol mismatch), from the broker a
+request is addressed to or from every broker ``request_any`` tried, is the pool's for good:
+every later request raises it at once, as Kafka's clients stop at an
+AuthenticationException instead of retrying it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from clients.net import (
     PLAINTEXT,
     BlockingKafkaConnection,
     ClientSecurity,
+    FatalConnectionError,
     KafkaConnection,
     KafkaConnectionError,
-    TlsHandshakeError,
 )
 from clients.net.sasl import SaslCredentials
 
@@ -41,15 +45,36 @@ def _candidates(bootstrap: list[tuple[str, int]], brokers: Iterable[BrokerNode]
     return out
 
 
-def _unreachable(failures: list[KafkaConnectionError]) -> KafkaConnectionError:
-    """The error of a request no broker answered: a TlsHandshakeError when every broker
-    refused the handshake (retrying cannot help), else a KafkaConnectionError."""
-    kind = (TlsHandshakeError if failures and all(isinstance(f, TlsHandshakeError)
-                                                  for f in failures) else KafkaConnectionError)
-    return kind("no broker is reachable: " + "; ".join(str(f) for f in failures))
+def _unreachable(failures: list[KafkaConnectionError],
+                 servers: list[tuple[str, int]] | None = None) -> KafkaConnectionError:
+    """The error of a request no broker answered: the first FatalConnectionError when
+    every broker failed fatally (retrying cannot help), else a KafkaConnectionError naming
+    the bootstrap ``servers`` and each failure."""
+    fatal = [f for f in failures if isinstance(f, FatalConnectionError)]
+    if failures and len(fatal) == len(failures):
+        return fatal[0]
+    where = f" at {','.join(f'{h}:{p}' for h, p in servers)}" if servers else ""
+    return KafkaConnectionError(f"no broker reachable{where}: "
+                                + "; ".join(str(f) for f in failures))
 
 
-class TrioConnectionPool:
+class _FatalRecord:
+    """The FatalConnectionError that ended a pool, if any (see the module docstring)."""
+
+    fatal_error: FatalConnectionError | None = None
+
+    def check_fatal(self) -> None:
+        """Raise the FatalConnectionError that ended the pool, if one did."""
+        if self.fatal_error is not None:
+            raise self.fatal_error
+
+    def _note(self, error: KafkaConnectionError) -> KafkaConnectionError:
+        if isinstance(error, FatalConnectionError) and self.fatal_error is None:
+            self.fatal_error = error
+        return error
+
+
+class TrioConnectionPool(_FatalRecord):
     """Trio connections by broker id; bootstrap-only connections have negative keys."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
@@ -73,22 +98,42 @@ class TrioConnectionPool:
             conn = self._connections.get(key)
             if conn is not None and not conn.closed:
                 return conn
-            conn = await KafkaConnection.connect(host, port, client_id=self.client_id,
-                                                 timeout=self.connect_timeout_s,
-                                                 security=self.security, sasl=self.sasl)
+            conn = await self._new(host, port)
             self._connections[key] = conn
             return conn
+
+    async def _new(self, host: str, port: int) -> KafkaConnection:
+        return await KafkaConnection.connect(host, port, client_id=self.client_id,
+                                             timeout=self.connect_timeout_s,
+                                             security=self.security, sasl=self.sasl,
+                                             diagnose=True)
+
+    async def open(self, host: str, port: int) -> KafkaConnection:
+        """A new connection with the pool's settings, outside the pool (a group's
+        coordinator connection); a FatalConnectionError ends the pool too."""
+        self.check_fatal()
+        try:
+            return await self._new(host, port)
+        except FatalConnectionError as exc:
+            self._note(exc)
+            raise
 
     def connected_addresses(self) -> set[tuple[str, int]]:
         """(host, port) of every open connection, bootstrap ones included."""
         return {(c.host, c.port) for c in self._connections.values() if not c.closed}
 
     async def connection(self, node: BrokerNode) -> KafkaConnection:
-        return await self._connect(node.node_id, node.host, node.port)
+        self.check_fatal()
+        try:
+            return await self._connect(node.node_id, node.host, node.port)
+        except FatalConnectionError as exc:
+            self._note(exc)
+            raise
 
     async def request(self, node: BrokerNode, api_key: int, body: dict[str, Any],
                       version: int | None = None) -> dict[str, Any]:
         """One request to ``node``; KafkaConnectionError drops the connection and re-raises."""
+        self.check_fatal()
         # An open connection is used without the connect lock's scheduler round (the
         # request is a checkpoint of its own).
         conn = self._connections.get(node.node_id)
@@ -96,8 +141,9 @@ class TrioConnectionPool:
             conn = await self.connection(node)
         try:
             return await conn.request(api_key, body, version, timeout=self.request_timeout_s)
-        except KafkaConnectionError:
+        except KafkaConnectionError as exc:
             self._forget(node.node_id, conn)
+            self._note(exc)
             raise
 
     def _forget(self, key: int, conn: KafkaConnection) -> None:
@@ -114,6 +160,7 @@ class TrioConnectionPool:
         least-loaded-node choice moves on), so repeated calls, a metadata refresh retried
         because an answer named no leader, do not keep asking the same broker: it may be
         one cut off from the cluster, whose metadata never changes."""
+        self.check_fatal()
         failures: list[KafkaConnectionError] = []
         # A snapshot: other tasks may drop or replace connections while this one waits.
         open_first = [(k, c) for k, c in self._connections.items() if not c.closed]
@@ -139,7 +186,7 @@ class TrioConnectionPool:
                 if conn is not None:
                     self._forget(key, conn)
                 failures.append(exc)
-        raise _unreachable(failures)
+        raise self._note(_unreachable(failures, self.bootstrap))
 
     async def aclose(self) -> None:
         connections, self._connections = list(self._connections.values()), {}
@@ -147,7 +194,7 @@ class TrioConnectionPool:
             await conn.aclose()
 
 
-class BlockingConnectionPool:
+class BlockingConnectionPool(_FatalRecord):
     """The blocking counterpart of TrioConnectionPool, one request at a time."""
 
     def __init__(self, bootstrap: list[tuple[str, int]], client_id: str,
@@ -167,7 +214,8 @@ class BlockingConnectionPool:
         if conn is None or conn.closed:
             conn = BlockingKafkaConnection(host, port, client_id=self.client_id,
                                            timeout=self.request_timeout_s,
-                                           security=self.security, sasl=self.sasl)
+                                           security=self.security, sasl=self.sasl,
+                                           diagnose=True)
             self._connections[key] = conn
         return conn
 
@@ -176,15 +224,21 @@ class BlockingConnectionPool:
         return {(c.host, c.port) for c in self._connections.values() if not c.closed}
 
     def connection(self, node: BrokerNode) -> BlockingKafkaConnection:
-        return self._connect(node.node_id, node.host, node.port)
+        self.check_fatal()
+        try:
+            return self._connect(node.node_id, node.host, node.port)
+        except FatalConnectionError as exc:
+            self._note(exc)
+            raise
 
     def request(self, node: BrokerNode, api_key: int, body: dict[str, Any],
                 version: int | None = None) -> dict[str, Any]:
         conn = self.connection(node)
         try:
             return conn.request(api_key, body, version)
-        except KafkaConnectionError:
+        except KafkaConnectionError as exc:
             self._connections.pop(node.node_id, None)
+            self._note(exc)
             raise
 
     def request_any(self, api_key: int, body: dict[str, Any],
@@ -192,6 +246,7 @@ class BlockingConnectionPool:
                     version: int | None = None) -> dict[str, Any]:
         """Send to a reachable broker, open connections first, each call starting at the
         next one (see TrioConnectionPool.request_any)."""
+        self.check_fatal()
         failures: list[KafkaConnectionError] = []
         open_keys = [k for k, c in self._connections.items() if not c.closed]
         if open_keys:
@@ -211,7 +266,7 @@ class BlockingConnectionPool:
             except KafkaConnectionError as exc:
                 self._connections.pop(key, None)
                 failures.append(exc)
-        raise _unreachable(failures)
+        raise self._note(_unreachable(failures, self.bootstrap))
 
     def close(self) -> None:
         connections, self._connections = list(self._connections.values()), {}

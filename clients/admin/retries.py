@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, Callable, Iterator, Mapping
 
 from clients.admin.operations import Call, Operation
-from clients.net import KafkaConnectionError, TlsHandshakeError
+from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 # The retriable errors that say the request reached the wrong or a not yet ready broker:
@@ -88,10 +88,11 @@ def verdict(api_key: int, response: Mapping[str, Any], addressed: bool) -> Verdi
 
 def should_retry(error: BaseException) -> bool:
     """Whether an operation that failed with `error` is worth starting over: a broker
-    that could not be reached (not one whose TLS handshake failed), or a routing error
-    (Kafka's retriable call failures)."""
+    that could not be reached (not one that refused the TLS handshake or the credentials,
+    or speaks another security protocol), or a routing error (Kafka's retriable call
+    failures)."""
     if isinstance(error, KafkaConnectionError):
-        return not isinstance(error, TlsHandshakeError)
+        return not isinstance(error, FatalConnectionError)
     return isinstance(error, KafkaError) and error.code in ROUTING_ERRORS
 
 

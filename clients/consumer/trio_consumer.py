@@ -241,6 +241,7 @@ class Consumer:
             self._step_manual_group()
             await self._update_positions()
             self._core.raise_errors()
+            self._pool.check_fatal()
             if self._core.position(tp) is None:
                 await trio.sleep(self.config.retry_backoff_ms / 1000)
         return position
@@ -409,6 +410,7 @@ class Consumer:
         deadline = trio.current_time() + max(timeout_ms, 0) / 1000
         while True:
             self._core.raise_errors()
+            self._pool.check_fatal()
             if self._subscribed:
                 assert self._driver is not None
                 await self._driver.step()
@@ -431,6 +433,7 @@ class Consumer:
             self._step_manual_group()
             await self._update_positions()
             self._core.raise_errors()
+            self._pool.check_fatal()
             remaining_ms = max((deadline - trio.current_time()) * 1000, 0)
             self._send_fetches(int(min(self.config.fetch_max_wait_ms, math.floor(remaining_ms))))
             if self._core.fetching:
@@ -576,7 +579,8 @@ class Consumer:
             response = await self._pool.request_any(ApiKey.METADATA, body,
                                                     self._core.cluster.brokers.values())
         except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-            self._metadata_log.failed(exc)
+            if self._pool.fatal_error is None:  # else poll raises it
+                self._metadata_log.failed(exc)
             return
         self._metadata_log.succeeded()
         self._core.apply_metadata(response, now_ms())

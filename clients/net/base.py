@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from clients.net.errors import KafkaConnectionError
+from clients.net.errors import FatalConnectionError, KafkaConnectionError
+from clients.net.security import PLAINTEXT, ClientSecurity
 from clients.net.session import FrameBuffer, OutgoingRequest, ProtocolSession
 
 # Ask the socket for the rest of the frame, but at least a chunk (fewer syscalls for small
@@ -17,12 +18,19 @@ _RECEIVE_MAX = 1 << 20
 class ConnectionBase:
     """State and I/O-free queries of one connection; subclasses move the bytes."""
 
-    def __init__(self, host: str, port: int, client_id: str | None) -> None:
+    def __init__(self, host: str, port: int, client_id: str | None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.host = host
         self.port = port
+        self.security = security
         self._session = ProtocolSession(client_id)
         self._frames = FrameBuffer()
         self._closed_reason: str | None = None
+        # The peer closed the connection (rather than the client, or a timeout).
+        self._peer_closed = False
+        # The first answer after ApiVersions is still to be checked for a SASL listener's
+        # refusal (only when diagnosing a connection without SASL).
+        self._unproven = False
 
     @property
     def closed(self) -> bool:
@@ -48,6 +56,14 @@ class ConnectionBase:
     def _check_open(self) -> None:
         if self._closed_reason is not None:
             raise self._closed_error()
+
+    def _closed_before_answer(self, error: BaseException) -> bool:
+        """Whether opening failed because a plaintext peer closed the connection before
+        answering ApiVersions: what a TLS listener does (see ``mismatch``)."""
+        return (isinstance(error, KafkaConnectionError)
+                and not isinstance(error, FatalConnectionError)
+                and self._peer_closed and not self._session.negotiated
+                and not self.security.uses_tls)
 
     def _receive_size(self) -> int:
         return min(max(self._frames.bytes_wanted(), _RECEIVE_CHUNK), _RECEIVE_MAX)

@@ -15,8 +15,10 @@ from collections import deque
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from clients.net import probes
 from clients.net.base import ConnectionBase
-from clients.net.errors import KafkaConnectionError
+from clients.net.errors import KafkaConnectionError, TlsHandshakeClosedError
+from clients.net.mismatch import refused_before_authentication
 from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_blocking_socket
 from clients.net.session import OutgoingRequest
@@ -40,40 +42,57 @@ def recv_by(sock: socket.socket, size: int, deadline: float) -> bytes:
 
 class BlockingKafkaConnection(ConnectionBase):
     """A negotiated blocking connection; ``timeout`` bounds the connect and each request.
+    ``diagnose`` names a security protocol mismatch, as ``KafkaConnection.connect`` does.
 
     Raises KafkaConnectionError if the endpoint cannot be reached or does not answer
-    ApiVersions in time, ProtocolError for an undecodable answer, KafkaError for an
-    ApiVersions error.
+    ApiVersions in time (FatalConnectionError when retrying cannot help), ProtocolError
+    for an undecodable answer, KafkaError for an ApiVersions error.
     """
 
     def __init__(self, host: str, port: int, client_id: str | None = "raftka",
                  timeout: float = DEFAULT_TIMEOUT_S,
                  security: ClientSecurity = PLAINTEXT,
-                 sasl: SaslCredentials | None = None) -> None:
-        super().__init__(host, port, client_id)
+                 sasl: SaslCredentials | None = None, diagnose: bool = False) -> None:
+        super().__init__(host, port, client_id, security)
         self.timeout = timeout
         # Requests from ``send`` still awaiting an answer, oldest first, and answers read
         # ahead of the one a caller waited for, by correlation id.
         self._unanswered: deque[OutgoingRequest] = deque()
         self._answers: dict[int, bytes] = {}
-        self._sock = open_blocking_socket(host, port, security, timeout)
         try:
-            request = self._session.api_versions_request()
-            frame = self._exchange(request)
-            self._session.apply_api_versions(request, frame)
-            if sasl is not None:
-                steps = sasl_steps(self._session, sasl)
-                outgoing = next(steps)
-                while True:
-                    frame = self._exchange(outgoing)
-                    try:
-                        outgoing = steps.send(frame)
-                    except StopIteration:
-                        break
-        except BaseException:
-            self.close()
+            self._sock = open_blocking_socket(host, port, security, timeout)
+        except TlsHandshakeClosedError:
+            if diagnose and (error := probes.explain_handshake_closed_blocking(
+                    host, port, security, timeout)) is not None:
+                raise error from None
             raise
+        try:
+            self._open(sasl)
+        except BaseException as exc:
+            self.close()
+            if diagnose and self._closed_before_answer(exc) and (
+                    error := probes.explain_closed_blocking(
+                        host, port, security, self._frames.peek(), timeout)) is not None:
+                raise error from None
+            raise
+        self._unproven = diagnose and sasl is None
         logger.debug("connected to %s:%d", host, port)
+
+    def _open(self, sasl: SaslCredentials | None) -> None:
+        """ApiVersions, then SASL authentication when ``sasl`` is given."""
+        request = self._session.api_versions_request()
+        frame = self._exchange(request)
+        self._session.apply_api_versions(request, frame)
+        if sasl is not None:
+            steps = sasl_steps(self._session, sasl, self.host, self.port,
+                               self.security.protocol)
+            outgoing = next(steps)
+            while True:
+                frame = self._exchange(outgoing)
+                try:
+                    outgoing = steps.send(frame)
+                except StopIteration:
+                    break
 
     def request(self, api_key: int, body: dict[str, Any],
                 version: int | None = None) -> dict[str, Any]:
@@ -83,11 +102,28 @@ class BlockingKafkaConnection(ConnectionBase):
         frame = self._exchange(outgoing)
         if frame is None:
             return {}
+        return self._parse(outgoing, frame)
+
+    def _parse(self, outgoing: OutgoingRequest, frame: bytes) -> dict[str, Any]:
         try:
-            return self._session.parse_response(outgoing, frame)
+            body = self._session.parse_response(outgoing, frame)
         except ProtocolError:
             self._mark_closed("undecodable response")
             raise
+        if self._unproven:
+            self._check_first_answer(outgoing.api_key, body)
+        return body
+
+    def _check_first_answer(self, api_key: int, body: dict[str, Any]) -> None:
+        """See KafkaConnection._check_first_answer."""
+        self._unproven = False
+        if not refused_before_authentication(api_key, body):
+            return
+        error = probes.explain_refusal_blocking(self.host, self.port, self.security,
+                                                self.timeout)
+        if error is not None:
+            self._mark_closed(str(error))
+            raise error
 
     def send(self, api_key: int, body: dict[str, Any],
              version: int | None = None) -> OutgoingRequest:
@@ -116,11 +152,7 @@ class BlockingKafkaConnection(ConnectionBase):
                 frame = self._frame_for(outgoing, deadline)
             if frame is None:
                 return None
-        try:
-            return self._session.parse_response(outgoing, frame)
-        except ProtocolError:
-            self._mark_closed("undecodable response")
-            raise
+        return self._parse(outgoing, frame)
 
     def close(self) -> None:
         self._mark_closed("connection closed by the client")
@@ -164,6 +196,7 @@ class BlockingKafkaConnection(ConnectionBase):
                     except (BlockingIOError, ssl.SSLWantReadError):
                         return None
                 if not data:
+                    self._peer_closed = True
                     raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
                 self._frames.feed(data)
                 continue
@@ -189,6 +222,7 @@ class BlockingKafkaConnection(ConnectionBase):
             self._mark_closed("malformed response frame")
             raise
         except OSError as exc:
+            self._peer_closed = isinstance(exc, ConnectionResetError)
             reason = f"connection to {self.host}:{self.port} failed: {exc}"
             self._mark_closed(reason)
             raise KafkaConnectionError(reason) from None

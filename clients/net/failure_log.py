@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from clients.net.errors import FatalConnectionError, KafkaConnectionError
+
 
 class RepeatedFailureLog:
     """Logs ``what`` failing at WARNING the first time, at DEBUG while it keeps failing, and
@@ -28,3 +30,32 @@ class RepeatedFailureLog:
         if self.failing:
             self.failing = False
             self._logger.info("%s works again", self._what)
+
+
+class UnreachableNotice:
+    """Says once, when a client has found no broker reachable for ``after_s`` seconds,
+    that it keeps trying (a client retrying quietly until a 60 s timeout would otherwise
+    leave its user waiting in silence); after a success it may say so again."""
+
+    def __init__(self, logger: logging.Logger, until: str, after_s: float = 0.5) -> None:
+        self._logger = logger
+        self._until = until  # how long the client keeps trying, in words
+        self._after_s = after_s
+        self._since: float | None = None
+        self._said = False
+
+    def failed(self, error: BaseException, now: float) -> None:
+        """A try at ``now`` (seconds, any clock) failed with ``error``; only unreachable
+        brokers count."""
+        if not isinstance(error, KafkaConnectionError) or \
+                isinstance(error, FatalConnectionError):
+            return
+        if self._since is None:
+            self._since = now
+        if not self._said and now - self._since >= self._after_s:
+            self._said = True
+            self._logger.warning("%s; still trying until %s", error, self._until)
+
+    def succeeded(self) -> None:
+        self._since = None
+        self._said = False

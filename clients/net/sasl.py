@@ -12,9 +12,11 @@ from typing import Generator, Mapping
 
 import scramp
 
+from clients.net import mismatch
+from clients.net.errors import AuthenticationFailedError
 from clients.net.jaas import JaasConfigError, parse_jaas
 from clients.net.session import OutgoingRequest, ProtocolSession
-from clients.protocol import ApiKey, ErrorCode, KafkaError
+from clients.protocol import ApiKey, ErrorCode
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -72,6 +74,10 @@ class _Plain:
         return None
 
 
+class _ScramAnswerError(Exception):
+    """The broker's SCRAM message could not be verified or parsed."""
+
+
 class _Scram:
     def __init__(self, credentials: SaslCredentials) -> None:
         self._client = scramp.ScramClient([credentials.mechanism], credentials.username,
@@ -89,28 +95,40 @@ class _Scram:
                 return self._client.get_client_final().encode()
             self._client.set_server_final(server_token.decode())
         except (scramp.ScramException, UnicodeDecodeError) as exc:
-            raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED,
-                             f"the broker's SCRAM answer is not valid: {exc}") from None
+            raise _ScramAnswerError(f"the broker's SCRAM answer is not valid: {exc}") from None
         return None
 
 
-def sasl_steps(session: ProtocolSession, credentials: SaslCredentials
-               ) -> Generator[OutgoingRequest, bytes, None]:
-    """SaslHandshake then SaslAuthenticate until the mechanism completes. Raises KafkaError
-    (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED, ...) when the broker refuses."""
+def sasl_steps(session: ProtocolSession, credentials: SaslCredentials, host: str, port: int,
+               protocol: str = "SASL_PLAINTEXT") -> Generator[OutgoingRequest, bytes, None]:
+    """SaslHandshake then SaslAuthenticate until the mechanism completes, with the broker
+    at ``host:port`` (named in errors). Raises AuthenticationFailedError with the broker's
+    message when it refuses the mechanism or the credentials, and
+    SecurityProtocolMismatchError when it refuses SaslHandshake itself (a listener without
+    SASL); both are fatal: retrying cannot help."""
     handshake = session.build_request(ApiKey.SASL_HANDSHAKE,
                                       {"mechanism": credentials.mechanism}, 1)
     body = session.parse_response(handshake, (yield handshake))
-    if body["error_code"]:
-        raise KafkaError(body["error_code"],
-                         f"SASL mechanism {credentials.mechanism} was refused; the broker "
-                         f"offers {', '.join(body.get('mechanisms') or []) or 'none'}")
+    code = body["error_code"]
+    if code == ErrorCode.ILLEGAL_SASL_STATE:
+        raise mismatch.sasl_client_on_listener_without_sasl(host, port, protocol)
+    if code:
+        offered = ", ".join(body.get("mechanisms") or []) or "none"
+        raise AuthenticationFailedError(
+            code, f"authentication failed at {host}:{port}: SASL mechanism "
+                  f"{credentials.mechanism} is not enabled there (it offers {offered})")
     exchange = _Plain(credentials) if credentials.mechanism == "PLAIN" else _Scram(credentials)
+    who = f"{host}:{port} ({credentials.mechanism} as {credentials.username})"
     token: bytes | None = exchange.first()
     while token is not None:
         request = session.build_request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
         body = session.parse_response(request, (yield request))
         if body["error_code"]:
-            raise KafkaError(body["error_code"], body.get("error_message")
-                             or "SASL authentication failed")
-        token = exchange.next(bytes(body.get("auth_bytes") or b""))
+            raise AuthenticationFailedError(
+                body["error_code"], f"authentication failed at {who}: "
+                                    f"{body.get('error_message') or 'no reason given'}")
+        try:
+            token = exchange.next(bytes(body.get("auth_bytes") or b""))
+        except _ScramAnswerError as exc:
+            raise AuthenticationFailedError(ErrorCode.SASL_AUTHENTICATION_FAILED,
+                                            f"authentication failed at {who}: {exc}") from None

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import trio
 
-from clients.net.errors import KafkaConnectionError, TlsHandshakeError
+from clients.net.errors import KafkaConnectionError, TlsHandshakeClosedError, TlsHandshakeError
 from clients.net.socket_buffers import OS_DEFAULT, apply_buffer_sizes
 from clients.net.tls import SSL_DEFAULTS, TlsConfigError, TlsSettings
 from clients.net.tls_context import build_context
@@ -84,8 +84,7 @@ async def open_transport(host: str, port: int, security: ClientSecurity,
         await stream.do_handshake()
     except (trio.BrokenResourceError, ssl.SSLError) as exc:
         await trio.aclose_forcefully(tcp)
-        raise TlsHandshakeError(
-            f"TLS handshake with {host}:{port} failed: {_tls_reason(exc)}") from None
+        raise _handshake_error(host, port, exc) from None
     except BaseException:
         await trio.aclose_forcefully(tcp)
         raise
@@ -104,16 +103,33 @@ def open_blocking_socket(host: str, port: int, security: ClientSecurity,
     assert security.ssl_context is not None
     try:
         return security.ssl_context.wrap_socket(sock, server_hostname=host)
+    except TimeoutError:
+        sock.close()
+        raise KafkaConnectionError(f"TLS handshake with {host}:{port} timed out after "
+                                   f"{timeout:g} s") from None
     except (OSError, ssl.SSLError) as exc:
         sock.close()
-        raise TlsHandshakeError(
-            f"TLS handshake with {host}:{port} failed: {_tls_reason(exc)}") from None
+        raise _handshake_error(host, port, exc) from None
 
 
-def _tls_reason(exc: BaseException) -> str:
+# How a peer that does not speak TLS ends a handshake: it closes or resets the connection.
+_CLOSED = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError,
+           ConnectionAbortedError)
+
+
+def _handshake_error(host: str, port: int, exc: BaseException) -> KafkaConnectionError:
+    """TlsHandshakeClosedError when the peer closed the connection without a TLS answer,
+    else TlsHandshakeError with the TLS reason (an untrusted certificate, an alert)."""
     cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else exc
+    if cause is None or isinstance(cause, _CLOSED):
+        return TlsHandshakeClosedError(
+            f"TLS handshake with {host}:{port} failed: the peer closed the connection")
+    return TlsHandshakeError(f"TLS handshake with {host}:{port} failed: {_tls_reason(cause)}")
+
+
+def _tls_reason(cause: BaseException) -> str:
     if isinstance(cause, ssl.SSLCertVerificationError):
         return cause.verify_message or str(cause)
     if isinstance(cause, ssl.SSLError):
         return cause.reason or str(cause)
-    return str(cause or exc) or "the peer closed the connection"
+    return str(cause) or type(cause).__name__

@@ -67,6 +67,10 @@ class FrameBuffer:
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._buffer += data
 
+    def peek(self, size: int = 8) -> bytes:
+        """The first ``size`` bytes buffered (fewer if fewer arrived)."""
+        return bytes(self._buffer[:size])
+
     def bytes_wanted(self) -> int:
         """How many more bytes complete the next frame (0 when one is already complete)."""
         have = len(self._buffer)

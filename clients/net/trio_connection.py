@@ -17,9 +17,10 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from clients.net import plain_socket
+from clients.net import plain_socket, probes
 from clients.net.base import ConnectionBase
-from clients.net.errors import KafkaConnectionError
+from clients.net.errors import KafkaConnectionError, TlsHandshakeClosedError
+from clients.net.mismatch import refused_before_authentication
 from clients.net.sasl import SaslCredentials, sasl_steps
 from clients.net.security import PLAINTEXT, ClientSecurity, open_transport
 from clients.net.socket_buffers import OS_DEFAULT
@@ -63,8 +64,9 @@ class KafkaConnection(ConnectionBase):
     """A negotiated connection; create it with ``await KafkaConnection.connect(...)``."""
 
     def __init__(self, stream: trio.abc.Stream, host: str, port: int,
-                 client_id: str | None, sock: trio.socket.SocketType | None = None) -> None:
-        super().__init__(host, port, client_id)
+                 client_id: str | None, sock: trio.socket.SocketType | None = None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
+        super().__init__(host, port, client_id, security)
         self._stream = stream
         # Closed directly (no checkpoint) when the connection fails; under TLS it is the
         # transport's socket.
@@ -80,10 +82,13 @@ class KafkaConnection(ConnectionBase):
         self._receive_some: Callable[[int], Awaitable[bytes | bytearray]] = \
             stream.receive_some
         self._recv_into: Callable[[memoryview], Awaitable[int]] | None = None
+        # Set once ApiVersions is answered: until then what arrives stays in the frame
+        # buffer, where a peer that is no Kafka listener shows what it sent.
+        self._in_place: Callable[[memoryview], Awaitable[int]] | None = None
         if plain is not None:
             self._send_all = functools.partial(plain_socket.send_all, plain)
             self._receive_some = functools.partial(plain_socket.receive_some, plain)
-            self._recv_into = functools.partial(plain_socket.receive_into, plain)
+            self._in_place = functools.partial(plain_socket.receive_into, plain)
         # The frame being received in place: its buffer and how much of it arrived.
         self._partial: tuple[bytearray, int] | None = None
 
@@ -94,17 +99,21 @@ class KafkaConnection(ConnectionBase):
                       sasl: SaslCredentials | None = None,
                       local_address: str | None = None,
                       send_buffer_bytes: int = OS_DEFAULT,
-                      receive_buffer_bytes: int = OS_DEFAULT) -> KafkaConnection:
+                      receive_buffer_bytes: int = OS_DEFAULT,
+                      diagnose: bool = False) -> KafkaConnection:
         """Open a TCP connection (TLS when ``security`` says so), negotiate API versions
         and (with ``sasl``) authenticate, each step within ``timeout`` seconds.
 
         ``local_address`` (an IP address) binds the connection's source address;
         ``send_buffer_bytes`` / ``receive_buffer_bytes`` size the socket's buffers (-1: the
-        OS default).
+        OS default). With ``diagnose``, a connection that ends the way a security
+        protocol mismatch ends one (here or at its first answer; see ``mismatch``) asks
+        the listener what it speaks and raises SecurityProtocolMismatchError if it differs.
 
         Raises KafkaConnectionError if the endpoint cannot be reached or answers nothing
-        usable in time, ProtocolError for an undecodable answer, KafkaError for an
-        ApiVersions error.
+        usable in time (FatalConnectionError when retrying cannot help: a failed TLS
+        handshake or SASL authentication, a mismatch), ProtocolError for an undecodable
+        answer, KafkaError for an ApiVersions error.
         """
         try:
             with trio.fail_after(timeout):
@@ -114,25 +123,41 @@ class KafkaConnection(ConnectionBase):
         except trio.TooSlowError:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:g} s") from None
-        conn = cls(stream, host, port, client_id, sock)
-        try:
-            request = conn._session.api_versions_request()
-            frame = await conn._exchange(request, timeout)
-            conn._session.apply_api_versions(request, frame)
-            if sasl is not None:
-                steps = sasl_steps(conn._session, sasl)
-                outgoing = next(steps)
-                while True:
-                    frame = await conn._exchange(outgoing, timeout)
-                    try:
-                        outgoing = steps.send(frame)
-                    except StopIteration:
-                        break
-        except BaseException:
-            await conn.aclose()
+        except TlsHandshakeClosedError:
+            if diagnose and (error := await probes.explain_handshake_closed(
+                    host, port, security, timeout)) is not None:
+                raise error from None
             raise
+        conn = cls(stream, host, port, client_id, sock, security)
+        try:
+            await conn._open(timeout, sasl)
+        except BaseException as exc:
+            await conn.aclose()
+            if diagnose and conn._closed_before_answer(exc) and (
+                    error := await probes.explain_closed(
+                        host, port, security, conn._frames.peek(), timeout)) is not None:
+                raise error from None
+            raise
+        conn._unproven = diagnose and sasl is None
         logger.debug("connected to %s:%d", host, port)
         return conn
+
+    async def _open(self, timeout: float, sasl: SaslCredentials | None) -> None:
+        """ApiVersions, then SASL authentication when ``sasl`` is given."""
+        request = self._session.api_versions_request()
+        frame = await self._exchange(request, timeout)
+        self._session.apply_api_versions(request, frame)
+        self._recv_into = self._in_place
+        if sasl is not None:
+            steps = sasl_steps(self._session, sasl, self.host, self.port,
+                               self.security.protocol)
+            outgoing = next(steps)
+            while True:
+                frame = await self._exchange(outgoing, timeout)
+                try:
+                    outgoing = steps.send(frame)
+                except StopIteration:
+                    break
 
     async def request(self, api_key: int, body: dict[str, Any], version: int | None = None,
                       timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> dict[str, Any]:
@@ -150,10 +175,25 @@ class KafkaConnection(ConnectionBase):
         if frame is None:
             return {}
         try:
-            return self._session.parse_response(outgoing, frame)
+            body = self._session.parse_response(outgoing, frame)
         except ProtocolError as exc:
             await self._fail(f"undecodable response from {self.host}:{self.port}: {exc}")
             raise
+        if self._unproven:
+            await self._check_first_answer(api_key, body, timeout)
+        return body
+
+    async def _check_first_answer(self, api_key: int, body: dict[str, Any],
+                                  timeout: float) -> None:
+        """Raise SecurityProtocolMismatchError if the first answer after ApiVersions is a
+        SASL listener's refusal of a client without SASL (see ``mismatch``)."""
+        self._unproven = False
+        if not refused_before_authentication(api_key, body):
+            return
+        error = await probes.explain_refusal(self.host, self.port, self.security, timeout)
+        if error is not None:
+            await self._fail(str(error))
+            raise error
 
     async def aclose(self) -> None:
         """Close the connection; requests still waiting fail with KafkaConnectionError."""
@@ -226,9 +266,11 @@ class KafkaConnection(ConnectionBase):
             try:
                 received = await self._receive_more()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                self._peer_closed = not self.closed  # reset by the peer, not closed here
                 await self._fail(f"receiving from {self.host}:{self.port} failed: {exc!r}")
                 return
             if not received:
+                self._peer_closed = True
                 await self._fail(f"{self.host}:{self.port} closed the connection")
                 return
         if not self._pending:

@@ -93,6 +93,7 @@ class BlockingProducer:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         core = self._core
+        core.check_fatal()
         if core.txn is not None:
             core.check_transaction()
         interceptors = self.config.interceptors
@@ -133,7 +134,12 @@ class BlockingProducer:
         return future
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send every buffered record and wait until each is settled (or ``timeout`` s)."""
+        """Send every buffered record and wait until each is settled (or ``timeout`` s);
+        raises the FatalConnectionError that ended the producer, if one did."""
+        self._flush(timeout)
+        self._core.check_fatal()
+
+    def _flush(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._core.idle():
             wait_ms = self._send_ready(flushing=True)
@@ -160,7 +166,7 @@ class BlockingProducer:
             return
         self._closed = True
         try:
-            self.flush(timeout)
+            self._flush(timeout)
         finally:
             self._core.abort(RuntimeError("the producer was closed before sending"),
                              include_in_flight=True)
@@ -199,6 +205,7 @@ class BlockingProducer:
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         while True:
             self._refresh_metadata()
+            self._core.check_fatal()
             if self._core.topic_ready(topic):
                 return
             failure = self._core.topic_failure(topic)
@@ -228,7 +235,8 @@ class BlockingProducer:
                 ApiKey.INIT_PRODUCER_ID, self._core.init_producer_id_request(),
                 self._core.cluster.brokers.values())
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
-            self._core.producer_id_failed(exc)
+            if not self._core.fatal(exc):
+                self._core.producer_id_failed(exc)
             return False
         return self._core.apply_producer_id(response) is None
 

@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from clients.admin.connections import BlockingConnectionPool
-from clients.net import KafkaConnectionError
+from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade
 from clients.producer.transaction_ops import Flush, Operation, Send, Sleep
@@ -44,6 +44,8 @@ class BlockingTransactions(TransactionFacade):
             return
         try:
             self.run(self._add_partitions_operation(manager))
+        except FatalConnectionError:
+            pass  # kept by the core: the next call raises it
         except KafkaError as exc:
             logger.warning("the transaction cannot go on: %s", exc)
 
@@ -62,6 +64,9 @@ class BlockingTransactions(TransactionFacade):
             if isinstance(step, Send):
                 try:
                     value = self._send(step)
+                except FatalConnectionError as exc:
+                    self._core.fatal(exc)
+                    raise
                 except (KafkaConnectionError, ProtocolError) as exc:
                     error = KafkaConnectionError(str(exc))
             elif isinstance(step, Sleep):

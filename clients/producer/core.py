@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from clients.admin.cluster import ClusterMetadata
 from clients.interceptors import chain, notify
-from clients.net import KafkaConnectionError
+from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
 from clients.partitioner import StickyPartitioner, partition_for_key
 from clients.producer.accumulator import ProducerBatch, RecordAccumulator
@@ -121,6 +121,9 @@ class ProducerCore(SequencingMixin):
         # path looks a topic up once, here, instead of walking the metadata.
         self._counts: dict[str, int] = {}
         self.needs_metadata = False
+        # A refused authentication or TLS handshake, or a security protocol mismatch:
+        # retrying cannot help, so every later send and flush raises it.
+        self.fatal_error: FatalConnectionError | None = None
         self._metadata_log = RepeatedFailureLog(
             logger, "metadata refresh", "retrying until max.block.ms or delivery.timeout.ms")
         self.partitioner = StickyPartitioner(config.batch_size,
@@ -167,7 +170,23 @@ class ProducerCore(SequencingMixin):
 
     def metadata_failed(self, error: BaseException) -> None:
         """A metadata refresh failed (the drivers retry every ``retry.backoff.ms``)."""
-        self._metadata_log.failed(error)
+        if not self.fatal(error):
+            self._metadata_log.failed(error)
+
+    def fatal(self, error: BaseException) -> bool:
+        """Whether ``error`` is fatal; the first fatal one fails every unsent record and
+        is kept for ``check_fatal``."""
+        if not isinstance(error, FatalConnectionError):
+            return False
+        if self.fatal_error is None:
+            self.fatal_error = error
+            self.abort(error)
+        return True
+
+    def check_fatal(self) -> None:
+        """Raise the fatal error that ended the producer, if any."""
+        if self.fatal_error is not None:
+            raise self.fatal_error
 
     def apply_metadata(self, response: dict[str, Any], now: float) -> None:
         self._metadata_log.succeeded()
@@ -442,6 +461,10 @@ class ProducerCore(SequencingMixin):
         """Settle batches whose request failed without an answer."""
         self._release(node_id)
         self.needs_metadata = True
+        if self.fatal(error):
+            for batch in batches:
+                self.fail_batch(batch, error)
+            return
         if isinstance(error, KafkaConnectionError):
             error = KafkaError(ErrorCode.NETWORK_EXCEPTION, str(error))
         for batch in batches:

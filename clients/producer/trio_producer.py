@@ -132,6 +132,7 @@ class Producer:
         if self._closed:
             raise ProducerClosedError("cannot send after the producer is closed")
         core = self._core
+        core.check_fatal()
         if core.txn is not None:
             core.check_transaction()
         interceptors = self.config.interceptors
@@ -202,7 +203,12 @@ class Producer:
         return await future
 
     async def flush(self) -> None:
-        """Send everything buffered now and wait until every record is settled."""
+        """Send everything buffered now and wait until every record is settled; raises
+        the FatalConnectionError that ended the producer, if one did."""
+        await self._settle()
+        self._core.check_fatal()
+
+    async def _settle(self) -> None:
         self._flushing += 1
         try:
             self._wake()
@@ -224,7 +230,7 @@ class Producer:
         if self._closed:
             return
         with trio.move_on_after(math.inf if timeout is None else max(timeout, 0)):
-            await self.flush()
+            await self._settle()
         await self._shutdown(flush=False)
 
     @property
@@ -247,6 +253,7 @@ class Producer:
         while True:
             with trio.move_on_at(deadline):
                 await self._refresh_metadata()
+            self._core.check_fatal()
             if self._core.topic_ready(topic):
                 return
             failure = self._core.topic_failure(topic)
@@ -339,7 +346,7 @@ class Producer:
                 self._core.cluster.brokers.values())
             error: BaseException | None = self._core.apply_producer_id(response)
         except (KafkaConnectionError, ProtocolError, KafkaError) as exc:
-            error = self._core.producer_id_failed(exc)
+            error = exc if self._core.fatal(exc) else self._core.producer_id_failed(exc)
         if error is not None:
             logger.debug("InitProducerId failed: %s", error)
             await trio.sleep(self.config.retry_backoff_ms / 1000)
@@ -383,7 +390,7 @@ class Producer:
     async def _shutdown(self, flush: bool) -> None:
         self._closed = True
         if flush:
-            await self.flush()
+            await self._settle()  # a fatal error was the caller's to see, not close's
         self._core.abort(ProducerClosedError("the producer was closed before sending"))
         self._notify()
 

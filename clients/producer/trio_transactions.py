@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable, Mapping
 import trio
 
 from clients.admin.connections import TrioConnectionPool
-from clients.net import KafkaConnectionError
+from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade
 from clients.producer.transaction_ops import Flush, Operation, Send, Sleep
@@ -58,6 +58,8 @@ class TrioTransactions(TransactionFacade):
     async def _add_partitions(self, manager: TransactionManager) -> None:
         try:
             await self.run(self._add_partitions_operation(manager))
+        except FatalConnectionError:
+            pass  # kept by the core: the next call raises it
         except KafkaError as exc:
             logger.warning("the transaction cannot go on: %s", exc)
         finally:
@@ -79,6 +81,9 @@ class TrioTransactions(TransactionFacade):
             if isinstance(step, Send):
                 try:
                     value = await self._send(step)
+                except FatalConnectionError as exc:
+                    self._core.fatal(exc)
+                    raise
                 except (KafkaConnectionError, ProtocolError) as exc:
                     error = KafkaConnectionError(str(exc))
             elif isinstance(step, Sleep):

@@ -37,7 +37,7 @@ from clients.consumer.group.offsets import (
     parse_offset_fetch,
 )
 from clients.consumer.group.protocol import TopicPartition
-from clients.net import NO_ANSWER, KafkaConnection, KafkaConnectionError
+from clients.net import NO_ANSWER, FatalConnectionError, KafkaConnection, KafkaConnectionError
 from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from clients.protocol.fit import fit_request
@@ -97,7 +97,7 @@ class GroupClient:
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
         task_status.started()
-        while True:
+        while self._pool.fatal_error is None:  # else poll raises it: the member is done
             action = self.membership.next_action(now_ms())
             if isinstance(action, Wait):
                 event = self._wakeup
@@ -135,7 +135,7 @@ class GroupClient:
             self.membership.handle_failure(action.api_key, now_ms(), failure)
         else:
             self.membership.handle_response(action.api_key, response, now_ms())
-        if action.api_key == ApiKey.FIND_COORDINATOR:
+        if action.api_key == ApiKey.FIND_COORDINATOR and self._pool.fatal_error is None:
             self._report_search(response, failure)
 
     def _report_search(self, response: dict[str, Any] | None,
@@ -189,10 +189,7 @@ class GroupClient:
                 await current[0].aclose()
                 current = None
             if current is None:
-                conn = await KafkaConnection.connect(
-                    node.host, node.port, client_id=self._pool.client_id,
-                    timeout=self._pool.connect_timeout_s, security=self._pool.security,
-                    sasl=self._pool.sasl)
+                conn = await self._pool.open(node.host, node.port)
                 current = self._conns[channel] = (conn, node)
             return current[0]
 
@@ -216,6 +213,8 @@ class GroupClient:
                 if node is not None and m.coordinator is None:
                     m.coordinator = node
                     self.wake()
+            except FatalConnectionError:
+                raise
             except NO_ANSWER as exc:
                 logger.debug("FindCoordinator failed: %s", exc)
             if m.coordinator is not None:
@@ -240,6 +239,8 @@ class GroupClient:
         try:
             with trio.fail_after(max(deadline - trio.current_time(), 0)):
                 return await self.coordinator_request(api_key, body)
+        except FatalConnectionError:
+            raise
         except (*NO_ANSWER, trio.TooSlowError) as exc:
             logger.debug("%s failed: %s", api_key.name, exc)
             return None
