@@ -68,4 +68,4 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # The APIs whose bodies the codec decodes into the generated message classes
 # (clients.protocol.messages); the others still decode into dicts. Handlers and clients move
 # over API by API, and an API joins this set when all of its users read attributes.
-TYPED_APIS: frozenset[ApiKey] = frozenset()
+TYPED_APIS: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS})

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from clients.protocol import SUPPORTED_VERSIONS, TYPED_APIS
+from clients.protocol import SUPPORTED_VERSIONS, TYPED_APIS, ApiKey
 from clients.protocol.defaults import field_default
 from clients.protocol.generator import render_modules, stale_modules
 from clients.protocol.message import Message
@@ -110,6 +110,7 @@ def test_instances_compare_by_value_and_print_their_fields() -> None:
 
 def test_the_typed_apis_are_advertised() -> None:
     assert TYPED_APIS <= set(SUPPORTED_VERSIONS)
+    assert ApiKey.API_VERSIONS in TYPED_APIS
 
 
 def _builds_schemas(tree: ast.Module) -> list[str]:
