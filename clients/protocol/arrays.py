@@ -57,7 +57,7 @@ def array_codec(elem: Compiled, compact: bool, nullable: bool) -> Compiled:
         n, pos = read_length(buf, pos, compact, True)
         if checked_length(n * min_elem if n > 0 else n, nullable, len(buf) - pos, "array"):
             return None, pos
-        items = []
+        items: list[Any] = []
         append = items.append
         for _ in range(n):
             item, pos = elem_read(buf, pos)

@@ -132,7 +132,7 @@ def _regular_steps(
         nonlocal min_size
         if run:
             steps, size = _fixed_run(
-                [f.name for f in run], [f.type for f in run], [field_default(f) for f in run]
+                [f.name for f in run], [str(f.type) for f in run], [field_default(f) for f in run]
             )
             for out, step in zip((read_steps, dict_steps, attr_steps), steps):
                 out.append(step)

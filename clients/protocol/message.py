@@ -38,7 +38,7 @@ DEFAULT: Any = _Default()
 class Message:
     """A Kafka message, header or struct, as generated from Kafka's definitions."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def fields(self) -> Iterator[tuple[str, Any]]:
         """(name, value) of every field, in declaration order."""
