@@ -8,6 +8,7 @@ version and tagged fields are skipped when they hold it.
 from __future__ import annotations
 
 import copy
+from operator import attrgetter
 from typing import Any, Callable
 
 from clients.protocol.primitives import primitive_default
@@ -53,7 +54,7 @@ def default_checker(field: Field) -> Callable[[Any], bool]:
                 return True
             if v.__class__ is dict:
                 return all(v.get(k, d) == d for k, d in items)
-            return bool(v == v.__class__())
+            return is_default_instance(v)
 
         return struct_is_default
     if isinstance(field.type, Array):
@@ -63,3 +64,25 @@ def default_checker(field: Field) -> Callable[[Any], bool]:
     if default is None:
         return lambda v: v is None
     return lambda v: v is None or v == default
+
+
+# Per message class: a getter of all its field values, and those values in a fresh instance.
+_class_defaults: dict[type, tuple[Callable[[Any], tuple], tuple]] = {}
+
+
+def is_default_instance(value: Any) -> bool:
+    """Whether a generated message instance holds its class's defaults in every field."""
+    entry = _class_defaults.get(value.__class__)
+    if entry is None:
+        entry = _class_defaults[value.__class__] = _defaults_of(value.__class__)
+    values_of, defaults = entry
+    return values_of(value) == defaults
+
+
+def _defaults_of(cls: type) -> tuple[Callable[[Any], tuple], tuple]:
+    names = cls.__slots__
+    if not names:
+        return (lambda value: ()), ()
+    getter = attrgetter(*names)
+    values_of = getter if len(names) > 1 else (lambda value: (getter(value),))
+    return values_of, values_of(cls())
