@@ -10,7 +10,8 @@
 Where the codec has the generated message classes, each case is also measured the other way
 (``*_typed_us``: decoding into, or encoding from, the classes; the plain figures are dicts).
 Only the public codec API is used, so the same script measures an older checkout too. Figures
-are the best of several rounds, cases interleaved, to shrug off a busy machine.
+are CPU time per call (the time the process waits for a busy machine's cores does not count),
+the best of several rounds with the cases interleaved.
 
     python scripts/bench_messages.py [--quick]
 """
@@ -130,15 +131,15 @@ def cases() -> dict[str, Callable[[], object]]:
 
 
 def measure(found: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Best microseconds per call of each case over ROUNDS interleaved rounds."""
+    """Best CPU microseconds per call of each case over ROUNDS interleaved rounds."""
     best = {name: float("inf") for name in found}
     names = list(found)
     for number in range(ROUNDS):
         for name in names if number % 2 == 0 else reversed(names):
             fn = found[name]
             fn()  # compile the version's codec outside the timing
-            calls, start = 0, time.perf_counter()
-            while (elapsed := time.perf_counter() - start) < ROUND_SECONDS:
+            calls, start = 0, time.thread_time()
+            while (elapsed := time.thread_time() - start) < ROUND_SECONDS:
                 fn()
                 calls += 1
             best[name] = min(best[name], elapsed / calls * 1e6)
