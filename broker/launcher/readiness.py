@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from broker.launcher.layout import ClusterInfo, NodeInfo
 from metadata.topic_names import METADATA_TOPIC
@@ -32,9 +32,9 @@ def _open(node: NodeInfo, listener: str, port: int, timeout: float) -> socket.so
 
 
 def _round_trip(node: NodeInfo, listener: str, port: int, api_key: int, api_version: int,
-                body: dict, timeout: float = PROBE_TIMEOUT) -> dict | None:
-    """One request on a fresh connection; None when the node does not answer properly
-    within `timeout` seconds overall."""
+                body: dict, timeout: float = PROBE_TIMEOUT) -> Any:
+    """One request on a fresh connection: the decoded body (a dict, or the API's message
+    class); None when the node does not answer properly within `timeout` seconds overall."""
     from clients.protocol import ProtocolError, decode_response, encode_request
 
     frame = encode_request(api_key, api_version, 1, "raftka-launcher", body)
@@ -68,7 +68,7 @@ def listening_ready(cluster: ClusterInfo, node: NodeInfo) -> bool:
     port = node.client_port if node.client_port is not None else node.controller_port
     assert port is not None
     response = _round_trip(node, listener, port, API_VERSIONS, 0, {})
-    return response is not None and response.get("error_code") == 0
+    return response is not None and response.error_code == 0
 
 
 def metadata_lists_brokers(cluster: ClusterInfo, node: NodeInfo) -> bool:

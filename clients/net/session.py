@@ -24,6 +24,8 @@ from clients.protocol import (
     decode_response,
     encode_request,
 )
+from clients.protocol.message import Message
+from clients.protocol.messages.api_versions import ApiVersionsRequestData, ApiVersionsResponseData
 
 # ApiVersions v3 is the newest this codec speaks; older brokers answer it with a v0 body.
 API_VERSIONS_REQUEST_VERSION = 3
@@ -171,7 +173,7 @@ class ProtocolSession:
         self._next_correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
         return correlation_id
 
-    def _encode(self, api_key: int, api_version: int, body: dict[str, Any],
+    def _encode(self, api_key: int, api_version: int, body: dict[str, Any] | Message,
                 expects_response: bool) -> OutgoingRequest:
         correlation_id = self._correlation_id()
         frame = encode_request(api_key, api_version, correlation_id, self.client_id, body)
@@ -180,11 +182,12 @@ class ProtocolSession:
 
     def api_versions_request(self) -> OutgoingRequest:
         """The ApiVersions request that opens every connection."""
-        body = {"client_software_name": CLIENT_SOFTWARE_NAME,
-                "client_software_version": client_software_version()}
+        body = ApiVersionsRequestData(client_software_name=CLIENT_SOFTWARE_NAME,
+                                      client_software_version=client_software_version())
         return self._encode(ApiKey.API_VERSIONS, API_VERSIONS_REQUEST_VERSION, body, True)
 
-    def apply_api_versions(self, request: OutgoingRequest, frame: bytes) -> dict[str, Any]:
+    def apply_api_versions(self, request: OutgoingRequest,
+                           frame: bytes) -> ApiVersionsResponseData:
         """Record the broker's versions from the answer to ``api_versions_request``.
 
         A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION
@@ -203,8 +206,8 @@ class ProtocolSession:
         _check_correlation(request, correlation_id)
         if error_code not in (ErrorCode.NONE, ErrorCode.UNSUPPORTED_VERSION):
             raise KafkaError(error_code, "ApiVersions failed")
-        versions = {entry["api_key"]: (entry["min_version"], entry["max_version"])
-                    for entry in body["api_keys"]}
+        versions = {entry.api_key: (entry.min_version, entry.max_version)
+                    for entry in body.api_keys}
         if not versions:
             raise KafkaError(error_code, "ApiVersions listed no APIs")
         self._broker_versions = versions

@@ -5,10 +5,15 @@ Typical use::
     request = decode_request(frame)          # frame: bytes after the 4-byte size prefix
     payload = encode_response(request.api_key, request.api_version,
                               request.correlation_id, {"error_code": 0, ...})
+
+Schemas come from Kafka's definitions (``definitions/``, built by ``schemas``); the advertised
+APIs and versions are ``supported``; ``messages`` holds the classes generated from the same
+definitions, which the APIs in ``TYPED_APIS`` decode into.
 """
 
 from clients.protocol.api_keys import ApiKey, api_name
-from clients.protocol.apis import APIS, SUPPORTED_VERSIONS
+from clients.protocol.schemas import APIS
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_APIS
 from clients.protocol.codec import (
     Request,
     chunks_size,
@@ -18,6 +23,7 @@ from clients.protocol.codec import (
     encode_response,
     encode_response_chunks,
     is_supported,
+    is_typed,
     request_header_version,
     response_header_version,
 )
@@ -33,6 +39,7 @@ __all__ = [
     "ProtocolError",
     "Request",
     "SUPPORTED_VERSIONS",
+    "TYPED_APIS",
     "UnsupportedVersionError",
     "ZERO_UUID",
     "api_name",
@@ -43,6 +50,7 @@ __all__ = [
     "encode_response",
     "encode_response_chunks",
     "is_supported",
+    "is_typed",
     "request_header_version",
     "response_header_version",
 ]

@@ -9,6 +9,10 @@ Trailing bytes after a complete body are ignored, as Kafka's broker does: the fr
 already delimits the request, and newer clients may append fields an older schema lacks.
 
 Decoded ``bytes`` and ``records`` fields are zero-copy ``memoryview`` slices of the frame.
+
+Bodies: the APIs in :data:`~clients.protocol.supported.TYPED_APIS` decode into the generated
+message classes (:mod:`clients.protocol.messages`), the others into dicts; ``typed=`` overrides
+that per call. Encoding takes either form.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.protocol.api_keys import ApiKey
-from clients.protocol.apis import APIS, SUPPORTED_VERSIONS
+from clients.protocol.messages import request_class, response_class
+from clients.protocol.schemas import APIS
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_APIS
 from clients.protocol.compiler import Compiled, compile_struct
 from clients.protocol.exceptions import ProtocolError, UnsupportedVersionError
 from clients.protocol.primitives import read_uvarint, string_reader, string_writer, value_size
@@ -34,18 +40,18 @@ _write_client_id = string_writer(compact=False, nullable=True)
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, VarintError, OverflowError, MemoryError)
 _ENCODE_ERRORS = (struct.error, TypeError, ValueError, AttributeError, OverflowError)
 
-_cache: dict[tuple[int, int, bool], tuple[Compiled, bool]] = {}
+_cache: dict[tuple[int, int, bool, bool], tuple[Compiled, bool]] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A decoded request: header fields and the body as a dict."""
+    """A decoded request: header fields and the body (a message class instance or a dict)."""
 
     api_key: ApiKey
     api_version: int
     correlation_id: int
     client_id: str | None
-    body: dict[str, Any]
+    body: Any
     header_version: int
 
 
@@ -55,9 +61,22 @@ def is_supported(api_key: int, api_version: int) -> bool:
     return bounds is not None and bounds[0] <= api_version <= bounds[1]
 
 
-def _compiled(api_key: int, api_version: int, request: bool) -> tuple[Compiled, bool]:
-    """The compiled body codec and whether the version is flexible (cached)."""
-    cache_key = (api_key, api_version, request)
+def is_typed(api_key: int) -> bool:
+    """Whether ``api_key``'s bodies decode into the generated message classes by default."""
+    return api_key in TYPED_APIS
+
+
+def _compiled(
+    api_key: int, api_version: int, request: bool, typed: bool | None = None
+) -> tuple[Compiled, bool]:
+    """The compiled body codec and whether the version is flexible (cached).
+
+    ``typed``: the reader builds message class instances (by default for TYPED_APIS); every
+    writer takes both forms.
+    """
+    if typed is None:
+        typed = api_key in TYPED_APIS
+    cache_key = (api_key, api_version, request, typed)
     entry = _cache.get(cache_key)
     if entry is None:
         if not is_supported(api_key, api_version):
@@ -65,7 +84,10 @@ def _compiled(api_key: int, api_version: int, request: bool) -> tuple[Compiled, 
         api = APIS[ApiKey(api_key)]
         flexible = in_versions(api.flexible, api_version)
         fields = api.request if request else api.response
-        entry = (compile_struct(fields, api_version, flexible), flexible)
+        target = None
+        if typed:
+            target = request_class(api_key) if request else response_class(api_key)
+        entry = (compile_struct(fields, api_version, flexible, target, target), flexible)
         _cache[cache_key] = entry
     return entry
 
@@ -93,11 +115,12 @@ def _skip_tagged(buf: memoryview, pos: int) -> int:
     return pos
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> Request:
+def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = None) -> Request:
     """Decode a request frame. Raises ProtocolError, or UnsupportedVersionError after the header.
 
     ``bytes``/``records`` values in the body are views into ``frame``: do not reuse a mutable
-    receive buffer while the body is in use.
+    receive buffer while the body is in use. ``typed``: decode the body into its message class
+    (True) or a dict (False); by default as :func:`is_typed` says.
     """
     buf = memoryview(frame)
     try:
@@ -107,7 +130,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
         raise ProtocolError(f"malformed request header: {exc}") from None
     if not is_supported(api_key, api_version):
         raise UnsupportedVersionError(api_key, api_version, correlation_id)
-    codec, flexible = _compiled(api_key, api_version, True)
+    if typed is None:
+        typed = api_key in TYPED_APIS
+    codec, flexible = _compiled(api_key, api_version, True, typed)
     try:
         if flexible:
             pos = _skip_tagged(buf, pos)
@@ -120,10 +145,13 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
 
 
 def decode_response(
-    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
-) -> tuple[int, dict[str, Any]]:
-    """Decode a response frame to (correlation id, body)."""
-    codec, flexible = _compiled(api_key, api_version, False)
+    api_key: int, api_version: int, frame: bytes | bytearray | memoryview,
+    typed: bool | None = None,
+) -> tuple[int, Any]:
+    """Decode a response frame to (correlation id, body); ``typed`` as for decode_request."""
+    if typed is None:
+        typed = api_key in TYPED_APIS
+    codec, flexible = _compiled(api_key, api_version, False, typed)
     buf = memoryview(frame)
     try:
         (correlation_id,) = _CORRELATION_ID.unpack_from(buf, 0)
@@ -137,7 +165,7 @@ def decode_response(
     return correlation_id, body
 
 
-def _encode_body(codec: Compiled, body: dict[str, Any], out: bytearray, what: str) -> list:
+def _encode_body(codec: Compiled, body: Any, out: bytearray, what: str) -> list:
     inserts: list = []
     try:
         codec.write(body, out, inserts)
@@ -165,7 +193,7 @@ def _join(out: bytearray, inserts: list) -> bytes:
 
 
 def encode_request(
-    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: dict[str, Any]
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
 ) -> bytes:
     """Encode header and body (without the size prefix)."""
     codec, flexible = _compiled(api_key, api_version, True)
@@ -178,7 +206,7 @@ def encode_request(
 
 
 def _response_buffer(
-    api_key: int, api_version: int, correlation_id: int, body: dict[str, Any]
+    api_key: int, api_version: int, correlation_id: int, body: Any
 ) -> tuple[bytearray, list]:
     codec, flexible = _compiled(api_key, api_version, False)
     out = bytearray(_CORRELATION_ID.pack(correlation_id))
@@ -189,14 +217,14 @@ def _response_buffer(
 
 
 def encode_response(
-    api_key: int, api_version: int, correlation_id: int, body: dict[str, Any]
+    api_key: int, api_version: int, correlation_id: int, body: Any
 ) -> bytes:
     """Encode header and body (without the size prefix)."""
     return _join(*_response_buffer(api_key, api_version, correlation_id, body))
 
 
 def encode_response_chunks(
-    api_key: int, api_version: int, correlation_id: int, body: dict[str, Any]
+    api_key: int, api_version: int, correlation_id: int, body: Any
 ) -> list[Any]:
     """Encode to a list of chunks for vectored or sendfile output (without the size prefix).
 

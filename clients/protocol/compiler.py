@@ -4,26 +4,32 @@ Compilation resolves everything that depends on the version once (presence, null
 compact encodings, tags, defaults) and groups runs of fixed-width fields into a single
 ``struct`` call, so per-message work is a short loop over prepared steps.
 
-Decoded structs are dicts holding every declared field: fields absent from the version or
-from the frame (tagged) carry Kafka's default. Encoding reads fields with ``dict.get`` so a
-missing key takes its default; a non-default value for a field the version lacks is an
-error unless the field is ignorable (Kafka's rule). Keys that are not fields are ignored.
+A reader builds dicts, or instances of the generated message classes when given the class
+(``target``) and the message class that holds the nested struct classes (``owner``). Decoded
+dicts hold every declared field: fields absent from the version or from the frame (tagged)
+carry Kafka's default; an instance's constructor supplies those defaults itself.
+
+A writer takes either form, struct by struct. From a dict it reads fields with ``dict.get`` so
+a missing key takes its default; keys that are not fields are ignored. A non-default value for
+a field the version lacks is an error unless the field is ignorable (Kafka's rule).
 """
 
 from __future__ import annotations
 
-import copy
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable
 
+from clients.protocol.arrays import Compiled, array_codec, fixed_array_codec, nullable_struct
+from clients.protocol.defaults import default_checker, default_factory, field_default
 from clients.protocol.exceptions import ProtocolError
+from clients.protocol.message import Message
 from clients.protocol.primitives import (
     FIXED_FORMATS,
     Reader,
     Writer,
     checked_length,
-    primitive_default,
     primitive_min_size,
     primitive_reader,
     primitive_writer,
@@ -34,67 +40,33 @@ from clients.protocol.primitives import (
     write_null,
     write_uvarint,
 )
-from clients.protocol.schema import NO_DEFAULT, Array, Field, FieldType, Struct, in_versions
+from clients.protocol.schema import Array, Field, FieldType, Struct, in_versions
+
+__all__ = ["Compiled", "compile_struct", "compile_type", "field_default"]
 
 _MISSING = object()
 
 
-@dataclass(frozen=True, slots=True)
-class Compiled:
-    """A reader and writer for one struct (or message body) at one version."""
+def compile_struct(
+    fields: tuple[Field, ...],
+    version: int,
+    flexible: bool,
+    target: type[Message] | None = None,
+    owner: type[Message] | None = None,
+) -> Compiled:
+    """Reader and writer for ``fields`` at ``version`` (``flexible``: compact + tagged).
 
-    read: Reader
-    write: Writer
-    min_size: int
-
-
-def field_default(field: Field) -> Any:
-    """Kafka's default value of ``field`` (shared instance; copy before mutating)."""
-    if field.default is not NO_DEFAULT:
-        return field.default
-    return type_default(field.type)
-
-
-def type_default(ftype: FieldType) -> Any:
-    if isinstance(ftype, Array):
-        return []
-    if isinstance(ftype, Struct):
-        return {f.name: field_default(f) for f in ftype.fields}
-    return primitive_default(ftype)
-
-
-def _default_factory(field: Field) -> Callable[[], Any] | None:
-    """A maker of fresh default values, or None when the default is immutable."""
-    value = field_default(field)
-    if isinstance(value, (list, dict)):
-        return lambda: copy.deepcopy(value)
-    return None
-
-
-def default_checker(field: Field) -> Callable[[Any], bool]:
-    """Whether a value equals the field's default (None always counts as default)."""
-    default = field_default(field)
-    if isinstance(field.type, Struct):
-        items = tuple(default.items())
-        return lambda v: v is None or all(v.get(k, d) == d for k, d in items)
-    if isinstance(field.type, Array):
-        if default is None:
-            return lambda v: v is None
-        return lambda v: v is None or len(v) == 0
-    if default is None:
-        return lambda v: v is None
-    return lambda v: v is None or v == default
-
-
-def compile_struct(fields: tuple[Field, ...], version: int, flexible: bool) -> Compiled:
-    """Reader and writer for ``fields`` at ``version`` (``flexible``: compact + tagged)."""
+    The reader builds ``target`` instances (nested structs: ``owner``'s nested class of the
+    struct's name) when ``target`` is given, else dicts.
+    """
     base: dict[str, Any] = {}
     factories: list[tuple[str, Callable[[], Any]]] = []
     absent_checks: list[tuple[str, Callable[[Any], bool]]] = []
     regular: list[tuple[Field, FieldType, bool, bool]] = []
     tagged: list[tuple[int, Field, Compiled]] = []
+    nested = owner if target is not None else None
     for field in fields:
-        factory = _default_factory(field)
+        factory = default_factory(field)
         if not in_versions(field.versions, version):
             _set_default(base, factories, field, factory)
             if not field.ignorable:
@@ -104,17 +76,20 @@ def compile_struct(fields: tuple[Field, ...], version: int, flexible: bool) -> C
         compact = flexible if field.flexible is None else in_versions(field.flexible, version)
         if field.tag is not None and flexible and in_versions(field.tagged, version):
             _set_default(base, factories, field, factory)
-            codec = compile_type(field.type, version, flexible, compact, nullable)
+            codec = compile_type(field.type, version, flexible, compact, nullable, nested)
             tagged.append((field.tag, field, codec))
         else:
             regular.append((field, field.type, compact, nullable))
     tagged.sort(key=lambda t: t[0])
 
-    read_steps, write_steps, min_size = _regular_steps(regular, version, flexible)
-    if flexible:
-        min_size += 1
-    read = _struct_reader(base, tuple(factories), tuple(read_steps), flexible, tagged)
-    write = _struct_writer(tuple(absent_checks), tuple(write_steps), flexible, tagged)
+    steps = _regular_steps(regular, version, flexible, nested)
+    min_size = steps.min_size + (1 if flexible else 0)
+    by_tag = {tag: (field.name, codec.read) for tag, field, codec in tagged}
+    if target is None:
+        read = _dict_reader(base, tuple(factories), steps.read, flexible, by_tag)
+    else:
+        read = _instance_reader(target, steps.read, flexible, by_tag)
+    write = _struct_writer(tuple(absent_checks), steps, flexible, tagged)
     return Compiled(read, write, min_size)
 
 
@@ -130,23 +105,37 @@ def _set_default(
         factories.append((field.name, factory))
 
 
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """The regular (untagged) fields' read steps and write steps for dicts and instances."""
+
+    read: tuple[Callable, ...]
+    write_dict: tuple[Callable, ...]
+    write_attrs: tuple[Callable, ...]
+    min_size: int
+
+
 def _regular_steps(
-    regular: list[tuple[Field, FieldType, bool, bool]], version: int, flexible: bool
-) -> tuple[list[Callable], list[Callable], int]:
+    regular: list[tuple[Field, FieldType, bool, bool]],
+    version: int,
+    flexible: bool,
+    owner: type[Message] | None,
+) -> _Steps:
     """Steps in declaration order; runs of fixed-width fields become one struct call."""
     read_steps: list[Callable] = []
-    write_steps: list[Callable] = []
+    dict_steps: list[Callable] = []
+    attr_steps: list[Callable] = []
     min_size = 0
     run: list[Field] = []
 
     def flush() -> None:
         nonlocal min_size
         if run:
-            r, w, size = _fixed_run(
-                [f.name for f in run], [f.type for f in run], [field_default(f) for f in run]
+            steps, size = _fixed_run(
+                [f.name for f in run], [str(f.type) for f in run], [field_default(f) for f in run]
             )
-            read_steps.append(r)
-            write_steps.append(w)
+            for out, step in zip((read_steps, dict_steps, attr_steps), steps):
+                out.append(step)
             min_size += size
             run.clear()
 
@@ -155,29 +144,38 @@ def _regular_steps(
             run.append(field)
             continue
         flush()
-        codec = compile_type(ftype, version, flexible, compact, nullable)
+        codec = compile_type(ftype, version, flexible, compact, nullable, owner)
         read_steps.append(_field_read_step(field.name, codec.read))
-        write_steps.append(_field_write_step(field.name, field_default(field), codec.write))
+        dict_steps.append(_field_write_step(field.name, field_default(field), codec.write))
+        attr_steps.append(_attr_write_step(field.name, codec.write))
         min_size += codec.min_size
     flush()
-    return read_steps, write_steps, min_size
+    return _Steps(tuple(read_steps), tuple(dict_steps), tuple(attr_steps), min_size)
 
 
 def _fixed_run(
     names: list[str], kinds: list[str], defaults: list[Any]
-) -> tuple[Callable, Callable, int]:
+) -> tuple[tuple[Callable, Callable, Callable], int]:
     packer = struct.Struct(">" + "".join(FIXED_FORMATS[k] for k in kinds))
     unpack, pack, size = packer.unpack_from, packer.pack, packer.size
     names_t, defaults_t = tuple(names), tuple(defaults)
+    values_of = attrgetter(*names_t)
 
     def read(buf: memoryview, pos: int, out: dict) -> int:
         out.update(zip(names_t, unpack(buf, pos)))
         return pos + size
 
-    def write(value: dict, out: bytearray, inserts: list) -> None:
+    def write_dict(value: dict, out: bytearray, inserts: list) -> None:
         out += pack(*map(value.get, names_t, defaults_t))
 
-    return read, write, size
+    if len(names_t) == 1:
+        def write_attrs(value: Any, out: bytearray, inserts: list) -> None:
+            out += pack(values_of(value))
+    else:
+        def write_attrs(value: Any, out: bytearray, inserts: list) -> None:
+            out += pack(*values_of(value))
+
+    return (read, write_dict, write_attrs), size
 
 
 def _field_read_step(name: str, read: Reader) -> Callable:
@@ -195,15 +193,20 @@ def _field_write_step(name: str, default: Any, write: Writer) -> Callable:
     return step
 
 
-def _struct_reader(
+def _attr_write_step(name: str, write: Writer) -> Callable:
+    def step(value: Any, out: bytearray, inserts: list) -> None:
+        write(getattr(value, name), out, inserts)
+
+    return step
+
+
+def _dict_reader(
     base: dict[str, Any],
     factories: tuple[tuple[str, Callable[[], Any]], ...],
     steps: tuple[Callable, ...],
     flexible: bool,
-    tagged: list[tuple[int, Field, Compiled]],
+    by_tag: dict[int, tuple[str, Reader]],
 ) -> Reader:
-    by_tag = {tag: (field.name, codec.read) for tag, field, codec in tagged}
-
     def read(buf: memoryview, pos: int) -> tuple[dict, int]:
         out = base.copy()
         for name, make in factories:
@@ -213,6 +216,24 @@ def _struct_reader(
         if flexible:
             pos = _read_tagged(buf, pos, out, by_tag)
         return out, pos
+
+    return read
+
+
+def _instance_reader(
+    target: type[Message],
+    steps: tuple[Callable, ...],
+    flexible: bool,
+    by_tag: dict[int, tuple[str, Reader]],
+) -> Reader:
+    # Only the fields on the wire are collected: the constructor gives the rest their default.
+    def read(buf: memoryview, pos: int) -> tuple[Message, int]:
+        out: dict[str, Any] = {}
+        for step in steps:
+            pos = step(buf, pos, out)
+        if flexible:
+            pos = _read_tagged(buf, pos, out, by_tag)
+        return target(**out), pos
 
     return read
 
@@ -235,31 +256,42 @@ def _read_tagged(buf: memoryview, pos: int, out: dict, by_tag: dict) -> int:
 
 def _struct_writer(
     absent_checks: tuple[tuple[str, Callable[[Any], bool]], ...],
-    steps: tuple[Callable, ...],
+    steps: _Steps,
     flexible: bool,
     tagged: list[tuple[int, Field, Compiled]],
 ) -> Writer:
     tagged_t = tuple((tag, f.name, c.write, default_checker(f)) for tag, f, c in tagged)
+    dict_steps, attr_steps = steps.write_dict, steps.write_attrs
 
-    def write(value: dict, out: bytearray, inserts: list) -> None:
-        for name, is_default in absent_checks:
-            if name in value and not is_default(value[name]):
-                raise ProtocolError(f"field {name!r} is absent in this version but not default")
-        for step in steps:
-            step(value, out, inserts)
+    def write(value: Any, out: bytearray, inserts: list) -> None:
+        is_instance = isinstance(value, Message)
+        if is_instance:
+            for name, is_default in absent_checks:
+                if not is_default(getattr(value, name)):
+                    raise ProtocolError(f"field {name!r} is absent in this version but not default")
+            for step in attr_steps:
+                step(value, out, inserts)
+        else:
+            for name, is_default in absent_checks:
+                if name in value and not is_default(value[name]):
+                    raise ProtocolError(f"field {name!r} is absent in this version but not default")
+            for step in dict_steps:
+                step(value, out, inserts)
         if flexible:
             if tagged_t:
-                _write_tagged(value, out, inserts, tagged_t)
+                _write_tagged(value, is_instance, out, inserts, tagged_t)
             else:
                 out.append(0)
 
     return write
 
 
-def _write_tagged(value: dict, out: bytearray, inserts: list, tagged: tuple) -> None:
+def _write_tagged(
+    value: Any, is_instance: bool, out: bytearray, inserts: list, tagged: tuple
+) -> None:
     items = []
     for tag, name, write, is_default in tagged:
-        v = value.get(name, _MISSING)
+        v = getattr(value, name) if is_instance else value.get(name, _MISSING)
         if v is _MISSING or is_default(v):
             continue
         sub = bytearray()
@@ -276,9 +308,14 @@ def _write_tagged(value: dict, out: bytearray, inserts: list, tagged: tuple) -> 
 
 
 def compile_type(
-    ftype: FieldType, version: int, flexible: bool, compact: bool, nullable: bool
+    ftype: FieldType,
+    version: int,
+    flexible: bool,
+    compact: bool,
+    nullable: bool,
+    owner: type[Message] | None = None,
 ) -> Compiled:
-    """Reader and writer for a field's type at ``version``."""
+    """Reader and writer for a field's type at ``version`` (structs as ``owner``'s classes)."""
     if isinstance(ftype, str):
         return Compiled(
             primitive_reader(ftype, compact, nullable),
@@ -286,77 +323,12 @@ def compile_type(
             primitive_min_size(ftype, compact),
         )
     if isinstance(ftype, Struct):
-        inner = compile_struct(ftype.fields, version, flexible)
-        return _nullable_struct(inner) if nullable else inner
+        target = None if owner is None else getattr(owner, ftype.name)
+        inner = compile_struct(ftype.fields, version, flexible, target, owner)
+        return nullable_struct(inner) if nullable else inner
     if isinstance(ftype, Array):
         if isinstance(ftype.of, str) and ftype.of in FIXED_FORMATS:
-            return _fixed_array(FIXED_FORMATS[ftype.of], compact, nullable)
-        elem = compile_type(ftype.of, version, flexible, compact, False)
-        return _array(elem, compact, nullable)
+            return fixed_array_codec(FIXED_FORMATS[ftype.of], compact, nullable)
+        elem = compile_type(ftype.of, version, flexible, compact, False, owner)
+        return array_codec(elem, compact, nullable)
     raise ValueError(f"unknown field type {ftype!r}")
-
-
-def _nullable_struct(inner: Compiled) -> Compiled:
-    """Kafka's nullable struct: an int8 marker (-1 null, 1 present) before the struct."""
-
-    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
-        if pos >= len(buf):
-            raise ProtocolError("nullable struct runs past the end of the frame")
-        if buf[pos] == 0xFF:
-            return None, pos + 1
-        return inner.read(buf, pos + 1)
-
-    def write(value: Any, out: bytearray, inserts: list) -> None:
-        if value is None:
-            out.append(0xFF)
-            return
-        out.append(1)
-        inner.write(value, out, inserts)
-
-    return Compiled(read, write, 1)
-
-
-def _array(elem: Compiled, compact: bool, nullable: bool) -> Compiled:
-    elem_read, elem_write = elem.read, elem.write
-    # Zero-size elements would let a tiny frame claim billions of them.
-    min_elem = max(elem.min_size, 1)
-
-    def read(buf: memoryview, pos: int) -> tuple[list | None, int]:
-        n, pos = read_length(buf, pos, compact, True)
-        if checked_length(n * min_elem if n > 0 else n, nullable, len(buf) - pos, "array"):
-            return None, pos
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = elem_read(buf, pos)
-            append(item)
-        return items, pos
-
-    def write(value: list | None, out: bytearray, inserts: list) -> None:
-        if value is None:
-            write_null(out, compact, True, nullable, "array")
-            return
-        write_length(len(value), out, compact, True)
-        for item in value:
-            elem_write(item, out, inserts)
-
-    return Compiled(read, write, 1 if compact else 4)
-
-
-def _fixed_array(fmt: str, compact: bool, nullable: bool) -> Compiled:
-    size = struct.calcsize(">" + fmt)
-
-    def read(buf: memoryview, pos: int) -> tuple[list | None, int]:
-        n, pos = read_length(buf, pos, compact, True)
-        if checked_length(n * size if n > 0 else n, nullable, len(buf) - pos, "array"):
-            return None, pos
-        return list(struct.unpack_from(f">{n}{fmt}", buf, pos)), pos + n * size
-
-    def write(value: list | None, out: bytearray, inserts: list) -> None:
-        if value is None:
-            write_null(out, compact, True, nullable, "array")
-            return
-        write_length(len(value), out, compact, True)
-        out += struct.pack(f">{len(value)}{fmt}", *value)
-
-    return Compiled(read, write, 1 if compact else 4)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from clients.protocol.apis import APIS
+from clients.protocol.schemas import APIS
 from clients.protocol.schema import Array, Field, Struct, in_versions
 
 

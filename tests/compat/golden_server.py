@@ -23,6 +23,7 @@ from clients.protocol import (
     decode_request,
     encode_response,
 )
+from clients.protocol.messages.api_versions import ApiVersionsResponseData
 from clients.records.header import compute_crc, parse_header
 from clients.varint import encode_unsigned_varint, encode_varint, encode_varlong
 
@@ -139,8 +140,9 @@ class GoldenServer:
             if exc.api_key != ApiKey.API_VERSIONS:
                 raise
             # Kafka answers an unknown ApiVersions version with v0 and its own ranges.
-            return encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, {
-                "error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": _api_keys()})
+            return encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id,
+                                   ApiVersionsResponseData(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                                           api_keys=_api_keys()))
         except ProtocolError:
             return None
         with self.lock:
@@ -150,10 +152,10 @@ class GoldenServer:
             return None
         return encode_response(request.api_key, request.api_version, request.correlation_id, body)
 
-    def _body(self, request: Request) -> dict[str, Any] | None:
+    def _body(self, request: Request) -> dict[str, Any] | ApiVersionsResponseData | None:
         key, body = request.api_key, request.body
         if key == ApiKey.API_VERSIONS:
-            return {"api_keys": _api_keys()}
+            return ApiVersionsResponseData(api_keys=_api_keys())
         if key == ApiKey.METADATA:
             # null (or, in v0, empty) asks for every topic; from v1 empty asks for none.
             topics = body["topics"]
@@ -204,6 +206,6 @@ class GoldenServer:
         return {"responses": responses}
 
 
-def _api_keys() -> list[dict[str, int]]:
-    return [{"api_key": int(k), "min_version": lo, "max_version": hi}
+def _api_keys() -> list[ApiVersionsResponseData.ApiVersion]:
+    return [ApiVersionsResponseData.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]

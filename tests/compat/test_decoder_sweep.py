@@ -11,51 +11,14 @@ import struct
 import time
 from typing import Any
 
-import pytest
-
 from tests.compat.cluster import HOST, Cluster
+from tests.unit.protocol.kafka_python_classes import build, kafka, message_classes
 
-kafka = pytest.importorskip("kafka")
-from kafka.protocol.api_message import ApiMessage  # noqa: E402
 from kafka.record.memory_records import MemoryRecordsBuilder  # noqa: E402
-
-# Importing the packages registers every request and response class.
-import kafka.protocol.admin  # noqa: E402,F401
-import kafka.protocol.consumer  # noqa: E402,F401
-import kafka.protocol.metadata  # noqa: E402,F401
-import kafka.protocol.producer  # noqa: E402,F401
 
 TOPIC = "sweep"
 METADATA_TOPIC = "__cluster_metadata"
 TOPIC_RESOURCE = 2
-
-
-def message_classes() -> tuple[dict[int, type], dict[int, type]]:
-    """kafka-python's primary request and response classes by API key."""
-    requests: dict[int, type] = {}
-    responses: dict[int, type] = {}
-    pending = list(ApiMessage.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        if getattr(cls, "_class_version", None) is not None or getattr(cls, "_json", None) is None:
-            continue
-        (requests if cls.is_request() else responses)[cls.API_KEY] = cls
-    return requests, responses
-
-
-def build(container: type, values: dict[str, Any]) -> Any:
-    """A kafka-python data container from nested dicts keyed by Kafka's snake_case names."""
-    fields = container._struct.fields
-    kwargs = {}
-    for name, value in values.items():
-        field = fields[name]
-        if value is not None and field.is_struct_array():
-            value = [build(field.data_class, item) for item in value]
-        elif value is not None and field.is_struct():
-            value = build(field.data_class, value)
-        kwargs[name] = value
-    return container(**kwargs)
 
 
 def record_batch() -> bytes:

@@ -42,8 +42,8 @@ def check_handshake(server: GoldenServer, client_id: str, software: tuple[str, s
     last = versions[-1].request
     assert 0 <= last.api_version <= 3
     if last.api_version >= 3:
-        assert last.body["client_software_name"] == software[0]
-        assert last.body["client_software_version"].startswith(software[1])
+        assert last.body.client_software_name == software[0]
+        assert last.body.client_software_version.startswith(software[1])
     assert_reencodes_identically(versions[-1])
     metadata = server.requests(ApiKey.METADATA, client_id)
     assert metadata, "no Metadata request"

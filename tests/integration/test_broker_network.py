@@ -72,7 +72,7 @@ def api_versions_round_trip(sock: socket.socket, correlation_id: int = 1) -> int
     frame = read_frame(sock)
     assert frame is not None, "the broker closed a healthy connection"
     answered, body = decode_response(ApiKey.API_VERSIONS, 0, frame)
-    assert answered == correlation_id and body["error_code"] == 0
+    assert answered == correlation_id and body.error_code == 0
     return answered
 
 
@@ -102,8 +102,8 @@ def test_api_versions_too_new_answers_v0_for_fallback(cluster: Cluster) -> None:
         frame = read_frame(sock)
         assert frame is not None
         correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, frame)
-        assert (correlation_id, body["error_code"]) == (9, ErrorCode.UNSUPPORTED_VERSION)
-        versions = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+        assert (correlation_id, body.error_code) == (9, ErrorCode.UNSUPPORTED_VERSION)
+        versions = {e.api_key: (e.min_version, e.max_version) for e in body.api_keys}
         assert versions[ApiKey.API_VERSIONS] == (0, 3) and ApiKey.PRODUCE in versions
         api_versions_round_trip(sock, 10)
 
@@ -115,8 +115,8 @@ def advertised(port: int) -> dict[int, tuple[int, int]]:
         frame = read_frame(sock)
         assert frame is not None
         _, body = decode_response(ApiKey.API_VERSIONS, 3, frame)
-    assert body["error_code"] == 0
-    return {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+    assert body.error_code == 0
+    return {e.api_key: (e.min_version, e.max_version) for e in body.api_keys}
 
 
 def test_sasl_is_advertised_on_client_listeners_and_the_readme_table_lists_what_is_served(

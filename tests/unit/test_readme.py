@@ -49,7 +49,7 @@ def test_every_command_is_documented(command: str) -> None:
 
 @pytest.mark.parametrize("script", ["quickstart", "test", "bootstrap-quorum", "start-node",
                                     "stop-quorum", "bench-codec", "bench-log", "bench",
-                                    "derive-protocol"])
+                                    "derive-protocol", "generate-messages"])
 def test_every_script_is_documented_and_exists(script: str) -> None:
     assert (REPO_ROOT / "scripts" / script).exists()
     assert f"./scripts/{script}" in README

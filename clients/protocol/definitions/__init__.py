@@ -105,3 +105,12 @@ def message_names() -> list[str]:
 def metadata_record_names() -> list[str]:
     """The names of every metadata record, sorted."""
     return sorted(_description()["metadataRecords"])
+
+
+def api_names() -> dict[int, str]:
+    """Kafka's name of each API by key (e.g. 0: "Produce"), from its request's definition."""
+    return {
+        definition["apiKey"]: name.removesuffix("Request")
+        for name, definition in _description()["messages"].items()
+        if definition["type"] == "request"
+    }

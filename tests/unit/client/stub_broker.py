@@ -23,6 +23,7 @@ from clients.protocol import (
     decode_request,
     encode_response,
 )
+from clients.protocol.messages.api_versions import ApiVersionsResponseData
 
 CLOSE = object()
 Handler = Callable[[Request], Any | Awaitable[Any]]
@@ -104,10 +105,11 @@ class StubBroker:
         return body
 
     def _api_versions(self, request: Request) -> bytes:
-        keys = [{"api_key": k, "min_version": lo, "max_version": hi}
+        keys = [ApiVersionsResponseData.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in sorted(self.versions.items())]
         if request.api_version > self.api_versions_max:
-            return encode_response(ApiKey.API_VERSIONS, 0, request.correlation_id, {
-                "error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": keys})
+            return encode_response(ApiKey.API_VERSIONS, 0, request.correlation_id,
+                                   ApiVersionsResponseData(
+                                       error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys))
         return encode_response(ApiKey.API_VERSIONS, request.api_version,
-                               request.correlation_id, {"api_keys": keys})
+                               request.correlation_id, ApiVersionsResponseData(api_keys=keys))

@@ -16,6 +16,7 @@ from clients.protocol import (
     decode_request,
     encode_response,
 )
+from clients.protocol.messages.api_versions import ApiVersionsResponseData
 
 
 def prefixed(payload: bytes) -> bytes:
@@ -51,8 +52,11 @@ def test_frame_buffer_rejects_negative_size() -> None:
 def negotiated(versions: dict[int, tuple[int, int]]) -> ProtocolSession:
     session = ProtocolSession("c")
     request = session.api_versions_request()
-    answer = encode_response(ApiKey.API_VERSIONS, 3, request.correlation_id, {"api_keys": [
-        {"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in versions.items()]})
+    answer = encode_response(ApiKey.API_VERSIONS, 3, request.correlation_id,
+                             ApiVersionsResponseData(api_keys=[
+                                 ApiVersionsResponseData.ApiVersion(
+                                     api_key=k, min_version=lo, max_version=hi)
+                                 for k, (lo, hi) in versions.items()]))
     session.apply_api_versions(request, answer)
     return session
 
@@ -71,7 +75,7 @@ def test_api_versions_error_other_than_unsupported_raises() -> None:
     session = ProtocolSession("c")
     request = session.api_versions_request()
     answer = encode_response(ApiKey.API_VERSIONS, 3, request.correlation_id,
-                             {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": []})
+                             ApiVersionsResponseData(error_code=ErrorCode.INVALID_REQUEST))
     with pytest.raises(KafkaError) as info:
         session.apply_api_versions(request, answer)
     assert info.value.code == ErrorCode.INVALID_REQUEST

@@ -38,7 +38,7 @@ async def test_connect_negotiates_versions_with_api_versions_v3(nursery: trio.Nu
     (opening,) = stub.requests(ApiKey.API_VERSIONS)
     assert opening.api_version == 3
     assert opening.client_id == "t"
-    assert opening.body["client_software_name"] == "raftka"
+    assert opening.body.client_software_name == "raftka"
 
 
 async def test_connect_uses_v0_versions_when_api_versions_v3_is_unsupported(

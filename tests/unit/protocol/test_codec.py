@@ -24,6 +24,7 @@ from clients.protocol import (
     request_header_version,
     response_header_version,
 )
+from clients.protocol.messages.api_versions import ApiVersionsResponseData
 from clients.records.header import compute_crc, iter_batches, parse_header
 
 
@@ -53,10 +54,11 @@ def test_api_versions_response_always_uses_header_v0() -> None:
     assert response_header_version(ApiKey.API_VERSIONS, 3) == 0
     assert request_header_version(ApiKey.API_VERSIONS, 3) == 2
     assert response_header_version(ApiKey.METADATA, 9) == 1
-    frame = encode_response(ApiKey.API_VERSIONS, 3, 5, {"api_keys": [{"api_key": 0, "min_version": 3, "max_version": 9}]})
+    frame = encode_response(ApiKey.API_VERSIONS, 3, 5, ApiVersionsResponseData(api_keys=[
+        ApiVersionsResponseData.ApiVersion(api_key=0, min_version=3, max_version=9)]))
     # correlation id then the error code directly: no header tagged-field byte.
     assert frame[:6] == struct.pack(">ih", 5, 0)
-    assert decode_response(ApiKey.API_VERSIONS, 3, frame)[1]["api_keys"][0]["max_version"] == 9
+    assert decode_response(ApiKey.API_VERSIONS, 3, frame)[1].api_keys[0].max_version == 9
 
 
 def test_unsupported_version_is_reported_with_the_correlation_id() -> None:
@@ -106,12 +108,14 @@ def test_null_in_a_non_nullable_field_is_rejected_both_ways() -> None:
 
 
 def test_tagged_fields_round_trip_and_unknown_tags_are_skipped() -> None:
-    body = {"finalized_features_epoch": 42, "zk_migration_ready": True,
-            "supported_features": [{"name": "metadata.version", "min_version": 1, "max_version": 20}]}
+    body = ApiVersionsResponseData(finalized_features_epoch=42, zk_migration_ready=True,
+                                   supported_features=[ApiVersionsResponseData.SupportedFeatureKey(
+                                       name="metadata.version", min_version=1, max_version=20)])
     frame = encode_response(ApiKey.API_VERSIONS, 3, 1, body)
     _, decoded = decode_response(ApiKey.API_VERSIONS, 3, frame)
-    assert decoded["finalized_features_epoch"] == 42 and decoded["zk_migration_ready"] is True
-    assert decoded["supported_features"][0]["name"] == "metadata.version"
+    assert decoded == body
+    assert decoded.finalized_features_epoch == 42 and decoded.zk_migration_ready is True
+    assert decoded.supported_features[0].name == "metadata.version"
     # Heartbeat v4 request: append an unknown tag 7 with 3 bytes to the body's tagged fields.
     plain = encode_request(ApiKey.HEARTBEAT, 4, 1, None, {"group_id": "g"})
     assert plain.endswith(b"\x00")
@@ -120,7 +124,8 @@ def test_tagged_fields_round_trip_and_unknown_tags_are_skipped() -> None:
 
 
 def test_default_tagged_fields_are_not_written() -> None:
-    frame = encode_response(ApiKey.API_VERSIONS, 3, 1, {"finalized_features_epoch": -1})
+    frame = encode_response(ApiKey.API_VERSIONS, 3, 1,
+                            ApiVersionsResponseData(finalized_features_epoch=-1))
     assert frame.endswith(b"\x00")
 
 

@@ -162,3 +162,31 @@ def test_every_wanted_version_is_declared_and_checked(api_name: str) -> None:
 
 def test_every_declared_api_is_in_the_supported_list() -> None:
     assert {a.name for a in APIS.values()} == set(WANTED_VERSIONS) | set(ALL_REFERENCE_VERSIONS)
+
+
+@pytest.mark.parametrize("api_key", sorted(SUPPORTED_VERSIONS))
+def test_each_advertised_range_lies_within_the_definitions(api_key: ApiKey) -> None:
+    """The hand-written table (clients/protocol/supported.py) never claims a version Kafka's
+    definitions do not define, in either direction."""
+    low, high = SUPPORTED_VERSIONS[api_key]
+    name = APIS[api_key].name
+    for direction in ("Request", "Response"):
+        reference = load_message(name + direction)
+        assert reference["apiKey"] == api_key
+        valid = parse_range(reference["validVersions"])
+        assert valid is not None and valid[0] <= low <= high <= valid[1], (name, direction)
+
+
+def test_every_api_the_controller_listener_routes_is_advertised() -> None:
+    """A routed API without a range would never be advertised (ApiVersions lists the routed
+    APIs that have one), nor could its requests be decoded."""
+    from broker.apis.request import RequestRouter
+    from broker.controller_server.quorum_controller import QuorumController
+
+    class AnyHandler:
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args: None
+
+    router = RequestRouter()
+    QuorumController.register(AnyHandler(), router)  # type: ignore[arg-type]
+    assert router.api_keys() and router.api_keys() <= set(SUPPORTED_VERSIONS)
