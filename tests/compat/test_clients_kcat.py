@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.cluster import create_topic
-from tests.bench.latency import latency_bench
-from tests.bench.native_load import LoadGenerator
-from tests.bench.node_cpu import node_pids
-from tests.bench.replication import replication_matrix
+from scripts.benchmarks.cluster import create_topic
+from scripts.benchmarks.latency import latency_bench
+from scripts.benchmarks.native_load import LoadGenerator
+from scripts.benchmarks.node_cpu import node_pids
+from scripts.benchmarks.replication import replication_matrix
 from tests.compat.cluster import Cluster
 
 RECORDS = 2_000

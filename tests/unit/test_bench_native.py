@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.bench.latency import histogram, percentile, render
-from tests.bench.native_load import write_records
-from tests.bench.node_cpu import cpu_seconds, per_gb
-from tests.bench.replication import goal_ratios
+from scripts.benchmarks.latency import histogram, percentile, render
+from scripts.benchmarks.native_load import write_records
+from scripts.benchmarks.node_cpu import cpu_seconds, per_gb
+from scripts.benchmarks.replication import goal_ratios
 from tests.conftest import REPO_ROOT
 
 MS = 1_000_000
@@ -77,8 +77,8 @@ def test_bench_rejects_two_modes_a_bad_fraction_and_counts_below_one_in_one_line
 
 
 def test_the_latency_consumer_reports_only_stamped_values() -> None:
-    from tests.bench.latency import FILLER, stamped
-    from tests.bench.latency_consumer import stamps_of
+    from scripts.benchmarks.latency import FILLER, stamped
+    from scripts.benchmarks.latency_consumer import stamps_of
 
     value = stamped(1_234_567_890_123).rstrip(b"\n")
     assert len(value) == 100

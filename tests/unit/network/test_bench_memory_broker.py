@@ -5,7 +5,7 @@ from __future__ import annotations
 import confluent_kafka
 import trio
 
-from tests.bench.memory_broker import serve
+from scripts.benchmarks.memory_broker import serve
 
 
 def produce_with_confluent(bootstrap: str, count: int) -> list[tuple[int, int]]:

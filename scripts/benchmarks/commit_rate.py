@@ -10,7 +10,7 @@ from typing import Any
 
 import confluent_kafka
 
-from tests.bench.cluster import percentiles_ms
+from scripts.benchmarks.cluster import percentiles_ms
 
 WARM_UP = 50
 

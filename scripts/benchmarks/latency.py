@@ -3,7 +3,7 @@
 A kcat producer reads 100-byte lines from a pipe that this process fills at a set rate, one
 burst per millisecond; the first line of each burst starts with the clock reading
 (nanoseconds) taken when it was written, the others are filler. A consumer process
-(`tests.bench.latency_consumer`), positioned at the end of the topic (probe records, not
+(`scripts.benchmarks.latency_consumer`), positioned at the end of the topic (probe records, not
 counted, are sent until it reads one), reports each fetched batch's arrival time with the
 stamps in it, and this process takes each stamped record's latency as that arrival minus its
 stamp (one monotonic clock for both processes). So every burst contributes one sample (1,000
@@ -23,9 +23,9 @@ from typing import Any
 
 import trio
 
-from tests.bench.latency_consumer import STAMP
-from tests.bench.native_load import PRODUCER_SETTINGS, settings_args
-from tests.bench.node_cpu import cpu_seconds
+from scripts.benchmarks.latency_consumer import STAMP
+from scripts.benchmarks.native_load import PRODUCER_SETTINGS, settings_args
+from scripts.benchmarks.node_cpu import cpu_seconds
 
 PADDING = b"x" * (100 - STAMP)
 FILLER = b"x" * 100 + b"\n"
@@ -40,7 +40,7 @@ def stamped(clock_ns: int) -> bytes:
 
 def percentile(weighted: list[tuple[int, int]], total: int, fraction: float) -> float | None:
     """The `fraction` quantile (ms) of sorted (latency ns, count) pairs: the record at index
-    int(total * fraction) in latency order, as `tests.bench.cluster.percentiles_ms` picks."""
+    int(total * fraction) in latency order, as `scripts.benchmarks.cluster.percentiles_ms` picks."""
     if not total:
         return None
     rank, seen = min(int(total * fraction), total - 1), 0
@@ -77,7 +77,7 @@ async def paced_run(kcat: str, bootstrap: str, topic: str, rate: int, seconds: f
     producer_settings = {**PRODUCER_SETTINGS, "acks": "all", "enable.idempotence": "true",
                          "linger.ms": str(linger_ms)}
     consumer = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "tests.bench.latency_consumer", bootstrap, topic],
+        [sys.executable, "-m", "scripts.benchmarks.latency_consumer", bootstrap, topic],
         stdout=subprocess.PIPE, cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     producer = await trio.lowlevel.open_process(

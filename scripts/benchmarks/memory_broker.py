@@ -6,7 +6,7 @@ with offsets counted from its header, and the bytes are dropped. Set against Raf
 produce figure, it shows what the client itself reaches through the same network layer and
 codec, so the difference is the cost of the log, replica and handler code.
 
-Run it as `python -m tests.bench.memory_broker [--host H] [--port P] [--partitions N]`:
+Run it as `python -m scripts.benchmarks.memory_broker [--host H] [--port P] [--partitions N]`:
 it prints `listening on HOST:PORT` on stdout once bound, and stops when stdin closes.
 """
 
@@ -141,7 +141,7 @@ async def _main(host: str, port: int, partitions: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.memory_broker")
+    parser = argparse.ArgumentParser(prog="python -m scripts.benchmarks.memory_broker")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--partitions", type=int, default=1)

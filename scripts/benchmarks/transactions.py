@@ -99,7 +99,7 @@ def _ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
 
 
 def transactions_bench(bootstrap: str, records: int, rounds: int,
-                       create_topic: Callable[[str], None]) -> dict[str, Any]:
+                       create_topic: Callable[[str], object]) -> dict[str, Any]:
     """One JSON-ready dict: produce per mode, consume per isolation level, and the ratios
     the issue sets goals for."""
     modes: dict[str, int | None] = {"idempotent": None, "txn_every_100": 100,

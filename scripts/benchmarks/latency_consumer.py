@@ -1,5 +1,5 @@
 """The consuming side of `scripts/bench --latency`, run as its own process:
-`python -m tests.bench.latency_consumer BOOTSTRAP TOPIC`.
+`python -m scripts.benchmarks.latency_consumer BOOTSTRAP TOPIC`.
 
 A confluent-kafka consumer reads partition 0 of TOPIC from its end. For each batch it takes
 (the first message waited for, then whatever else has arrived) it writes one line to stdout: the monotonic clock (nanoseconds) when the
@@ -28,7 +28,7 @@ def stamps_of(values: list[bytes | None]) -> list[bytes]:
 def main(bootstrap: str, topic: str) -> None:
     import confluent_kafka
 
-    from tests.bench.native_load import CONSUMER_SETTINGS
+    from scripts.benchmarks.native_load import CONSUMER_SETTINGS
 
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": "bench-latency",

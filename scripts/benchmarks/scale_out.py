@@ -11,9 +11,9 @@ from typing import Any
 
 from broker.launcher import stop_quorum
 from broker.launcher.layout import ClusterInfo
-from tests.bench.cluster import create_topic, start_cluster
-from tests.bench.native_load import RECORD, LoadGenerator
-from tests.bench.node_cpu import node_pids, nodes_cpu, per_gb
+from scripts.benchmarks.cluster import create_topic, start_cluster
+from scripts.benchmarks.native_load import RECORD, LoadGenerator
+from scripts.benchmarks.node_cpu import node_pids, nodes_cpu, per_gb
 
 PARTITIONS = 8
 SIZES = (2, 4)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tests.bench.native_load import RECORD, LoadGenerator
-from tests.bench.node_cpu import nodes_cpu, per_gb
+from scripts.benchmarks.native_load import RECORD, LoadGenerator
+from scripts.benchmarks.node_cpu import nodes_cpu, per_gb
 
 CASES = (("rf1_acks1", 1, "1"), ("rf3_acks1", 3, "1"), ("rf3_acks_all", 3, "all"))
 

@@ -1,1 +1,0 @@
-"""Benchmark helpers shared by scripts/bench and scripts/bench-groups (run from the checkout)."""
