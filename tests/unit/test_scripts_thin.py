@@ -16,11 +16,7 @@ from tests.conftest import REPO_ROOT
 MAX_INLINE_LINES = 2
 # Scripts that may still embed Python, and why. An entry that no longer applies fails
 # test_every_exemption_still_applies, so it goes with the move it waits for.
-EXEMPT = {
-    "scripts/bench-codec": "the codec benchmark is being extended on its own branch; its "
-                           "Python moves to scripts/benchmarks once that change is merged, "
-                           "where moving it first would make the two conflict",
-}
+EXEMPT: dict[str, str] = {}
 
 _PYTHON = re.compile(r"\bpython[0-9.]*\b")
 _ASSIGNMENT = re.compile(r"^[ \t]*(?:local[ \t]+|export[ \t]+|readonly[ \t]+)?"

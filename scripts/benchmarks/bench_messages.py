@@ -13,7 +13,7 @@ Only the public codec API is used, so the same script measures an older checkout
 are CPU time per call (the time the process waits for a busy machine's cores does not count),
 the best of several rounds with the cases interleaved.
 
-    python scripts/bench_messages.py [--quick]
+    scripts/bench-codec --messages [--quick]
 """
 
 from __future__ import annotations
