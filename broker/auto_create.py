@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import trio
 
+from broker.apis.common import Slicer
 from broker.group.offsets_topic import OffsetsTopicSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.protocol import ApiKey, ErrorCode
@@ -68,7 +69,9 @@ class TopicAutoCreator:
         image = self._image()
         codes: dict[str, int] = {}
         wanted: list[str] = []
+        slicer = Slicer()
         for name in dict.fromkeys(names):
+            await slicer.tick()
             if topic_name_error(name) is not None:
                 codes[name] = ErrorCode.INVALID_TOPIC_EXCEPTION
                 continue
@@ -79,13 +82,14 @@ class TopicAutoCreator:
                 wanted.append(name)
         if not wanted:
             return codes
-        topics = [self._topic_request(n) for n in wanted]
-        if not fits_one_create_topics(topics, self._config.num_partitions):
+        requests = (self._topic_request(n) for n in wanted)
+        if not fits_one_create_topics(requests, self._config.num_partitions):
             logger.warning("not auto-creating %d topic(s) (%s, ...): one CreateTopics of "
                            "them would exceed the controller's bounds on a request",
                            len(wanted), wanted[0])
             codes.update(dict.fromkeys(wanted, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             return codes
+        topics = [self._topic_request(n) for n in wanted]
         self._in_flight.update(wanted)
         if self._nursery is not None:
             self._nursery.start_soon(self._create, wanted, topics)
