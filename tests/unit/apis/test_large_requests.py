@@ -4,6 +4,7 @@ a name repeated many times costs one answer, not one per copy."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import trio
@@ -12,7 +13,9 @@ from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.request import ConnectionContext, RequestRouter
 from broker.group.offsets import fetch_offsets, fetch_slices
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode, decode_request, encode_request
-from tests.unit.apis.harness import running_broker
+from metadata.delta import apply_records
+from metadata.records import PartitionRecord, TopicRecord
+from tests.unit.apis.harness import BROKER_ID, running_broker
 from tests.unit.group.harness import running_group_broker
 from tests.unit.group.test_coordinator_clients import ready
 
@@ -114,6 +117,34 @@ async def test_offset_fetch_of_many_partitions_lets_others_run(tmp_path):
     assert [(t["name"], len(t["partitions"])) for t in response["topics"]] == [
         ("t", MANY), ("u", 2)]
     assert [p["partition_index"] for p in response["topics"][0]["partitions"]] == list(range(MANY))
+
+
+async def test_a_topic_of_many_partitions_is_laid_out_while_others_run(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        topic_id = uuid.uuid4()
+        records = [TopicRecord(name="wide", topic_id=topic_id)] + [
+            PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(BROKER_ID,),
+                            isr=(BROKER_ID,), leader=BROKER_ID, leader_epoch=0,
+                            partition_epoch=0) for p in range(40)]
+        delta, broker.image = apply_records(broker.image, records)
+        steps = 0
+
+        async def other_task() -> None:
+            nonlocal steps
+            while True:
+                await trio.lowlevel.checkpoint()
+                steps += 1
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other_task)
+            await trio.sleep(0.01)
+            before = steps
+            await broker.server.replica_manager.on_metadata(delta, broker.image)
+            during = steps - before
+            nursery.cancel_scope.cancel()
+        replicas = broker.server.replica_manager
+        assert all(replicas.leader_partition("wide", p).is_leader for p in range(40))
+    assert during >= 39
 
 
 def test_offset_fetch_slices_join_to_the_whole_answer() -> None:
