@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from broker.apis.common import ITEMS_PER_SLICE
-from broker.apis.request import ConnectionContext, RequestRouter
+from broker.apis.request import LONG_REQUEST_S, ConnectionContext, RequestRouter
 from broker.group.offsets import fetch_offsets, fetch_slices
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode, decode_request, encode_request
 from metadata.delta import apply_records
@@ -145,6 +145,40 @@ async def test_a_topic_of_many_partitions_is_laid_out_while_others_run(tmp_path)
         replicas = broker.server.replica_manager
         assert all(replicas.leader_partition("wide", p).is_leader for p in range(40))
     assert during >= 39
+
+
+async def test_a_long_request_is_accounted_and_answered_in_steps_of_their_own() -> None:
+    """After a request that took long, the router checkpoints before its accounting (which
+    walks the whole answer) and before it is encoded. Trio runs the tasks of a round in
+    random order, so another task gets in between often, not every time: out of 12 long
+    requests, some must show it (each does with a chance of 3/4)."""
+    steps = 0
+    marks: list[dict[str, int]] = []
+
+    async def slow(request: Any, ctx: Any) -> dict[str, Any]:
+        await trio.sleep(LONG_REQUEST_S)
+        marks.append({"handled": steps})
+        return {"error_code": 0}
+
+    router = RequestRouter()
+    router.register(ApiKey.LIST_GROUPS, slow)
+    router.observer = lambda request, body, ms: marks[-1].setdefault("accounted", steps)
+    request = decode_request(encode_request(ApiKey.LIST_GROUPS, 4, 1, "big", {}))
+
+    async def other_task() -> None:
+        nonlocal steps
+        while True:
+            await trio.lowlevel.checkpoint()
+            steps += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)
+        for _ in range(12):
+            await router.dispatch(request, CONNECTION)
+            marks[-1]["answered"] = steps
+        nursery.cancel_scope.cancel()
+    assert any(m["handled"] < m["accounted"] for m in marks)
+    assert any(m["accounted"] < m["answered"] for m in marks)
 
 
 def test_offset_fetch_slices_join_to_the_whole_answer() -> None:
