@@ -138,14 +138,15 @@ class MetadataHandlers:
         missing: list[int] = []
         # Each topic is answered once, however often it is named (Kafka takes the request's
         # topics as a set): a name repeated 100,000 times costs one description.
-        seen: set[tuple[str | None, uuid.UUID]] = set()
+        seen: set[str | uuid.UUID] = set()
         slicer = Slicer()
         for entry in requested:
             name: str | None = entry.get("name")
             topic_id: uuid.UUID = entry.get("topic_id") or ZERO_UUID
-            if (name, topic_id) in seen:
+            key = name if name is not None else topic_id
+            if key in seen:
                 continue
-            seen.add((name, topic_id))
+            seen.add(key)
             await slicer.tick()
             if version < 12 and (name is None or topic_id != ZERO_UUID):
                 # Before v12 Kafka rejects null names and topic ids in the request.
