@@ -1,8 +1,12 @@
 """Topic auto-creation for Metadata requests (`auto.create.topics.enable`).
 
-As Kafka's AutoTopicCreationManager in KRaft mode: missing topics are sent to the active
-controller as CreateTopics in the background, and the Metadata answer says
-LEADER_NOT_AVAILABLE meanwhile so the client asks again shortly.
+As Kafka's AutoTopicCreationManager in KRaft mode: the missing topics of one Metadata
+request go to the active controller as one CreateTopics, in the background, and the
+Metadata answer says LEADER_NOT_AVAILABLE meanwhile so the client asks again shortly.
+
+A batch the controller would refuse as a whole, being over its bounds on one request
+(`metadata.controller.request_limits`: 10,000 partitions, 10,000 records), is not sent: its
+topics are answered UNKNOWN_TOPIC_OR_PARTITION, what Kafka's Metadata answers for them.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import trio
 
+from broker.apis.common import Slicer
 from broker.group.offsets_topic import OffsetsTopicSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.protocol import ApiKey, ErrorCode
+from metadata.controller.request_limits import fits_one_create_topics
 from metadata.image import MetadataImage
 from metadata.topic_names import topic_name_error
 
@@ -63,7 +69,9 @@ class TopicAutoCreator:
         image = self._image()
         codes: dict[str, int] = {}
         wanted: list[str] = []
+        slicer = Slicer()
         for name in dict.fromkeys(names):
+            await slicer.tick()
             if topic_name_error(name) is not None:
                 codes[name] = ErrorCode.INVALID_TOPIC_EXCEPTION
                 continue
@@ -72,12 +80,21 @@ class TopicAutoCreator:
             codes[name] = ErrorCode.LEADER_NOT_AVAILABLE
             if name not in self._in_flight:
                 wanted.append(name)
-        if wanted:
-            self._in_flight.update(wanted)
-            if self._nursery is not None:
-                self._nursery.start_soon(self._create, wanted)
-            else:
-                await self._create(wanted)
+        if not wanted:
+            return codes
+        requests = (self._topic_request(n) for n in wanted)
+        if not fits_one_create_topics(requests, self._config.num_partitions):
+            logger.warning("not auto-creating %d topic(s) (%s, ...): one CreateTopics of "
+                           "them would exceed the controller's bounds on a request",
+                           len(wanted), wanted[0])
+            codes.update(dict.fromkeys(wanted, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            return codes
+        topics = [self._topic_request(n) for n in wanted]
+        self._in_flight.update(wanted)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._create, wanted, topics)
+        else:
+            await self._create(wanted, topics)
         return codes
 
     def _topic_request(self, name: str) -> dict[str, Any]:
@@ -90,11 +107,10 @@ class TopicAutoCreator:
                 "replication_factor": config.default_replication_factor,
                 "assignments": [], "configs": []}
 
-    async def _create(self, names: list[str]) -> None:
+    async def _create(self, names: list[str], topics: list[dict[str, Any]]) -> None:
         from broker.controller_client import ControllerUnavailableError
 
-        body = {"topics": [self._topic_request(n) for n in names],
-                "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
+        body = {"topics": topics, "timeout_ms": CREATE_TIMEOUT_MS, "validate_only": False}
         try:
             response = await self._channel.send(ApiKey.CREATE_TOPICS, body, CREATE_TIMEOUT_MS)
         except ControllerUnavailableError as exc:

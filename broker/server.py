@@ -261,7 +261,7 @@ class BrokerServer:
         """Act on a new image: replicas first (so a partition is led before the group
         coordinator loads it), then the group coordinator."""
         self.dynamic_config.on_metadata_update(delta, image)
-        self.replica_manager.on_metadata_update(delta, image)
+        await self.replica_manager.on_metadata(delta, image)
         await self.group_coordinator.on_metadata(delta, image)
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.on_metadata(delta, image)

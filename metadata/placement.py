@@ -59,7 +59,7 @@ def place_replicas(
         raise PlacementError("number of partitions must be positive")
     if replication_factor > len(brokers):
         raise PlacementError(
-            f"Unable to replicate the partition {replication_factor} time(s): the target "
+            f"Unable to replicate the partition {replication_factor} time(s): The target "
             f"replication factor of {replication_factor} cannot be reached because only "
             f"{len(brokers)} broker(s) are registered."
         )

@@ -3,9 +3,11 @@ server configuration, each with Kafka's source and (on request) synonyms."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
+from broker.apis.common import Slicer
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
@@ -72,12 +74,20 @@ class DescribeConfigsHandler:
         synonyms = bool(body.get("include_synonyms"))
         docs = bool(body.get("include_documentation"))
         image = self._image()
+        resources = body.get("resources") or ()
+        # A resource named twice is refused, as Kafka's config APIs refuse duplicates: each
+        # copy would otherwise cost a full description (a few KB from a few request bytes).
+        named = Counter((int(r["resource_type"]), r["resource_name"]) for r in resources)
         results = []
-        for resource in body.get("resources") or ():
+        slicer = Slicer()
+        for resource in resources:
             rtype, name = int(resource["resource_type"]), resource["resource_name"]
             keys = resource.get("configuration_keys")
             wanted = None if keys is None else set(keys)
-            if rtype == TOPIC_RESOURCE and not self._authz.allowed(
+            if named[(rtype, name)] > 1:
+                results.append(_result(rtype, name, ErrorCode.INVALID_REQUEST,
+                                       "Duplicate resource."))
+            elif rtype == TOPIC_RESOURCE and not self._authz.allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
                 results.append(_result(rtype, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif rtype == BROKER_RESOURCE and not self._authz.cluster(
@@ -90,6 +100,7 @@ class DescribeConfigsHandler:
             else:
                 results.append(_result(rtype, name, ErrorCode.INVALID_REQUEST,
                                        f"resource type {rtype} is not supported"))
+            await slicer.tick(1 + len(results[-1]["configs"]))
         return {"throttle_time_ms": 0, "results": results}
 
     # -- topics --------------------------------------------------------------------------

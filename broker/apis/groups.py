@@ -12,14 +12,17 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Protocol
 
+import trio
+
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
+from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.consumer_groups import cluster_topics, persist, serve
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import GroupState as ConsumerGroupState
 from broker.group.coordinator import GroupCoordinator, wall_clock_ms
-from broker.group.offsets import requested_partitions
+from broker.group.offsets import fetch_slices, requested_partitions
 from broker.group.responses import join_body, sync_body
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
@@ -84,8 +87,9 @@ class GroupHandlers:
         return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
                                          (t["name"] for t in topics or ()))
 
-    def _fetch_offsets(self, ctx: RequestContext, group_id: str,
-                       topics: list[dict[str, Any]] | None, stable: bool) -> list[dict[str, Any]]:
+    async def _fetch_offsets(self, ctx: RequestContext, group_id: str,
+                             topics: list[dict[str, Any]] | None,
+                             stable: bool) -> list[dict[str, Any]]:
         """Committed offsets of the topics the principal may describe: asked-for topics it
         may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
         engine = self.coordinator.engine
@@ -98,8 +102,25 @@ class GroupHandlers:
         visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, topics)
         allowed = [t for t in topics if t["name"] in visible]
         denied = [t for t in topics if t["name"] not in visible]
-        fetched = engine.fetch(group_id, allowed, stable) if allowed or not denied else []
+        fetched = await self._fetch_in_slices(group_id, allowed, stable) if (
+            allowed or not denied) else []
         return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+    async def _fetch_in_slices(self, group_id: str, topics: list[dict[str, Any]],
+                               stable: bool) -> list[dict[str, Any]]:
+        """The committed offsets of `topics`, a slice of partitions at a time with the other
+        connections served in between. A request of more than one slice may see a commit
+        that lands meanwhile in some partitions only; consumers ask for far fewer."""
+        engine = self.coordinator.engine
+        slices = fetch_slices(topics, ITEMS_PER_SLICE)
+        if len(slices) <= 1:
+            return engine.fetch(group_id, topics, stable)
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for part in slices:
+            for topic in engine.fetch(group_id, part, stable):
+                by_name.setdefault(topic["name"], []).extend(topic["partitions"])
+            await trio.lowlevel.checkpoint()
+        return [{"name": name, "partitions": parts} for name, parts in by_name.items()]
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -262,7 +283,7 @@ class GroupHandlers:
                     code = self._consumer_groups.validate_fetch(
                         group["group_id"], group.get("member_id"),
                         int(group.get("member_epoch", -1)))
-                topics = [] if code else self._fetch_offsets(
+                topics = [] if code else await self._fetch_offsets(
                     ctx, group["group_id"], group.get("topics"), stable)
                 groups.append({"group_id": group["group_id"], "topics": topics,
                                "error_code": int(code)})
@@ -272,7 +293,8 @@ class GroupHandlers:
         code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
         if not code:
             return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": self._fetch_offsets(ctx, group_id, topics_wanted, stable)}
+                    "topics": await self._fetch_offsets(ctx, group_id, topics_wanted,
+                                                        stable)}
         if version >= 2:
             return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
         return offset_fetch_error(body, version, int(code))

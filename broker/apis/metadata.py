@@ -18,6 +18,7 @@ import uuid
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
+from broker.apis.common import Slicer
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
 from metadata.describe import describe_topic_by_id, describe_topics, metadata_brokers
@@ -135,9 +136,18 @@ class MetadataHandlers:
         describable = authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         topics: list[dict[str, Any]] = []
         missing: list[int] = []
+        # Each topic is answered once, however often it is named (Kafka takes the request's
+        # topics as a set): a name repeated 100,000 times costs one description.
+        seen: set[str | uuid.UUID] = set()
+        slicer = Slicer()
         for entry in requested:
             name: str | None = entry.get("name")
             topic_id: uuid.UUID = entry.get("topic_id") or ZERO_UUID
+            key = name if name is not None else topic_id
+            if key in seen:
+                continue
+            seen.add(key)
+            await slicer.tick()
             if version < 12 and (name is None or topic_id != ZERO_UUID):
                 # Before v12 Kafka rejects null names and topic ids in the request.
                 topics.append(_topic_error(name, topic_id, ErrorCode.INVALID_REQUEST))
@@ -156,6 +166,8 @@ class MetadataHandlers:
                 topics.extend(describe_topics(image, [name], listener))
                 if topics[-1]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     missing.append(len(topics) - 1)
+                else:
+                    await slicer.tick(len(topics[-1]["partitions"]))
         if missing and allow_auto_create and self._auto_create is not None:
             if not authz.cluster(ctx, AclOperation.CREATE):
                 creatable = authz.allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC,

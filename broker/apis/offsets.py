@@ -6,7 +6,7 @@ import logging
 from typing import Any, Mapping
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.common import PARTITION_ERRORS, error_code_of
+from broker.apis.common import PARTITION_ERRORS, Slicer, error_code_of
 from broker.log.errors import OffsetOutOfRange
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
 from broker.replica.errors import OffsetNotAvailable, ReplicaError
@@ -77,9 +77,11 @@ class OffsetHandlers:
         duplicates = _duplicate_partitions(body.get("topics") or [])
         describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, body.get("topics") or [])
         topics = []
+        slicer = Slicer()
         for topic in body.get("topics") or ():
             entries = []
             for p in topic.get("partitions") or ():
+                await slicer.tick()
                 entry = _list_offsets_entry(p["partition_index"])
                 if topic["name"] not in describable:
                     entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -151,9 +153,11 @@ class OffsetHandlers:
         else:
             describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, requested, "topic")
         topics = []
+        slicer = Slicer()
         for topic in requested:
             entries = []
             for p in topic.get("partitions") or ():
+                await slicer.tick()
                 entry = _epoch_entry(p["partition"])
                 if topic["topic"] not in describable:
                     entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -179,9 +183,11 @@ class OffsetHandlers:
         deletable = self._topics_allowed(ctx, AclOperation.DELETE,
                                          request.body.get("topics") or [])
         topics = []
+        slicer = Slicer()
         for topic in request.body.get("topics") or ():
             entries = []
             for p in topic.get("partitions") or ():
+                await slicer.tick()
                 entry = _delete_entry(p["partition_index"])
                 if topic["name"] not in deletable:
                     entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED

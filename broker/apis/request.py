@@ -12,12 +12,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
+import trio
+
 logger = logging.getLogger(__name__)
 
 # Kafka's principal of an unauthenticated connection (KafkaPrincipal.ANONYMOUS).
 ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
 UNKNOWN_SERVER_ERROR = -1
 UNSUPPORTED_VERSION = 35
+# A request handled in this long or longer is followed by checkpoints (`RequestRouter.dispatch`).
+LONG_REQUEST_S = 0.05
 
 
 class DecodedRequest(Protocol):
@@ -151,16 +155,27 @@ class RequestRouter:
 
     async def dispatch(self, request: DecodedRequest, connection: ConnectionContext
                        ) -> dict | None:
-        """The response body of `request` (None: no response). Raises CloseConnection."""
-        if self.observer is None:
-            return await self._answer(request, connection)
+        """The response body of `request` (None: no response). Raises CloseConnection.
+
+        After a request that took long (a large one, or one that waited), the other tasks
+        run before its accounting and again before its answer is encoded: for a request
+        naming 100,000 partitions each is a stretch of its own, not one long one."""
         started = time.perf_counter()
-        body = None
         try:
             body = await self._answer(request, connection)
-            return body
-        finally:
-            self.observer(request, body, (time.perf_counter() - started) * 1000)
+        except BaseException:
+            if self.observer is not None:
+                self.observer(request, None, (time.perf_counter() - started) * 1000)
+            raise
+        elapsed_s = time.perf_counter() - started
+        long = elapsed_s >= LONG_REQUEST_S
+        if long:
+            await trio.lowlevel.checkpoint()
+        if self.observer is not None:
+            self.observer(request, body, elapsed_s * 1000)
+        if long:
+            await trio.lowlevel.checkpoint()
+        return body
 
     async def _answer(self, request: DecodedRequest, connection: ConnectionContext
                       ) -> dict | None:

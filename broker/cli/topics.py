@@ -17,6 +17,21 @@ from broker.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-topics"
 ERROR_PREFIX = "Error while executing topic command : "
+INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
+
+
+def int32_arg(text: str) -> int:
+    """An argparse type: an integer the protocol's int32 fields can carry (Kafka's tool
+    parses these options as Java ints)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text} is out of range (a 32-bit integer, at most {INT32_MAX})")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,8 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--topic", metavar="TOPIC",
                         help="the topic; with --describe, --alter and --delete a regular "
                              "expression matching whole names (a,b means a or b)")
-    parser.add_argument("--partitions", type=int, metavar="N")
-    parser.add_argument("--replication-factor", type=int, metavar="R")
+    parser.add_argument("--partitions", type=int32_arg, metavar="N")
+    parser.add_argument("--replication-factor", type=int32_arg, metavar="R",
+                        help=f"with --create: 1 to {INT16_MAX} (default: the cluster's "
+                             "default.replication.factor)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a topic config for --create or to set with --alter "
                              "(repeatable)")
@@ -123,6 +140,14 @@ def check_options(args: argparse.Namespace) -> None:
         compile_topic_pattern(args.topic)  # a bad pattern fails before the cluster is asked
 
 
+def check_create_counts(partitions: int | None, replication_factor: int | None) -> None:
+    """Kafka's TopicCommand checks of --create's counts, made before the cluster is asked."""
+    if replication_factor is not None and not 1 <= replication_factor <= INT16_MAX:
+        raise ValueError(f"The replication factor must be between 1 and {INT16_MAX} inclusive")
+    if partitions is not None and partitions < 1:
+        raise ValueError("The partitions must be greater than 0")
+
+
 def _matching(args: argparse.Namespace, described: list[Any], action: str) -> list[Any]:
     """The topics `--topic` matches, as Kafka's tools: an error naming the pattern when
     none does, unless --if-exists."""
@@ -167,6 +192,7 @@ def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
     check_options(args)
     if args.create:
         topic = _require_topic(args, "create")
+        check_create_counts(args.partitions, args.replication_factor)
         new = NewTopic(topic, args.partitions if args.partitions is not None else -1,
                        args.replication_factor if args.replication_factor is not None else -1,
                        parse_configs(args.config))

@@ -174,6 +174,28 @@ def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
+def fetch_slices(topics: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """OffsetFetch request topics cut into runs of about `size` partitions each, a topic's
+    partitions split over several runs when it has more; fetching the runs one after another
+    and joining their topics by name gives `fetch_offsets` of them all."""
+    runs: list[list[dict[str, Any]]] = [[]]
+    room = size
+    for topic in topics:
+        indexes = list(topic.get("partition_indexes") or ())
+        start = 0
+        while True:
+            if room <= 0:
+                runs.append([])
+                room = size
+            taken = indexes[start:start + room]
+            runs[-1].append({"name": topic["name"], "partition_indexes": taken})
+            room -= max(len(taken), 1)
+            start += len(taken)
+            if start >= len(indexes):
+                break
+    return [run for run in runs if run]
+
+
 def consumer_subscription(metadata: bytes) -> set[str] | None:
     """Topics of a ConsumerProtocol subscription; None if unreadable."""
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Callable, Mapping, Protocol, Sequence, Union
+from typing import Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 import trio
 
@@ -213,11 +213,20 @@ class ReplicaManager:
     # -- metadata ------------------------------------------------------------------------
 
     async def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
-        """Trio-side publisher entry point (`broker.metadata_bridge`)."""
-        self.on_metadata_update(delta, image)
+        """Trio-side publisher entry point (`broker.metadata_bridge`): `on_metadata_update`,
+        letting the other tasks run after each partition it opens, moves or deletes. A
+        topic of thousands of partitions takes a while to lay out on disk; the node keeps
+        answering meanwhile, the partitions not yet reached answering as not led here."""
+        for _ in self._metadata_steps(delta, image):
+            await trio.lowlevel.checkpoint()
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Act on `delta`, which leads from the previous image to `image`."""
+        for _ in self._metadata_steps(delta, image):
+            pass
+
+    def _metadata_steps(self, delta: MetadataDelta, image: MetadataImage) -> Iterator[None]:
+        """`on_metadata_update`, yielding after each partition it acts on."""
         if delta.image.offset != self._image.offset:
             # Updates were missed (a publisher added late, or a snapshot load): diff the
             # whole image instead, and drop local replicas it no longer assigns here.
@@ -232,11 +241,17 @@ class ReplicaManager:
             key = (removed.topic_name, removed.partition_id)
             self._delete(key, removed.topic_id)
             stopped_following.append(key)
+            yield
         for change in changes.leaders:
             if self._become(change, image, leader=True) is not None:
                 stopped_following.append((change.topic_name, change.partition_id))
-        followed = [p for p in (self._become(c, image, leader=False) for c in changes.followers)
-                    if p is not None]
+            yield
+        followed: list[Partition] = []
+        for change in changes.followers:
+            partition = self._become(change, image, leader=False)
+            if partition is not None:
+                followed.append(partition)
+            yield
         self._apply_config_changes(delta, image)
         if followed or stopped_following:
             for listener in self._follower_listeners:

@@ -7,6 +7,7 @@ Broker-reported errors raise ``KafkaError`` with Kafka's code and message.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping
@@ -51,15 +52,43 @@ _LEADER_MOVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NO
 LEADER_LOOKUPS = 3
 
 
+_INT16 = (-(2**15), 2**15 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _check_wire_int(value: Any, bounds: tuple[int, int], what: str) -> None:
+    """Refuse, before anything is sent, a number the request's field cannot carry."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, bool):
+        raise ValueError(f"{what} must be an integer, not {value!r}")
+    low, high = bounds
+    if not low <= number <= high:
+        raise ValueError(f"{what} must be between {low} and {high}, not {value}")
+
+
 @dataclass(frozen=True)
 class NewTopic:
-    """A topic to create; -1 takes the broker's num.partitions / default.replication.factor."""
+    """A topic to create; -1 takes the broker's num.partitions / default.replication.factor.
+    Raises ValueError for a count the protocol cannot carry (partitions are an int32, the
+    replication factor an int16)."""
 
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
     configs: Mapping[str, str | None] = field(default_factory=dict)
     replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_wire_int(self.num_partitions, _INT32, f"num_partitions of topic {self.name!r}")
+        _check_wire_int(self.replication_factor, _INT16,
+                        f"replication_factor of topic {self.name!r}")
+        for partition, broker_ids in self.replica_assignments.items():
+            _check_wire_int(partition, _INT32, f"a partition id of topic {self.name!r}")
+            for broker_id in broker_ids:
+                _check_wire_int(broker_id, _INT32, f"a broker id of topic {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -192,6 +221,10 @@ def describe_topics(names: Iterable[str] | None = None,
 
 def create_partitions(new_totals: Mapping[str, int], validate_only: bool = False,
                       timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Operation:
+    """Raise each topic's partition count to its new total (ValueError, before anything is
+    sent, for a total the protocol's int32 cannot carry)."""
+    for topic, total in new_totals.items():
+        _check_wire_int(total, _INT32, f"the new partition count of topic {topic!r}")
     body = {"topics": [{"name": t, "count": n, "assignments": None}
                        for t, n in new_totals.items()],
             "timeout_ms": timeout_ms, "validate_only": validate_only}

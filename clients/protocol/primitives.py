@@ -101,8 +101,16 @@ def fixed_writer(kind: str) -> Writer:
     return write
 
 
+_ZERO_UUID_BYTES = bytes(16)
+
+
 def read_uuid(buf: memoryview, pos: int) -> tuple[uuid.UUID, int]:
-    return uuid.UUID(bytes=_UUID.unpack_from(buf, pos)[0]), pos + 16
+    raw = _UUID.unpack_from(buf, pos)[0]
+    # The zero id (a topic named by name) is the common value, and building a UUID costs
+    # more than the rest of a Metadata topic entry's decoding.
+    if raw == _ZERO_UUID_BYTES:
+        return ZERO_UUID, pos + 16
+    return uuid.UUID(bytes=raw), pos + 16
 
 
 def write_uuid(value: uuid.UUID, out: bytearray, inserts: list) -> None:

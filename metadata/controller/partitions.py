@@ -15,6 +15,7 @@ from metadata.controller.assignments import (
     new_partition_record,
     usable_brokers,
 )
+from metadata.controller.request_limits import create_partitions_refusal
 from metadata.image import MetadataImage, TopicImage
 from metadata.placement import PlacementError, place_replicas
 from metadata.records import MetadataRecord
@@ -29,9 +30,17 @@ def create_partitions(
     *,
     rng: random.Random,
 ) -> Decision:
-    """CreatePartitionsRequest -> records + CreatePartitionsResponse."""
+    """CreatePartitionsRequest -> records + CreatePartitionsResponse. A request adding more
+    partitions than Kafka's bound (`request_limits`) is refused as a whole with
+    POLICY_VIOLATION before any assignment is built."""
     topics = request.get("topics") or []
     validate_only = bool(request.get("validate_only"))
+    refusal = create_partitions_refusal(image, topics)
+    if refusal is not None:
+        logger.warning("refusing CreatePartitions of %d topic(s): %s", len(topics), refusal)
+        return [], {"throttle_time_ms": 0, "results": [
+            {"name": t["name"], "error_code": ErrorCode.POLICY_VIOLATION, "error_message": refusal}
+            for t in topics]}
     name_counts = Counter(t["name"] for t in topics)
     records: list[MetadataRecord] = []
     results = []

@@ -18,6 +18,11 @@ from metadata.controller.assignments import (
     usable_brokers,
 )
 from metadata.controller.rejection import Rejected
+from metadata.controller.request_limits import (
+    MAX_RECORDS_PER_REQUEST,
+    TOO_MANY_RECORDS,
+    create_topics_refusal,
+)
 from metadata.image import MetadataImage
 from metadata.placement import PlacementError, place_replicas
 from metadata.records import (
@@ -44,14 +49,23 @@ def create_topics(
     rng: random.Random,
     settings: ControllerSettings,
 ) -> Decision:
-    """CreateTopicsRequest -> records + CreateTopicsResponse (`validate_only` writes nothing)."""
+    """CreateTopicsRequest -> records + CreateTopicsResponse (`validate_only` writes nothing).
+
+    A request over Kafka's bounds (`request_limits`) is refused as a whole with
+    POLICY_VIOLATION: the partition count before anything is built, the record count (which
+    validate-only requests are held to as well) as soon as it is exceeded.
+    """
     topics = request.get("topics") or []
     validate_only = bool(request.get("validate_only"))
+    refusal = create_topics_refusal(topics, settings.num_partitions)
+    if refusal is not None:
+        return [], _refused(topics, refusal)
     name_counts = Counter(t["name"] for t in topics)
     collisions = {collision_key(n): n for n in image.topics_by_name}
     taken_ids = set(image.topics_by_id)
     records: list[MetadataRecord] = []
     results = []
+    planned_records = 0
     for topic in topics:
         name = topic["name"]
         try:
@@ -61,6 +75,9 @@ def create_topics(
         except Rejected as rej:
             results.append(_error_result(name, rej.code, rej.message))
             continue
+        planned_records += len(topic_records)
+        if planned_records > MAX_RECORDS_PER_REQUEST:
+            return [], _refused(topics, TOO_MANY_RECORDS)
         collisions[collision_key(name)] = name
         if validate_only:
             result["topic_id"] = ZERO_UUID
@@ -192,6 +209,14 @@ def _manual_lists(image: MetadataImage, assignments: list[dict[str, Any]]) -> li
     except AssignmentError as exc:
         raise Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(exc)) from None
     return [by_index[i] for i in range(len(by_index))]
+
+
+def _refused(topics: list[dict[str, Any]], message: str) -> dict[str, Any]:
+    """The whole request refused: every topic gets POLICY_VIOLATION (Kafka's
+    CreateTopicsRequest.getErrorResponse), and the refusal is logged once."""
+    logger.warning("refusing CreateTopics of %d topic(s): %s", len(topics), message)
+    return {"throttle_time_ms": 0,
+            "topics": [_error_result(t["name"], ErrorCode.POLICY_VIOLATION, message) for t in topics]}
 
 
 def _error_result(name: str, code: int, message: str) -> dict[str, Any]:

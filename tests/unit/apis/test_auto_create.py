@@ -20,17 +20,19 @@ from tests.unit.apis.harness import Broker, running_broker
 class _TopicController:
     """CreateTopics from the controller's decision; its records go to the broker's image."""
 
-    def __init__(self) -> None:
+    def __init__(self, publish: bool = True) -> None:
         self.broker: Broker | None = None
         self.requests: list[dict] = []
         self.created = trio.Event()
+        self.publish = publish
 
     async def handle(self, request, ctx) -> dict:  # type: ignore[no-untyped-def]
         assert self.broker is not None
         self.requests.append(request.body)
         records, response = create_topics(self.broker.image, request.body, 0,
                                           rng=random.Random(1), settings=ControllerSettings())
-        self.broker.publish(records)
+        if self.publish:
+            self.broker.publish(records)
         self.created.set()
         return response
 
@@ -98,4 +100,38 @@ async def test_offsets_topic_is_never_auto_created_under_replicated(tmp_path):
             again = await conn.request(ApiKey.METADATA, body, 9)
             assert again["topics"][0]["error_code"] != ErrorCode.NONE
             assert broker.image.topic("__consumer_offsets") is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_missing_topics_of_one_request_go_as_one_bounded_create_topics(tmp_path):
+    """Every missing topic of a Metadata request goes in one CreateTopics; a batch the
+    controller would refuse as a whole (12,000 partitions here) is not sent, and its topics
+    stay UNKNOWN_TOPIC_OR_PARTITION."""
+    controller = _TopicController(publish=False)  # decides; the broker creates no logs
+    router = RequestRouter()
+    install_api_versions(router)
+    router.register(ApiKey.CREATE_TOPICS, controller.handle)
+    server = NetworkServer([Listener("CONTROLLER", "127.0.0.1", 0, "PLAINTEXT")], router)
+    async with trio.open_nursery() as nursery:
+        host, port = (await nursery.start(server.serve))["CONTROLLER"]
+        channel = ControllerClient({9: (host, port)}, "test-broker")
+        async with running_broker(tmp_path, channel=channel,
+                                  extra={"num.partitions": "2000"}) as broker:
+            controller.broker = broker
+            conn = await broker.connect()
+            too_many = {"topics": [{"name": f"many{i}"} for i in range(6)],
+                        "allow_auto_topic_creation": True}
+            refused = await conn.request(ApiKey.METADATA, too_many, 9)
+            assert {t["error_code"] for t in refused["topics"]} == {
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            three = {"topics": [{"name": f"few{i}"} for i in range(3)],
+                     "allow_auto_topic_creation": True}
+            first = await conn.request(ApiKey.METADATA, three, 9)
+            assert {t["error_code"] for t in first["topics"]} == {ErrorCode.LEADER_NOT_AVAILABLE}
+            with trio.fail_after(10):
+                await controller.created.wait()
+            assert [[t["name"] for t in r["topics"]] for r in controller.requests] == [
+                ["few0", "few1", "few2"]]
+            await conn.aclose()
+        await channel.aclose()
         nursery.cancel_scope.cancel()

@@ -10,7 +10,7 @@ import pytest
 
 from clients.protocol import ApiKey, ProtocolError, decode_response, encode_response
 from clients.protocol.compiler import Compiled, compile_struct, compile_type
-from clients.protocol.primitives import primitive_reader, primitive_writer
+from clients.protocol.primitives import ZERO_UUID, primitive_reader, primitive_writer
 from clients.protocol.schema import (
     BOOL,
     BYTES,
@@ -234,3 +234,12 @@ def test_bad_varints_raise_varint_error(decode: Any, wire: bytes) -> None:
 def test_out_of_range_varints_are_refused(encode: Any, value: int) -> None:
     with pytest.raises(VarintError):
         encode(value)
+
+
+def test_uuids_read_back_including_the_zero_id() -> None:
+    read = primitive_reader(UUID, False, False)
+    buf = memoryview(bytes(16) + SOME_UUID.bytes)
+    zero, pos = read(buf, 0)
+    assert (zero, pos) == (uuid.UUID(int=0), 16)
+    assert zero is ZERO_UUID  # the shared value, not a new UUID per topic of a request
+    assert read(buf, 16) == (SOME_UUID, 32)
