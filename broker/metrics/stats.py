@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from broker.metrics.histogram import Histogram
 from clients.protocol import ApiKey
+from clients.protocol.message import Message
 
 
 @dataclass
@@ -112,9 +113,10 @@ class RequestStats:
 
 
 def error_code_counts(body: Any) -> dict[int, int]:
-    """How often each `error_code` value occurs in a response body, at any depth. Record
-    payloads are bytes or file ranges, never walked. One pass without generators: a
-    response of a million partitions is walked on the event loop."""
+    """How often each `error_code` value occurs in a response body (dicts, or the generated
+    message classes), at any depth. Record payloads are bytes or file ranges, never walked.
+    One pass without generators: a response of a million partitions is walked on the event
+    loop."""
     counts: dict[int, int] = {}
     stack = [body]
     pop, push = stack.pop, stack.append
@@ -122,13 +124,16 @@ def error_code_counts(body: Any) -> dict[int, int]:
         item = pop()
         if isinstance(item, dict):
             code = item.get("error_code")
-            if isinstance(code, int):
-                counts[code] = counts.get(code, 0) + 1
             values: Iterable[Any] = item.values()
+        elif isinstance(item, Message):
+            code = getattr(item, "error_code", None)
+            values = [getattr(item, name) for name in item.__slots__]
         else:
-            values = item
+            code, values = None, item
+        if isinstance(code, int):
+            counts[code] = counts.get(code, 0) + 1
         for value in values:
-            if isinstance(value, (dict, list)):
+            if isinstance(value, (dict, list, Message)):
                 push(value)
     return counts
 

@@ -59,6 +59,16 @@ def test_request_stats_count_every_error_code_of_a_response() -> None:
     assert produce.total_time_ms.count == 2
 
 
+def test_error_codes_are_counted_in_generated_message_bodies() -> None:
+    from clients.protocol.messages.api_versions import ApiVersionsResponseData
+
+    body = ApiVersionsResponseData(error_code=35, api_keys=[
+        ApiVersionsResponseData.ApiVersion(api_key=0, min_version=3, max_version=9)])
+    stats = RequestStats()
+    stats.record(request(18, 3), body, 1.0)
+    assert stats.requests["ApiVersions"].errors_by_code == {35: 1}
+
+
 def test_fetches_also_count_as_consumer_or_follower_fetches() -> None:
     stats = RequestStats()
     stats.record(request(1, 12, replica_id=-1), {"error_code": 0, "responses": []}, 2.0)
