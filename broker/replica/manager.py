@@ -18,7 +18,7 @@ import trio
 from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
 from broker.metrics.stats import BrokerTopicStats, ReplicaStats
-from broker.purgatory import Purgatory
+from broker.replica.purgatory import Purgatory
 from broker.replica.errors import NotLeaderOrFollower, OfflineReplica, UnknownTopicOrPartition
 from broker.replica.partition import Partition
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
