@@ -15,23 +15,50 @@ from tests.conftest import REPO_ROOT
 PACKAGES = ("broker", "clients", "kraft", "metadata")
 
 _CHECK = """
-import importlib, pkgutil, sys
+import importlib, os, pkgutil, sys
 packages = sys.argv[1:]
 names = []
 for package in packages:
     names.append(package)
     root = importlib.import_module(package)
     names += [m.name for m in pkgutil.walk_packages(root.__path__, package + ".")]
-failures = []
+# Everything once, so that the libraries they use are loaded; then no project module is.
 for name in names:
-    for loaded in [m for m in sys.modules if m.split(".")[0] in packages]:
-        del sys.modules[loaded]
     try:
         importlib.import_module(name)
-    except Exception as exc:
-        failures.append(f"{name}: {exc!r}")
+    except Exception:
+        pass
+for loaded in [m for m in sys.modules if m.split(".")[0] in packages]:
+    del sys.modules[loaded]
+# Each module first, in a child forked from this state, a few at a time.
+read_end, write_end = os.pipe()
+running = {}
+failures = []
+def reap():
+    pid, status = os.wait()
+    name = running.pop(pid)
+    if status:
+        failures.append(name)
+for name in names:
+    while len(running) >= (os.cpu_count() or 1):
+        reap()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            os.write(write_end, f"{name}: {exc!r}\\n".encode())
+            os._exit(1)
+        os._exit(0)
+    running[pid] = name
+while running:
+    reap()
+os.close(write_end)
+reasons = b""
+while chunk := os.read(read_end, 65536):
+    reasons += chunk
 print(len(names))
-print("\\n".join(failures))
+print(reasons.decode() or "\\n".join(f"{name}: failed" for name in failures))
 """
 
 
