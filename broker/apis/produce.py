@@ -144,6 +144,10 @@ class ProduceHandler:
             await _flush_appended(flushes)
             pending = [p for p in pending if p.entry["error_code"] == ErrorCode.NONE]
         if pending:
+            # The records are in the log: let go of them (and so of the request's frame)
+            # while waiting for the replicas, as the request gives back the memory it was
+            # charged when it parks (broker.parking).
+            _drop_records(topic_data)
             await await_replication(self._replicas, pending, int(body.get("timeout_ms", 0)), _fail)
         if acks == 0:
             failed = [f"{r['name']}-{e['index']}: {ErrorCode.from_code(e['error_code']).name}"
@@ -219,6 +223,12 @@ class ProduceHandler:
                 verdicts[key] = produce_error_for(code)
                 partitions[key].end_verification(guard)
         return verdicts
+
+
+def _drop_records(topic_data: Sequence[dict[str, Any]]) -> None:
+    for topic in topic_data:
+        for data in topic.get("partition_data") or ():
+            data["records"] = None
 
 
 async def _flush_appended(flushes: list[tuple[dict[str, Any], PartitionLog]]) -> None:
