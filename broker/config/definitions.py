@@ -294,6 +294,9 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("raftka.socket.request.read.timeout.ms", "long", "30000",
        "Raftka: a request must arrive whole within this long of its first byte, or its "
        "connection is closed.", at_least(1)),
+    _k("raftka.shutdown.timeout.ms", "long", "30000",
+       "Raftka: the longest a node takes to stop after SIGTERM; then it flushes its logs "
+       "and exits.", at_least(1)),
     _k("num.network.threads", "int", "3", "Accepted; one trio loop serves all.", at_least(1)),
     _k("num.io.threads", "int", "8", "Accepted; one trio loop serves all.", at_least(1)),
     _k("message.max.bytes", "int", "1048588", "Largest record batch accepted.", at_least(0)),

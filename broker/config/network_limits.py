@@ -1,4 +1,4 @@
-"""The network limits of a node (connections, request backlog, read timeout),
+"""The network limits of a node (connections, request backlog, read and shutdown timeouts),
 checked across keys as Kafka's KafkaConfig checks them; a bad value stops start-up naming the
 key."""
 
@@ -20,6 +20,12 @@ OVERRIDES_KEY = "max.connections.per.ip.overrides"
 LISTENER_MAX_CONNECTIONS = re.compile(r"^listener\.name\.([^.]+)\.max\.connections$")
 # Kafka's Utils.validHostPattern.
 _VALID_HOST = re.compile(r"^[0-9a-zA-Z\-%._:]*$")
+# Of the shutdown timeout: the longest wait for the controller's agreement, and the grace of
+# requests in flight when the listeners close.
+CONTROLLED_SHUTDOWN_SHARE = 0.5
+CONTROLLED_SHUTDOWN_MAX_S = 30.0
+REQUEST_GRACE_SHARE = 0.25
+REQUEST_GRACE_MAX_S = 10.0
 
 Resolve = Callable[[str], Iterable[str]]
 
@@ -36,6 +42,18 @@ class NetworkLimits:
     request_read_timeout_ms: int
     queued_max_requests: int
     queued_max_request_bytes: int
+    shutdown_timeout_ms: int
+
+    @property
+    def controlled_shutdown_timeout_s(self) -> float:
+        """How long a broker waits for the controller to agree to its shutdown."""
+        return min(CONTROLLED_SHUTDOWN_MAX_S,
+                   self.shutdown_timeout_ms / 1000 * CONTROLLED_SHUTDOWN_SHARE)
+
+    @property
+    def shutdown_grace_s(self) -> float:
+        """How long requests in flight may finish once the listeners close."""
+        return min(REQUEST_GRACE_MAX_S, self.shutdown_timeout_ms / 1000 * REQUEST_GRACE_SHARE)
 
 
 def normalise_address(address: str) -> str:
@@ -153,4 +171,5 @@ def network_limits(get: Callable[[str], object], originals: Mapping[str, str],
         request_read_timeout_ms=int(get("raftka.socket.request.read.timeout.ms")),  # type: ignore[call-overload]
         queued_max_requests=int(get("queued.max.requests")),  # type: ignore[call-overload]
         queued_max_request_bytes=queued_bytes,
+        shutdown_timeout_ms=int(get("raftka.shutdown.timeout.ms")),  # type: ignore[call-overload]
     )

@@ -315,6 +315,15 @@ class LogManager:
         """fsync logs whose flush.ms has passed; returns how many were flushed."""
         return sum(1 for log in self.logs() if log.flush_if_due(now_ms))
 
+    def sync_for_exit(self) -> None:
+        """fsync every log's active segment and change nothing else: the flush of a process
+        ending abruptly (`broker.forced_exit`), which may interrupt any code."""
+        for log in list(self._logs.values()):
+            try:
+                os.fsync(log.segments[-1].fd)
+            except (OSError, IndexError, ValueError):
+                pass
+
     def checkpoint(self) -> None:
         """Write recovery-point, HW, log-start-offset and cleaner checkpoints of every dir."""
         for log_dir, marks in self._checkpoint_marks():

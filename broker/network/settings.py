@@ -59,6 +59,7 @@ class ServerSettings:
             inter_broker_listener=config.inter_broker_listener_name or None,
             queued_max_requests=limits.queued_max_requests,
             queued_max_request_bytes=limits.queued_max_request_bytes,
+            shutdown_grace_s=limits.shutdown_grace_s,
             failed_authentication_delay_s=int(
                 config.get("connection.failed.authentication.delay.ms")) / 1000.0,  # type: ignore[call-overload]
             send_buffer_bytes=config.socket_send_buffer_bytes,

@@ -1,5 +1,5 @@
 """The network keys: max.connections.per.ip.overrides in Kafka's format, listener-prefixed
-max.connections, the backlog and read timeout keys, and the cross-key checks Kafka makes; a bad
+max.connections, the backlog and timeout keys, and the cross-key checks Kafka makes; a bad
 value stops start-up naming the key."""
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ def test_defaults() -> None:
     assert limits.queued_max_requests == 500
     assert limits.queued_max_request_bytes == 209715200
     assert limits.request_read_timeout_ms == 30000
+    assert limits.shutdown_timeout_ms == 30000
+    assert limits.controlled_shutdown_timeout_s == 15.0
+    assert limits.shutdown_grace_s == 7.5
 
 
 def test_configured_limits() -> None:
@@ -92,6 +95,7 @@ def test_listener_limit_for_no_listener_is_ignored_with_a_warning(caplog) -> Non
     ("queued.max.requests", {"queued.max.requests": "0"}),
     ("queued.max.request.bytes", {"queued.max.request.bytes": "1000"}),
     ("raftka.socket.request.read.timeout.ms", {"raftka.socket.request.read.timeout.ms": "0"}),
+    ("raftka.shutdown.timeout.ms", {"raftka.shutdown.timeout.ms": "0"}),
     ("connections.max.idle.ms", {"connections.max.idle.ms": "0"}),
     ("connections.max.idle.ms", {"connections.max.idle.ms": "-5"}),
     ("connection.failed.authentication.delay.ms",
