@@ -25,6 +25,7 @@ from broker import parking
 from broker.network.backlog import Charge, MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec
 from broker.network.framing import FrameError, FrameReader, ReaderIdle
+from broker.network.large_requests import LargeRequests
 from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
 from broker.apis.sasl import SASL_SESSION
@@ -38,10 +39,12 @@ logger = logging.getLogger(__name__)
 class _Slot:
     """A response position in the connection's order; filled when its handler finishes."""
 
-    __slots__ = ("settled", "chunks", "close_reason", "close_after")
+    __slots__ = ("settled", "chunks", "close_reason", "close_after", "large")
 
     def __init__(self) -> None:
         self.settled = False
+        # Whether its request holds the server's large-request lane.
+        self.large = False
         self.chunks: Sequence[object] | None = None
         self.close_reason: str | None = None
         # Set when the connection closes once this response is written.
@@ -67,9 +70,10 @@ class Connection:
                  router: RequestRouter, codec: WireCodec, settings: ServerSettings,
                  supported_versions: Mapping[int, tuple[int, int]],
                  sasl: SaslSession | None = None, backlog: RequestBacklog | None = None,
-                 pool: MemoryPool | None = None) -> None:
+                 pool: MemoryPool | None = None, large: LargeRequests | None = None) -> None:
         self._stream = stream
         self._backlog = backlog
+        self._large = large
         self.ctx = ctx
         # On a SASL listener: the connection's authentication state (None elsewhere).
         self._sasl = sasl
@@ -176,9 +180,16 @@ class Connection:
             admission.release()
             self._write_soon()
             return answered
+        large = self._large
         try:
-            request = codec.decode_request(frame)
+            if large is not None and large.applies(frame):
+                await large.enter(slot)
+                slot.large = True
+                request = await large.decode(codec, frame)
+            else:
+                request = codec.decode_request(frame)
         except codec.UnsupportedVersionError as exc:
+            self._leave_large(slot)
             admission.release()
             self._answer_unsupported(exc, slot)
             if (sasl is not None and not sasl.authenticated
@@ -187,12 +198,17 @@ class Connection:
             self._write_soon()
             return True
         except codec.ProtocolError as exc:
+            self._leave_large(slot)
             admission.release()
             self._close_now(f"unparsable request: {exc}")
             return False
+        except BaseException:
+            self._leave_large(slot)
+            raise
         if sasl is not None:
             refusal = sasl.admit(request.api_key)
             if refusal is not None:
+                self._leave_large(slot)
                 admission.release()
                 if sasl.expired:
                     slot.fail(refusal)
@@ -256,7 +272,14 @@ class Connection:
         finally:
             parking.RELEASE.reset(token)
             admission.release()
+            self._leave_large(slot)
         await self._write_settled()
+
+    def _leave_large(self, slot: _Slot) -> None:
+        if slot.large:
+            slot.large = False
+            assert self._large is not None
+            self._large.leave(slot)
 
     async def _handle(self, request: DecodedRequest, slot: _Slot) -> None:
         try:
@@ -271,6 +294,17 @@ class Connection:
             return
         if body is None:
             slot.fill(None)
+            return
+        if slot.large:
+            assert self._large is not None
+            try:
+                chunks = await self._large.encode(self._codec, request.api_key,
+                                                  request.api_version, request.correlation_id,
+                                                  body)
+            except Exception as exc:
+                _encoding_failed(slot, request.api_key, request.api_version, exc)
+                return
+            slot.fill(chunks)
             return
         self._encode_into(slot, request.api_key, request.api_version, request.correlation_id,
                           body)
@@ -301,8 +335,7 @@ class Connection:
             chunks = self._codec.encode_response_chunks(api_key, api_version,
                                                                correlation_id, body)
         except Exception as exc:
-            logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)
-            slot.fail(f"cannot encode response for api {api_key} v{api_version}")
+            _encoding_failed(slot, api_key, api_version, exc)
             return
         slot.fill(chunks)
 
@@ -356,3 +389,8 @@ class Connection:
             self._cancel()
             return False
         return True
+
+
+def _encoding_failed(slot: _Slot, api_key: int, api_version: int, exc: Exception) -> None:
+    logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)
+    slot.fail(f"cannot encode response for api {api_key} v{api_version}")

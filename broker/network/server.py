@@ -16,6 +16,7 @@ from broker.config.network_limits import normalise_address
 from broker.network.backlog import MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
+from broker.network.large_requests import LargeRequests
 from broker.network.connection_quotas import ConnectionQuotas
 from broker.apis.request import ConnectionContext, RequestRouter
 from broker.sasl.sessions import SaslSessions
@@ -74,6 +75,7 @@ class NetworkServer:
             inter_broker_listener=settings.inter_broker_listener)
         self.backlog = RequestBacklog(settings.queued_max_requests)
         self.pool = MemoryPool(settings.queued_max_request_bytes)
+        self.large_requests = LargeRequests()
         self._held_back_logged: dict[str, float] = {}
         self._refusal_logged = -math.inf
         self._refused = 0
@@ -245,7 +247,8 @@ class NetworkServer:
                                 supported_versions=self.supported_versions,
                                 sasl=(None if self.sasl is None
                                       else self.sasl.new_session(ctx.listener_name)),
-                                backlog=self.backlog, pool=self.pool)
+                                backlog=self.backlog, pool=self.pool,
+                                large=self.large_requests)
         self._connections.add(connection)
         connections.start_soon(self._run_connection, connection, address)
 

@@ -1,0 +1,55 @@
+"""Large requests: a frame of more than `LARGE_REQUEST_BYTES` that is not a Produce (whose
+record batches stay opaque bytes, so its size says nothing of its cost) names very many
+topics, partitions or resources. Decoding one, and encoding its answer, takes seconds of
+pure Python, and its decoded form is about ten times its frame. So a server handles such
+requests one at a time, and decodes and encodes them in a worker thread, where the
+interpreter's switch interval lets the event loop, and so every other client, run."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import trio
+
+from broker.apis.request import DecodedRequest
+from broker.network.codec import WireCodec
+
+LARGE_REQUEST_BYTES = 1 << 20
+_PRODUCE = 0
+
+
+def _api_key(frame: memoryview) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+
+
+class LargeRequests:
+    """The server's one-at-a-time lane for large requests."""
+
+    def __init__(self, threshold: int = LARGE_REQUEST_BYTES) -> None:
+        self.threshold = threshold
+        self._lane = trio.CapacityLimiter(1)
+
+    @property
+    def waiting(self) -> int:
+        """Requests read and waiting for the lane."""
+        return self._lane.statistics().tasks_waiting
+
+    def applies(self, frame: memoryview) -> bool:
+        return len(frame) > self.threshold and _api_key(frame) != _PRODUCE
+
+    async def enter(self, owner: object) -> None:
+        """Wait for the lane; `owner` holds it until `leave(owner)`."""
+        await self._lane.acquire_on_behalf_of(owner)
+
+    def leave(self, owner: object) -> None:
+        self._lane.release_on_behalf_of(owner)
+
+    @staticmethod
+    async def decode(codec: WireCodec, frame: memoryview) -> DecodedRequest:
+        return await trio.to_thread.run_sync(codec.decode_request, frame)
+
+    @staticmethod
+    async def encode(codec: WireCodec, api_key: int, api_version: int, correlation_id: int,
+                     body: Any) -> Sequence[object]:
+        return await trio.to_thread.run_sync(codec.encode_response_chunks, api_key,
+                                             api_version, correlation_id, body)

@@ -1,0 +1,119 @@
+"""Large requests (more than 1 MiB, not Produce): decoded and answered in a worker thread,
+one at a time per server, while small requests on other connections are answered."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import trio
+
+import clients.protocol as protocol
+from broker.apis.api_versions import install_api_versions
+from broker.apis.request import RequestRouter
+from broker.config import Listener
+from broker.network import NetworkServer, ServerSettings
+from broker.network.large_requests import LARGE_REQUEST_BYTES
+from tests.unit.network.test_server import api_versions_frame, decode_api_versions
+from tests.unit.network.wire import connect, read_frame
+
+METADATA = 3
+TOPICS = 150_000  # about 2.7 MB on the wire at v12
+
+
+class ThreadNotingCodec:
+    """clients.protocol, noting which thread decoded and encoded each API."""
+
+    def __init__(self) -> None:
+        self.SUPPORTED_VERSIONS = protocol.SUPPORTED_VERSIONS
+        self.ProtocolError = protocol.ProtocolError
+        self.UnsupportedVersionError = protocol.UnsupportedVersionError
+        self.threads: list[tuple[str, int, bool]] = []
+
+    def decode_request(self, frame: Any) -> Any:
+        request = protocol.decode_request(frame)
+        self.threads.append(("decode", request.api_key, _on_main_thread()))
+        return request
+
+    def encode_response_chunks(self, api_key: int, api_version: int, correlation_id: int,
+                               body: Any) -> Any:
+        self.threads.append(("encode", api_key, _on_main_thread()))
+        return protocol.encode_response_chunks(api_key, api_version, correlation_id, body)
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def large_metadata_frame(correlation_id: int) -> bytes:
+    body = {"topics": [{"topic_id": uuid.UUID(int=0), "name": f"topic-{i:07d}"}
+                       for i in range(TOPICS)],
+            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    payload = protocol.encode_request(METADATA, 12, correlation_id, "big", body)
+    assert len(payload) > LARGE_REQUEST_BYTES
+    return len(payload).to_bytes(4, "big") + payload
+
+
+@asynccontextmanager
+async def serving(router: RequestRouter, codec: ThreadNotingCodec
+                  ) -> AsyncIterator[tuple[NetworkServer, tuple[str, int]]]:
+    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router,
+                           ServerSettings(shutdown_grace_s=2.0), codec=codec)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        addresses = await nursery.start(server.serve)
+        try:
+            yield server, addresses["PLAINTEXT"]
+        finally:
+            server.stop()
+
+
+async def test_large_requests_run_one_at_a_time_off_the_loop_while_small_ones_are_answered(
+        ) -> None:
+    router = RequestRouter()
+    install_api_versions(router, protocol.SUPPORTED_VERSIONS)
+    release = trio.Event()
+    running = 0
+    most_at_once = 0
+    started = trio.Event()
+
+    async def metadata(request: Any, ctx: Any) -> dict:
+        nonlocal running, most_at_once
+        running += 1
+        most_at_once = max(most_at_once, running)
+        started.set()
+        await release.wait()
+        running -= 1
+        return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": []}
+
+    router.register(METADATA, metadata)
+    codec = ThreadNotingCodec()
+    frames = [large_metadata_frame(1), large_metadata_frame(2)]
+    async with serving(router, codec) as (server, address):
+        big = [await connect(address), await connect(address)]
+        async with trio.open_nursery() as nursery:
+            for stream, frame in zip(big, frames):
+                nursery.start_soon(stream.send_all, frame)
+        with trio.fail_after(60):
+            await started.wait()
+            # The other large request has arrived and waits for the lane.
+            while server.large_requests.waiting < 1:
+                await trio.sleep(0.01)
+        # One large request is being handled: another client's small request is answered.
+        async with await connect(address) as small:
+            await small.send_all(api_versions_frame(9))
+            with trio.fail_after(10):
+                answer = decode_api_versions(await read_frame(small))
+            assert answer._header.correlation_id == 9
+        assert running == 1
+        release.set()
+        for stream in big:
+            assert await read_frame(stream, timeout=60) is not None
+            await stream.aclose()
+    assert most_at_once == 1
+    large = [(step, on_main) for step, api, on_main in codec.threads if api == METADATA]
+    assert large == [("decode", False), ("encode", False)] * 2, large
+    small = {on_main for step, api, on_main in codec.threads if api != METADATA}
+    assert small == {True}
