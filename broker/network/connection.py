@@ -182,9 +182,10 @@ class Connection:
             return answered
         large = self._large
         try:
-            if large is not None and large.applies(frame):
-                await large.enter(slot)
-                slot.large = True
+            if large is not None and large.off_loop(frame):
+                if large.needs_lane(frame):
+                    await large.enter(slot)
+                    slot.large = True
                 request = await large.decode(codec, frame)
             else:
                 request = codec.decode_request(frame)

@@ -1,9 +1,10 @@
-"""Large requests: a frame of more than `LARGE_REQUEST_BYTES` that is not a Produce (whose
-record batches stay opaque bytes, so its size says nothing of its cost) names very many
-topics, partitions or resources. Decoding one, and encoding its answer, takes seconds of
-pure Python, and its decoded form is about ten times its frame. So a server handles such
-requests one at a time, and decodes and encodes them in a worker thread, where the
-interpreter's switch interval lets the event loop, and so every other client, run."""
+"""Large requests: a frame of more than `LARGE_REQUEST_BYTES`. One that is not a Produce
+names very many topics, partitions or resources: decoding it, and encoding its answer, takes
+seconds of pure Python, and its decoded form is about ten times its frame. So a server
+handles such requests one at a time, and decodes and encodes them in a worker thread, where
+the interpreter's switch interval lets the event loop, and so every other client, run. A
+large Produce is mostly record batches, which stay opaque bytes: it is only decoded in a
+worker thread (a hostile one may name millions of partitions), and runs beside the others."""
 
 from __future__ import annotations
 
@@ -34,8 +35,14 @@ class LargeRequests:
         """Requests read and waiting for the lane."""
         return self._lane.statistics().tasks_waiting
 
-    def applies(self, frame: memoryview) -> bool:
-        return len(frame) > self.threshold and _api_key(frame) != _PRODUCE
+    def off_loop(self, frame: memoryview) -> bool:
+        """Whether `frame` is decoded in a worker thread."""
+        return len(frame) > self.threshold
+
+    @staticmethod
+    def needs_lane(frame: memoryview) -> bool:
+        """Whether a large `frame` is handled alone (and answered from a worker thread)."""
+        return _api_key(frame) != _PRODUCE
 
     async def enter(self, owner: object) -> None:
         """Wait for the lane; `owner` holds it until `leave(owner)`."""

@@ -446,16 +446,19 @@ def test_long_polling_consumers_do_not_hold_the_request_backlog(node: Node) -> N
     fetches = [frame_of(ApiKey.FETCH, 11, i, fetch_body(topic, 0, max_wait_ms=4000))
                for i in range(pipelined)]
     answers = [0] * connections
+    sent = [threading.Event() for _ in range(connections)]
 
     def long_poll(i: int) -> None:
         with connect(node.port, timeout=30) as sock:
             sock.sendall(b"".join(fetches))
+            sent[i].set()
             answers[i] = sum(1 for _ in range(pipelined) if read_frame(sock) is not None)
 
     assert connections * pipelined > QUEUED_MAX_REQUESTS
     with node.case("long-polling consumers", rss_bound_mb=24):
         pollers = threads(long_poll, connections)
-        time.sleep(1.0)  # the other client asks while every long poll is parked
+        # The other client keeps asking while every long poll is parked (for 4 s each).
+        assert all(event.wait(30) for event in sent)
         for thread in pollers:
             thread.join(timeout=30)
     assert answers == [pipelined] * connections
@@ -497,14 +500,23 @@ def busy_node(tmp_path_factory: pytest.TempPathFactory, name: str
 
         flooders = threads(flood, 8)
         with connect(cluster.port, timeout=60) as huge:
+            working_from = cpu_seconds(pid)
             huge.sendall(starving_produce())
-            time.sleep(0.5)  # the node is inside the huge request now
+            # The node is inside the huge request once it has spent CPU time on it.
+            wait_for(lambda: cpu_seconds(pid) >= working_from + 0.3,
+                     "the node to work on the huge request", timeout=30, interval=0.02)
             try:
                 yield cluster, pid
             finally:
                 stop.set()
                 for thread in flooders:
                     thread.join(timeout=10)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_exit(info: object, pid: int, timeout: float) -> float:
@@ -533,7 +545,8 @@ def test_second_sigterm_ends_a_busy_node_at_once(
     with busy_node(tmp_path_factory, "second-sigterm") as (cluster, pid):
         info = cluster.info.nodes[0]
         os.kill(pid, signal.SIGTERM)
-        time.sleep(0.3)
+        wait_for(lambda: "stopping gracefully" in info.log_path.read_text(errors="replace"),
+                 "the first SIGTERM to be taken", timeout=10, interval=0.02)
         os.kill(pid, signal.SIGTERM)
         took = wait_exit(info, pid, timeout=20)
         report_stop("second SIGTERM while busy", took)

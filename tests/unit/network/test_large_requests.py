@@ -20,6 +20,7 @@ from tests.unit.network.test_server import api_versions_frame, decode_api_versio
 from tests.unit.network.wire import connect, read_frame
 
 METADATA = 3
+PRODUCE = 0
 TOPICS = 150_000  # about 2.7 MB on the wire at v12
 
 
@@ -117,3 +118,34 @@ async def test_large_requests_run_one_at_a_time_off_the_loop_while_small_ones_ar
     assert large == [("decode", False), ("encode", False)] * 2, large
     small = {on_main for step, api, on_main in codec.threads if api != METADATA}
     assert small == {True}
+
+
+async def test_a_large_produce_is_decoded_off_the_loop_and_runs_beside_others() -> None:
+    router = RequestRouter()
+    release = trio.Event()
+    running = 0
+
+    async def produce(request: Any, ctx: Any) -> dict:
+        nonlocal running
+        running += 1
+        await release.wait()
+        return {"responses": [], "throttle_time_ms": 0}
+
+    router.register(PRODUCE, produce)
+    codec = ThreadNotingCodec()
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": b"\0" * (2 << 20)}]}]}
+    payload = protocol.encode_request(PRODUCE, 9, 1, "big", body)
+    async with serving(router, codec) as (server, address):
+        streams = [await connect(address), await connect(address)]
+        for stream in streams:
+            await stream.send_all(len(payload).to_bytes(4, "big") + payload)
+        with trio.fail_after(30):
+            while running < 2:  # both large produces are handled at once
+                await trio.sleep(0.01)
+        release.set()
+        for stream in streams:
+            assert await read_frame(stream, timeout=30) is not None
+            await stream.aclose()
+    assert [(step, on_main) for step, api, on_main in codec.threads if api == PRODUCE] == [
+        ("decode", False), ("decode", False), ("encode", True), ("encode", True)]
