@@ -294,6 +294,10 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     _k("raftka.socket.request.read.timeout.ms", "long", "30000",
        "Raftka: a request must arrive whole within this long of its first byte, or its "
        "connection is closed.", at_least(1)),
+    _k("raftka.socket.request.max.elements", "int", "200000",
+       "Raftka: the most array elements (topics, partitions, resources, ids) one request may "
+       "name in all; a request naming more closes its connection, as an oversized frame "
+       "does.", at_least(1)),
     _k("raftka.shutdown.timeout.ms", "long", "30000",
        "Raftka: the longest a node takes to stop after SIGTERM; then it flushes its logs "
        "and exits.", at_least(1)),

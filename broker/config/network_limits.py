@@ -40,6 +40,7 @@ class NetworkLimits:
     # Listener name -> listener.name.<name>.max.connections.
     per_listener: Mapping[str, int]
     request_read_timeout_ms: int
+    request_max_elements: int
     queued_max_requests: int
     queued_max_request_bytes: int
     shutdown_timeout_ms: int
@@ -169,6 +170,7 @@ def network_limits(get: Callable[[str], object], originals: Mapping[str, str],
         per_ip_overrides=resolve_overrides(overrides, resolve=resolve),
         per_listener=listener_max_connections(originals, listener_names),
         request_read_timeout_ms=int(get("raftka.socket.request.read.timeout.ms")),  # type: ignore[call-overload]
+        request_max_elements=int(get("raftka.socket.request.max.elements")),  # type: ignore[call-overload]
         queued_max_requests=int(get("queued.max.requests")),  # type: ignore[call-overload]
         queued_max_request_bytes=queued_bytes,
         shutdown_timeout_ms=int(get("raftka.shutdown.timeout.ms")),  # type: ignore[call-overload]

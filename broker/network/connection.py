@@ -26,6 +26,7 @@ from broker.network.backlog import Charge, MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec
 from broker.network.framing import FrameError, FrameReader, ReaderIdle
 from broker.network.large_requests import LargeRequests
+from clients.protocol.arrays import TooManyElements
 from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
 from broker.apis.sasl import SASL_SESSION
@@ -82,6 +83,7 @@ class Connection:
         self._router = router
         self._codec = codec
         self._settings = settings
+        self._max_elements = settings.max_request_elements
         self._supported_versions = supported_versions
         self._in_flight = trio.Semaphore(settings.max_in_flight_per_connection)
         self._idle_timeout = settings.idle_timeout_s
@@ -186,9 +188,9 @@ class Connection:
                 if large.needs_lane(frame):
                     await large.enter(slot)
                     slot.large = True
-                request = await large.decode(codec, frame)
+                request = await large.decode(codec, frame, self._max_elements)
             else:
-                request = codec.decode_request(frame)
+                request = codec.decode_request(frame, max_elements=self._max_elements)
         except codec.UnsupportedVersionError as exc:
             self._leave_large(slot)
             admission.release()
@@ -198,6 +200,11 @@ class Connection:
                 slot.close_after = "unsupported request version before SASL authentication"
             self._write_soon()
             return True
+        except TooManyElements as exc:
+            self._leave_large(slot)
+            admission.release()
+            self._close_now(f"oversized request: {exc} (raftka.socket.request.max.elements)")
+            return False
         except codec.ProtocolError as exc:
             self._leave_large(slot)
             admission.release()

@@ -8,6 +8,7 @@ worker thread (a hostile one may name millions of partitions), and runs beside t
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import trio
@@ -52,8 +53,10 @@ class LargeRequests:
         self._lane.release_on_behalf_of(owner)
 
     @staticmethod
-    async def decode(codec: WireCodec, frame: memoryview) -> DecodedRequest:
-        return await trio.to_thread.run_sync(codec.decode_request, frame)
+    async def decode(codec: WireCodec, frame: memoryview, max_elements: int | None
+                     ) -> DecodedRequest:
+        return await trio.to_thread.run_sync(
+            partial(codec.decode_request, frame, max_elements=max_elements))
 
     @staticmethod
     async def encode(codec: WireCodec, api_key: int, api_version: int, correlation_id: int,

@@ -17,6 +17,8 @@ class ServerSettings:
     """Network limits; `from_config` maps Kafka's keys onto them."""
 
     max_request_bytes: int = 104857600
+    # Array elements one request may name in all (raftka.socket.request.max.elements).
+    max_request_elements: int = 200_000
     idle_timeout_s: float = 600.0
     # From a frame's first byte to its last (raftka.socket.request.read.timeout.ms).
     request_read_timeout_s: float = 30.0
@@ -50,6 +52,7 @@ class ServerSettings:
         idle_ms = config.connections_max_idle_ms
         return cls(
             max_request_bytes=config.socket_request_max_bytes,
+            max_request_elements=limits.request_max_elements,
             idle_timeout_s=math.inf if idle_ms < 0 else idle_ms / 1000.0,
             request_read_timeout_s=limits.request_read_timeout_ms / 1000.0,
             max_connections=config.max_connections,

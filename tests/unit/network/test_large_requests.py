@@ -21,7 +21,7 @@ from tests.unit.network.wire import connect, read_frame
 
 METADATA = 3
 PRODUCE = 0
-TOPICS = 150_000  # about 2.7 MB on the wire at v12
+TOPICS = 150_000  # about 2.7 MB on the wire at v12 (within the default element bound)
 
 
 class ThreadNotingCodec:
@@ -33,8 +33,9 @@ class ThreadNotingCodec:
         self.UnsupportedVersionError = protocol.UnsupportedVersionError
         self.threads: list[tuple[str, int, bool]] = []
 
-    def decode_request(self, frame: Any) -> Any:
-        request = protocol.decode_request(frame)
+    def decode_request(self, frame: Any, typed: bool | None = None,
+                       max_elements: int | None = None) -> Any:
+        request = protocol.decode_request(frame, typed, max_elements)
         self.threads.append(("decode", request.api_key, _on_main_thread()))
         return request
 
@@ -149,3 +150,32 @@ async def test_a_large_produce_is_decoded_off_the_loop_and_runs_beside_others() 
             await stream.aclose()
     assert [(step, on_main) for step, api, on_main in codec.threads if api == PRODUCE] == [
         ("decode", False), ("decode", False), ("encode", True), ("encode", True)]
+
+
+async def test_a_request_naming_more_elements_than_the_bound_closes_its_connection(
+        caplog: Any) -> None:
+    router = RequestRouter()
+    install_api_versions(router, protocol.SUPPORTED_VERSIONS)
+    handled = []
+
+    async def metadata(request: Any, ctx: Any) -> dict:
+        handled.append(request)
+        return {}
+
+    router.register(METADATA, metadata)
+    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router,
+                           ServerSettings(shutdown_grace_s=2.0, max_request_elements=TOPICS - 1))
+    async with trio.open_nursery() as nursery:
+        address = (await nursery.start(server.serve))["PLAINTEXT"]
+        try:
+            async with await connect(address) as stream:
+                await stream.send_all(large_metadata_frame(1))
+                assert await read_frame(stream, timeout=60) is None  # closed, not answered
+            async with await connect(address) as other:  # the node serves the others
+                await other.send_all(api_versions_frame(5))
+                assert decode_api_versions(await read_frame(other))._header.correlation_id == 5
+        finally:
+            server.stop()
+    assert handled == []
+    assert any(f"METADATA v12 request names more than {TOPICS - 1} array elements" in r.message
+               and "raftka.socket.request.max.elements" in r.message for r in caplog.records)
