@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import math
@@ -29,6 +30,10 @@ INT_MAX = 2**31 - 1
 # Connections held back at a limit (per listener), or refused by the per-address limit, are
 # logged at most this often.
 HELD_BACK_LOG_INTERVAL_S = 10.0
+# accept() failing for want of descriptors or memory: the listener waits this long and
+# tries again (as trio's serve_listeners does), logging at most once an interval.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY_S = 0.1
 
 
 class NetworkServer:
@@ -78,6 +83,7 @@ class NetworkServer:
         self.large_requests = LargeRequests()
         self._held_back_logged: dict[str, float] = {}
         self._refusal_logged = -math.inf
+        self._accept_failure_logged = -math.inf
         self._refused = 0
         self._ids = itertools.count(1)
         self._stop_requested = trio.Event()
@@ -176,7 +182,16 @@ class NetworkServer:
         name = listener.name
         while True:
             await self._wait_for_slot(name)
-            stream = await sock.accept()
+            try:
+                stream = await sock.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of descriptors or memory for now: the listener stays, and accepts
+                # again once some are given back (new connections wait in the backlog).
+                self._log_accept_failure(name, exc)
+                await trio.sleep(_ACCEPT_RETRY_S)
+                continue
             try:
                 peer = stream.socket.getpeername()
                 apply_buffer_sizes(stream.socket, send_bytes=self.settings.send_buffer_bytes)
@@ -229,6 +244,13 @@ class NetworkServer:
                     "" if self._refused == 1 else
                     f"; {self._refused} connections refused since the last such line")
         self._refusal_logged, self._refused = now, 0
+
+    def _log_accept_failure(self, listener: str, exc: OSError) -> None:
+        now = trio.current_time()
+        if now - self._accept_failure_logged >= HELD_BACK_LOG_INTERVAL_S:
+            logger.error("cannot accept connections on %s for now: %s; retrying every "
+                         "%g s", listener, exc.strerror or exc, _ACCEPT_RETRY_S)
+            self._accept_failure_logged = now
 
     def _close_least_recently_active(self) -> None:
         """The protected listener went past max.connections: make room elsewhere (Kafka
