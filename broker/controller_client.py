@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 import trio
 
 from broker.config.bind_address import source_address_for
+from broker.parking import parked
 from clients.net import PLAINTEXT, ClientSecurity, KafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError, api_name
 from metadata.topic_names import METADATA_TOPIC
@@ -117,6 +118,8 @@ class ControllerClient:
         until ``timeout_ms`` passes; then raises ControllerUnavailableError. Other error
         codes are the caller's to read in the returned body.
         """
+        # A request forwarded to the controller waits on another node (broker.parking).
+        parked()
         deadline = trio.current_time() + timeout_ms / 1000
         backoff = self._backoff_s
         failures: dict[int, str] = {}

@@ -5,8 +5,13 @@ a Kafka node is set up to run with a high limit."""
 from __future__ import annotations
 
 import logging
+import os
 
 logger = logging.getLogger(__name__)
+
+# Of the open-files limit, what partition logs leave free: a tenth, at least this many.
+RESERVED_SHARE = 10
+RESERVED_MIN = 64
 
 
 def raise_open_files_limit() -> int | None:
@@ -27,3 +32,24 @@ def raise_open_files_limit() -> int | None:
         return soft
     logger.info("open-files limit raised from %d to %d", soft, wanted)
     return wanted
+
+
+def descriptors_in_use() -> int:
+    """About how many descriptors the process holds: the kernel hands out the lowest free
+    number, so a new descriptor's number counts those below it."""
+    probe = os.open(os.devnull, os.O_RDONLY)
+    os.close(probe)
+    return probe
+
+
+def log_descriptor_ceiling() -> int | None:
+    """The descriptor count past which no new partition log is opened, so that connections
+    and the node's own files keep a share of the open-files limit (None: no limit)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return soft - max(RESERVED_MIN, soft // RESERVED_SHARE)

@@ -34,6 +34,7 @@ from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
 from broker.errors import NodeStartupError
+from broker.forced_exit import register_flush
 from broker.group.coordinator import GroupCoordinator, wall_clock_ms
 from broker.group.model import GroupSettings
 from broker.group.offsets_log import ReplicaOffsetsLog
@@ -75,10 +76,6 @@ if TYPE_CHECKING:
     from broker.config import ServerConfig
 
 logger = logging.getLogger(__name__)
-
-# Bound on waiting for the controller's agreement to shut down (Kafka's broker retries
-# controlled shutdown; this keeps a stop from hanging when the quorum is gone).
-CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 
 Run = Callable[..., Awaitable[Any]]
 
@@ -220,6 +217,9 @@ class BrokerServer:
         try:
             async with AsyncExitStack() as stack:
                 parts = _Parts(stack)
+                # A forced end of the process (a second signal, an overrun stop) first
+                # puts what was appended on disk.
+                stack.callback(register_flush(logs.sync_for_exit))
                 if self.metrics is not None:
                     self.metrics.register(self.collector)
                     stack.callback(self.metrics.unregister, self.collector)
@@ -247,7 +247,10 @@ class BrokerServer:
                     task_status.started(self.addresses)
                     await shutdown.wait()
                     if self.lifecycle is not None:
-                        await self.lifecycle.controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT_S)
+                        # Bounded by its share of raftka.shutdown.timeout.ms, so a stop never
+                        # hangs when the quorum is gone.
+                        await self.lifecycle.controlled_shutdown(
+                            config.network_limits.controlled_shutdown_timeout_s)
                     # In-flight requests get the network's grace period to finish.
                     network.stop()
         finally:

@@ -73,11 +73,13 @@ class ClientQuotaEnforcement:
 
     def _produce(self, inner: Handler) -> Handler:
         async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
+            # Counted first: a request that waits for replicas lets go of its records.
+            size = produce_bytes(request.body)
             body, request_throttle = await self._timed(inner, request, ctx)
             if int(request.body.get("acks", 1)) == 0:
                 request_throttle = 0
             throttle = max(request_throttle, self._quotas.produce.record(
-                ctx.principal, ctx.client_id, produce_bytes(request.body)))
+                ctx.principal, ctx.client_id, size))
             if throttle > 0:
                 mute(ctx.scratch, throttle)
                 if body is not None:

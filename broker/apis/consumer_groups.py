@@ -16,6 +16,7 @@ from broker.group.coordinator import GroupCoordinator, wall_clock_ms
 from broker.group.model import GroupWrite
 from broker.group.offsets import commit_error
 from broker.group.records import ConsumerGroupKey, ConsumerGroupValue
+from broker.parking import parked
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 
@@ -35,6 +36,8 @@ async def persist(coordinator: GroupCoordinator, manager: ConsumerGroupManager
         write = GroupWrite(partition, [(ConsumerGroupKey(group_id), value)])
         submitted.append((group_id, coordinator.submit(write)))
     failed: dict[str, int] = {}
+    if submitted:
+        parked()  # the writes wait for their replication
     for group_id, item in submitted:
         await item.done.wait()
         if item.code:

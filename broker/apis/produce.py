@@ -78,6 +78,9 @@ class ProduceHandler:
                 if name not in writable:
                     entry.fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 entries.append(entry)
+                # The entry holds the records now; the request lets go of them so that the
+                # frame can be freed once they are in the log (see append_records).
+                data["records"] = None
         await append_records(self._replicas, entries, acks, int(body.get("timeout_ms", 0)),
                              AppendOrigin.CLIENT, transactional_id=transactional_id,
                              verifier=self.verifier,

@@ -72,27 +72,22 @@ def check_storage(config: "ServerConfig", config_path: str) -> str:
 
 
 async def run_until_signalled(node_main: NodeMain, config: "ServerConfig") -> None:
-    """Run the node; the first SIGTERM/SIGINT asks for a graceful stop, a second one forces
-    it."""
-    import signal
-
+    """Run the node; the first SIGTERM/SIGINT asks for a graceful stop bounded by
+    `raftka.shutdown.timeout.ms`, a second one ends the process at once (see
+    `broker.cli.stop_signals`)."""
     import trio
 
-    shutdown = trio.Event()
-    async with trio.open_nursery() as nursery:
-        async def watch_signals() -> None:
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for signum in signals:
-                    if shutdown.is_set():
-                        logger.warning("second signal %s: stopping now", signum)
-                        nursery.cancel_scope.cancel()
-                        return
-                    logger.info("signal %s: stopping gracefully", signum)
-                    shutdown.set()
+    from broker.cli.stop_signals import StopSignals
 
-        nursery.start_soon(watch_signals)
+    shutdown = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+    signals = StopSignals(lambda: token.run_sync_soon(shutdown.set),
+                          config.network_limits.shutdown_timeout_ms / 1000)
+    signals.install()
+    try:
         await node_main(config, shutdown)
-        nursery.cancel_scope.cancel()
+    finally:
+        signals.uninstall()
 
 
 def run_start(args: argparse.Namespace) -> int:

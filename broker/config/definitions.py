@@ -134,6 +134,11 @@ def _consumer_assignors(key: str, value: object) -> None:
     one_of(*CONSUMER_ASSIGNORS)(key, value)
 
 
+def _idle_ms(key: str, value: object) -> None:
+    if value is not None and value != -1 and value < 1:  # type: ignore[operator]
+        raise ConfigError(key, f"value {value} must be -1 (never) or at least 1")
+
+
 def _k(name: str, type_: str, default: str | None, doc: str,
        validator: Validator | None = None, required: bool = False) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, validator, required)
@@ -268,12 +273,34 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
        at_least(-1)),
     _k("socket.receive.buffer.bytes", "int", "-1", "SO_RCVBUF; -1 = OS default.",
        at_least(-1)),
-    _k("connections.max.idle.ms", "long", "600000", "Close connections idle this long.",
-       at_least(1)),
-    _k("max.connections", "int", str(INT_MAX), "Most concurrent client connections.",
-       at_least(0)),
-    _k("queued.max.requests", "int", "500", "Accepted for compatibility; each connection "
-       "pipelines up to 32 requests.", at_least(1)),
+    _k("connections.max.idle.ms", "long", "600000",
+       "Close connections idle (no byte either way, no request pending) this long; -1: "
+       "never.", _idle_ms),
+    _k("max.connections", "int", str(INT_MAX),
+       "Most connections of the node's client listeners at once (its controller listeners "
+       "count apart); listener.name.<name>.max.connections limits one listener. At the "
+       "limit new connections wait unaccepted.", at_least(0)),
+    _k("max.connections.per.ip", "int", str(INT_MAX),
+       "Most connections from one address; more are closed once accepted. 0 only with "
+       "max.connections.per.ip.overrides.", at_least(0)),
+    _k("max.connections.per.ip.overrides", "string", "",
+       "Per-address limits as host:count,host:count (host name or IP address)."),
+    _k("queued.max.requests", "int", "500",
+       "Most requests read and not yet handled; at the limit the node stops reading "
+       "requests.", at_least(1)),
+    _k("queued.max.request.bytes", "long", "209715200",
+       "Most bytes of requests read and not yet handled; at the limit the node stops "
+       "reading requests. At least socket.request.max.bytes; -1: no bound."),
+    _k("raftka.socket.request.read.timeout.ms", "long", "30000",
+       "Raftka: a request must arrive whole within this long of its first byte, or its "
+       "connection is closed.", at_least(1)),
+    _k("raftka.socket.request.max.elements", "int", "200000",
+       "Raftka: the most array elements (topics, partitions, resources, ids) one request may "
+       "name in all; a request naming more closes its connection, as an oversized frame "
+       "does.", at_least(1)),
+    _k("raftka.shutdown.timeout.ms", "long", "30000",
+       "Raftka: the longest a node takes to stop after SIGTERM; then it flushes its logs "
+       "and exits.", at_least(1)),
     _k("num.network.threads", "int", "3", "Accepted; one trio loop serves all.", at_least(1)),
     _k("num.io.threads", "int", "8", "Accepted; one trio loop serves all.", at_least(1)),
     _k("message.max.bytes", "int", "1048588", "Largest record batch accepted.", at_least(0)),

@@ -21,6 +21,7 @@ from broker.config.endpoints import (
     parse_voters,
 )
 from broker.config.errors import ConfigError
+from broker.config.network_limits import NetworkLimits, is_listener_network_key, network_limits
 from broker.config.metrics_listener import LISTENER_KEY, MetricsListener, parse_metrics_listener
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
 from broker.config.properties import PropertiesSyntaxError, load_properties
@@ -74,7 +75,8 @@ class ServerConfig:
         self._values: dict[str, object] = {}
         self.unknown_keys = sorted(k for k in self._originals if k not in self._definitions
                                    and listener_override(k) is None
-                                   and not is_listener_sasl_key(k))
+                                   and not is_listener_sasl_key(k)
+                                   and not is_listener_network_key(k))
         for key in self.unknown_keys:
             logger.warning("unknown configuration %s ignored", key)
         for name, definition in self._definitions.items():
@@ -536,6 +538,8 @@ class ServerConfig:
         self._client_bind_address = client_bind_address(
             self._values["raftka.client.bind.address"], self._listeners)  # type: ignore[arg-type]
         self._check_sasl()
+        self.network_limits: NetworkLimits = network_limits(
+            self.get, self._originals, [listener.name for listener in self._listeners])
 
     def _check_roles(self) -> None:
         names = [listener.name for listener in self._listeners]

@@ -25,6 +25,7 @@ from broker.group.records import OffsetsRecordError, iter_log
 from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
+from broker.parking import parked
 from clients.protocol import ErrorCode
 from clients.records.errors import RecordsError
 from metadata.delta import MetadataDelta
@@ -294,6 +295,7 @@ class GroupCoordinator:
         self._slots.setdefault(key, []).append(slot)
         try:
             self._apply(effects)
+            parked()  # waiting for the group (a rebalance), as in Kafka's purgatory
             await slot.event.wait()
         finally:
             waiting = self._slots.get(key)

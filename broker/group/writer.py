@@ -19,6 +19,7 @@ import trio
 from broker.group.model import Effects, GroupWrite
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.records import build_batch
+from broker.parking import parked
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class PartitionWriter:
         """Submit `write` and wait until it is settled."""
         if self.closed or self._queue or self._direct is not None:
             item = self.submit(write)
+            parked()  # waits for the writes before it and their replication
             await item.done.wait()
             return item
         item = PendingWrite(write)

@@ -26,6 +26,7 @@ from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
 from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
+from broker.open_files import descriptors_in_use, log_descriptor_ceiling
 from broker.metrics.histogram import Histogram
 from metadata.topic_names import METADATA_DIR_NAME
 
@@ -193,6 +194,12 @@ class LogManager:
             raise KafkaStorageError(f"cannot create {topic}-{partition}: every log directory "
                                     f"is offline")
         log_dir = min(online, key=lambda d: sum(1 for x in self._dir_of.values() if x is d))
+        ceiling = log_descriptor_ceiling()
+        if ceiling is not None and (in_use := descriptors_in_use()) >= ceiling:
+            raise KafkaStorageError(
+                f"cannot create {topic}-{partition}: the node holds {in_use} open files and "
+                f"keeps the rest of its open-files limit for connections (raise the limit: "
+                f"ulimit -n)")
         try:
             log = PartitionLog(log_dir.path / partition_dir_name(topic, partition), topic,
                                partition, self._config(overrides), topic_id=topic_id,
@@ -320,6 +327,15 @@ class LogManager:
     def flush_due(self, now_ms: int) -> int:
         """fsync logs whose flush.ms has passed; returns how many were flushed."""
         return sum(1 for log in self.logs() if log.flush_if_due(now_ms))
+
+    def sync_for_exit(self) -> None:
+        """fsync every log's active segment and change nothing else: the flush of a process
+        ending abruptly (`broker.forced_exit`), which may interrupt any code."""
+        for log in list(self._logs.values()):
+            try:
+                os.fsync(log.segments[-1].fd)
+            except (OSError, IndexError, ValueError):
+                pass
 
     def checkpoint(self) -> None:
         """Write recovery-point, HW, log-start-offset and cleaner checkpoints of every dir."""

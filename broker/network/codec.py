@@ -14,7 +14,8 @@ class WireCodec(Protocol):
     ProtocolError: type[Exception]
     UnsupportedVersionError: type[Exception]
 
-    def decode_request(self, frame: bytes | memoryview) -> DecodedRequest: ...
+    def decode_request(self, frame: bytes | memoryview, typed: bool | None = None,
+                       max_elements: int | None = None) -> DecodedRequest: ...
 
     def encode_response_chunks(self, api_key: int, api_version: int, correlation_id: int,
                                body: dict) -> Sequence[object]: ...

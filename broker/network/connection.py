@@ -21,8 +21,12 @@ from broker.apis.request import (
     DecodedRequest,
 )
 from broker.apis.request import RequestRouter
+from broker import parking
+from broker.network.backlog import Charge, MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec
-from broker.network.framing import FrameError, FrameReader
+from broker.network.framing import FrameError, FrameReader, ReaderIdle
+from broker.network.large_requests import LargeRequests
+from clients.protocol.arrays import TooManyElements
 from broker.network.settings import ServerSettings
 from broker.network.transport import write_response
 from broker.apis.sasl import SASL_SESSION
@@ -36,10 +40,12 @@ logger = logging.getLogger(__name__)
 class _Slot:
     """A response position in the connection's order; filled when its handler finishes."""
 
-    __slots__ = ("settled", "chunks", "close_reason", "close_after")
+    __slots__ = ("settled", "chunks", "close_reason", "close_after", "large")
 
     def __init__(self) -> None:
         self.settled = False
+        # Whether its request holds the server's large-request lane.
+        self.large = False
         self.chunks: Sequence[object] | None = None
         self.close_reason: str | None = None
         # Set when the connection closes once this response is written.
@@ -55,13 +61,20 @@ class _Slot:
 
 
 class Connection:
-    """Pipelines up to `max_in_flight` requests; responses leave strictly in arrival order."""
+    """Pipelines up to `max_in_flight` requests; responses leave strictly in arrival order.
+
+    Each request read takes its frame's memory from the server's `pool` and a place in the
+    server's `backlog` (reading waits while either is full); both go back when its handler
+    returns or parks (`broker.parking`)."""
 
     def __init__(self, stream: trio.abc.Stream, ctx: ConnectionContext, *,
                  router: RequestRouter, codec: WireCodec, settings: ServerSettings,
                  supported_versions: Mapping[int, tuple[int, int]],
-                 sasl: SaslSession | None = None) -> None:
+                 sasl: SaslSession | None = None, backlog: RequestBacklog | None = None,
+                 pool: MemoryPool | None = None, large: LargeRequests | None = None) -> None:
         self._stream = stream
+        self._backlog = backlog
+        self._large = large
         self.ctx = ctx
         # On a SASL listener: the connection's authentication state (None elsewhere).
         self._sasl = sasl
@@ -70,10 +83,13 @@ class Connection:
         self._router = router
         self._codec = codec
         self._settings = settings
+        self._max_elements = settings.max_request_elements
         self._supported_versions = supported_versions
         self._in_flight = trio.Semaphore(settings.max_in_flight_per_connection)
         self._idle_timeout = settings.idle_timeout_s
         self._last_activity = trio.current_time()
+        self._reader = FrameReader(stream, settings.max_request_bytes, self._touch, pool=pool,
+                                   read_timeout_s=settings.request_read_timeout_s)
         self._read_scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         # Responses not yet written, in request order; `_writing` while one task writes.
@@ -89,6 +105,16 @@ class Connection:
 
     def _touch(self) -> None:
         self._last_activity = trio.current_time()
+
+    @property
+    def last_activity(self) -> float:
+        """When bytes last went either way (trio time)."""
+        return self._last_activity
+
+    def close(self, reason: str) -> None:
+        """Close the connection now, logging `reason`."""
+        if self._nursery is not None:
+            self._close_now(reason)
 
     def _close_now(self, reason: str) -> None:
         logger.warning("closing connection %d from %s:%d on %s: %s", self.ctx.connection_id,
@@ -107,12 +133,13 @@ class Connection:
                 with self._read_scope:
                     await self._read_loop()
         finally:
+            self._reader.discard()
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self._stream)
 
     async def _read_loop(self) -> None:
-        reader = FrameReader(self._stream, self._settings.max_request_bytes, self._touch)
-        codec = self._codec
+        reader = self._reader
+        backlog = self._backlog
         while True:
             try:
                 frame = await self._next_frame_or_idle(reader)
@@ -123,55 +150,95 @@ class Connection:
                 return
             if frame is None:
                 return
-            if THROTTLED_UNTIL in self.ctx.scratch:
-                # A quota throttled this client (KIP-219): its next request waits.
-                await wait_until_unmuted(self.ctx.scratch)
-                self._touch()
-            await self._in_flight.acquire()
-            slot = _Slot()
-            self._queue.append(slot)
-            sasl = self._sasl
-            if sasl is not None and sasl.expects_raw_token:
-                answered = self._raw_sasl_token(sasl, frame, slot)
-                self._write_soon()
-                if not answered:
-                    return
-                continue
+            # The frame's memory, and a place in the backlog (waiting while it is full).
+            admission = reader.take_charge()
             try:
-                request = codec.decode_request(frame)
-            except codec.UnsupportedVersionError as exc:
-                self._answer_unsupported(exc, slot)
-                if (sasl is not None and not sasl.authenticated
-                        and getattr(exc, "api_key", None) != API_VERSIONS_KEY):
-                    slot.close_after = "unsupported request version before SASL authentication"
-                self._write_soon()
-                continue
-            except codec.ProtocolError as exc:
-                self._close_now(f"unparsable request: {exc}")
-                return
-            if sasl is not None:
-                refusal = sasl.admit(request.api_key)
-                if refusal is not None and sasl.expired:
-                    slot.fail(refusal)
-                    self._write_soon()
+                if backlog is not None:
+                    if not backlog.try_enter():
+                        await backlog.enter()
+                    admission.backlog = backlog
+                if THROTTLED_UNTIL in self.ctx.scratch:
+                    # A quota throttled this client (KIP-219): its next request waits.
+                    await wait_until_unmuted(self.ctx.scratch)
+                    self._touch()
+                await self._in_flight.acquire()
+                if not await self._dispatch(frame, admission):
                     return
-                if refusal is not None:
-                    body = self._router.error_body(request.api_key, request, ILLEGAL_SASL_STATE)
+            except BaseException:
+                admission.release()
+                raise
+            # Drop the loop's references, so a parked request's frame is not kept alive
+            # while the next one is awaited.
+            frame = admission = None  # type: ignore[assignment]
+
+    async def _dispatch(self, frame: memoryview, admission: Charge) -> bool:
+        """Decode `frame` and start handling it; False when the connection closes."""
+        codec = self._codec
+        slot = _Slot()
+        self._queue.append(slot)
+        sasl = self._sasl
+        if sasl is not None and sasl.expects_raw_token:
+            answered = self._raw_sasl_token(sasl, frame, slot)
+            admission.release()
+            self._write_soon()
+            return answered
+        large = self._large
+        try:
+            if large is not None and large.off_loop(frame):
+                if large.needs_lane(frame):
+                    await large.enter(slot)
+                    slot.large = True
+                request = await large.decode(codec, frame, self._max_elements)
+            else:
+                request = codec.decode_request(frame, max_elements=self._max_elements)
+        except codec.UnsupportedVersionError as exc:
+            self._leave_large(slot)
+            admission.release()
+            self._answer_unsupported(exc, slot)
+            if (sasl is not None and not sasl.authenticated
+                    and getattr(exc, "api_key", None) != API_VERSIONS_KEY):
+                slot.close_after = "unsupported request version before SASL authentication"
+            self._write_soon()
+            return True
+        except TooManyElements as exc:
+            self._leave_large(slot)
+            admission.release()
+            self._close_now(f"oversized request: {exc} (raftka.socket.request.max.elements)")
+            return False
+        except codec.ProtocolError as exc:
+            self._leave_large(slot)
+            admission.release()
+            self._close_now(f"unparsable request: {exc}")
+            return False
+        except BaseException:
+            self._leave_large(slot)
+            raise
+        if sasl is not None:
+            refusal = sasl.admit(request.api_key)
+            if refusal is not None:
+                self._leave_large(slot)
+                admission.release()
+                if sasl.expired:
+                    slot.fail(refusal)
+                else:
+                    body = self._router.error_body(request.api_key, request,
+                                                   ILLEGAL_SASL_STATE)
                     self._encode_into(slot, request.api_key, request.api_version,
                                       request.correlation_id, body)
                     slot.close_after = refusal
-                    self._write_soon()
-                    return
-                if sasl.serial:
-                    # Before authentication one request at a time: each step decides
-                    # what the next frame may be.
-                    await self._process(request, slot)
-                    if slot.close_after is not None or slot.close_reason is not None:
-                        return
-                    self._note_principal(sasl)
-                    continue
-            assert self._nursery is not None
-            self._nursery.start_soon(self._process, request, slot)
+                self._write_soon()
+                return False
+            if sasl.serial:
+                # Before authentication one request at a time: each step decides what the
+                # next frame may be.
+                await self._process(request, slot, admission)
+                if slot.close_after is not None or slot.close_reason is not None:
+                    return False
+                self._note_principal(sasl)
+                return True
+        assert self._nursery is not None
+        self._nursery.start_soon(self._process, request, slot, admission)
+        return True
 
     def _raw_sasl_token(self, sasl: SaslSession, frame: memoryview, slot: _Slot) -> bool:
         """A bare SASL token (after SaslHandshake v0): answer with the bare reply token, or
@@ -191,8 +258,10 @@ class Connection:
 
     async def _next_frame_or_idle(self, reader: FrameReader) -> memoryview | None:
         while True:
-            with trio.move_on_at(self._last_activity + self._idle_timeout):
-                return await reader.next_frame()
+            try:
+                return await reader.next_frame(self._last_activity + self._idle_timeout)
+            except ReaderIdle:
+                pass
             busy = self._in_flight.value < self._settings.max_in_flight_per_connection
             if busy:
                 self._touch()  # a pending (long-poll) request is activity
@@ -203,9 +272,22 @@ class Connection:
                             self.ctx.listener_name)
                 return None
 
-    async def _process(self, request: DecodedRequest, slot: _Slot) -> None:
-        await self._handle(request, slot)
+    async def _process(self, request: DecodedRequest, slot: _Slot,
+                       admission: Charge) -> None:
+        token = parking.RELEASE.set(admission.release)
+        try:
+            await self._handle(request, slot)
+        finally:
+            parking.RELEASE.reset(token)
+            admission.release()
+            self._leave_large(slot)
         await self._write_settled()
+
+    def _leave_large(self, slot: _Slot) -> None:
+        if slot.large:
+            slot.large = False
+            assert self._large is not None
+            self._large.leave(slot)
 
     async def _handle(self, request: DecodedRequest, slot: _Slot) -> None:
         try:
@@ -220,6 +302,17 @@ class Connection:
             return
         if body is None:
             slot.fill(None)
+            return
+        if slot.large:
+            assert self._large is not None
+            try:
+                chunks = await self._large.encode(self._codec, request.api_key,
+                                                  request.api_version, request.correlation_id,
+                                                  body)
+            except Exception as exc:
+                _encoding_failed(slot, request.api_key, request.api_version, exc)
+                return
+            slot.fill(chunks)
             return
         self._encode_into(slot, request.api_key, request.api_version, request.correlation_id,
                           body)
@@ -250,8 +343,7 @@ class Connection:
             chunks = self._codec.encode_response_chunks(api_key, api_version,
                                                                correlation_id, body)
         except Exception as exc:
-            logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)
-            slot.fail(f"cannot encode response for api {api_key} v{api_version}")
+            _encoding_failed(slot, api_key, api_version, exc)
             return
         slot.fill(chunks)
 
@@ -305,3 +397,8 @@ class Connection:
             self._cancel()
             return False
         return True
+
+
+def _encoding_failed(slot: _Slot, api_key: int, api_version: int, exc: Exception) -> None:
+    logger.error("cannot encode response for api %d v%d: %s", api_key, api_version, exc)
+    slot.fail(f"cannot encode response for api {api_key} v{api_version}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
+import math
 import ssl
 from typing import Mapping, Sequence
 
@@ -11,14 +13,27 @@ import trio
 
 from clients.net.socket_buffers import apply_buffer_sizes
 from broker.config.endpoints import TLS_SECURITY_PROTOCOLS, Listener
+from broker.config.network_limits import normalise_address
+from broker.network.backlog import MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec, default_codec
 from broker.network.connection import Connection
+from broker.network.large_requests import LargeRequests
+from broker.network.connection_quotas import ConnectionQuotas
 from broker.apis.request import ConnectionContext, RequestRouter
 from broker.sasl.sessions import SaslSessions
 from broker.network.settings import ServerSettings
 from broker.network.tls import HandshakeFailed, accept_tls, peer_principal
 
 logger = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+# Connections held back at a limit (per listener), or refused by the per-address limit, are
+# logged at most this often.
+HELD_BACK_LOG_INTERVAL_S = 10.0
+# accept() failing for want of descriptors or memory: the listener waits this long and
+# tries again (as trio's serve_listeners does), logging at most once an interval.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY_S = 0.1
 
 
 class NetworkServer:
@@ -28,7 +43,10 @@ class NetworkServer:
     graceful stop: accepting ends, in-flight requests get `shutdown_grace_s` to finish.
     `bind()` first binds the sockets without accepting; then `serve` uses them, else
     `aclose()` releases them. Listeners whose protocol is SSL or SASL_SSL take their TLS
-    context from `ssl_contexts` (by listener name) and never serve plaintext."""
+    context from `ssl_contexts` (by listener name) and never serve plaintext.
+
+    Limits shared by every connection: the connection quotas (`ConnectionQuotas`), and the
+    backlog of requests read and not yet handled, in number and in bytes (`backlog`)."""
 
     def __init__(self, listeners: Sequence[Listener], router: RequestRouter,
                  settings: ServerSettings = ServerSettings(),
@@ -53,8 +71,20 @@ class NetworkServer:
         # Sockets bound by `bind` ahead of `serve`; None until then.
         self._bound: list[tuple[Listener, list[trio.SocketListener]]] | None = None
         self._connections: set[Connection] = set()
-        # Accepted TLS connections still in their handshake (they count as connections).
-        self._handshaking = 0
+        self.quotas = ConnectionQuotas(
+            [listener.name for listener in self.listeners],
+            max_connections=settings.max_connections,
+            per_listener=settings.max_connections_per_listener,
+            max_per_ip=settings.max_connections_per_ip,
+            per_ip_overrides=settings.max_connections_per_ip_overrides,
+            inter_broker_listener=settings.inter_broker_listener)
+        self.backlog = RequestBacklog(settings.queued_max_requests)
+        self.pool = MemoryPool(settings.queued_max_request_bytes)
+        self.large_requests = LargeRequests()
+        self._held_back_logged: dict[str, float] = {}
+        self._refusal_logged = -math.inf
+        self._accept_failure_logged = -math.inf
+        self._refused = 0
         self._ids = itertools.count(1)
         self._stop_requested = trio.Event()
 
@@ -149,54 +179,119 @@ class NetworkServer:
 
     async def _accept_loop(self, listener: Listener, sock: trio.SocketListener,
                            connections: trio.Nursery) -> None:
+        name = listener.name
         while True:
-            stream = await sock.accept()
+            await self._wait_for_slot(name)
+            try:
+                stream = await sock.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of descriptors or memory for now: the listener stays, and accepts
+                # again once some are given back (new connections wait in the backlog).
+                self._log_accept_failure(name, exc)
+                await trio.sleep(_ACCEPT_RETRY_S)
+                continue
             try:
                 peer = stream.socket.getpeername()
                 apply_buffer_sizes(stream.socket, send_bytes=self.settings.send_buffer_bytes)
             except OSError:
                 await trio.aclose_forcefully(stream)
                 continue
-            if len(self._connections) + self._handshaking >= self.settings.max_connections:
-                logger.warning("refusing connection from %s:%d on %s: max.connections (%d) "
-                               "reached", peer[0], peer[1], listener.name,
-                               self.settings.max_connections)
+            # Another acceptor of this listener may have taken the slot meanwhile.
+            await self._wait_for_slot(name)
+            address = normalise_address(peer[0])
+            if not self.quotas.add(name, address):
+                self._log_refusal(peer, name, address)
                 await trio.aclose_forcefully(stream)
                 continue
-            ctx = ConnectionContext(next(self._ids), listener.name, listener.security_protocol,
+            if self.quotas.over_limit:
+                self._close_least_recently_active()
+            ctx = ConnectionContext(next(self._ids), name, listener.security_protocol,
                                     (peer[0], peer[1]))
-            context = self.ssl_contexts.get(listener.name)
+            context = self.ssl_contexts.get(name)
             if context is None:
-                self._start_connection(stream, ctx, connections)
+                self._start_connection(stream, ctx, connections, address)
             else:
-                # Counted from now on, so max.connections holds while handshakes run.
-                self._handshaking += 1
                 connections.start_soon(self._serve_tls_connection, context, stream, ctx,
-                                       connections)
+                                       connections, address)
+
+    async def _wait_for_slot(self, listener: str) -> None:
+        """Hold accepting back while `listener` or the server is at its connection limit."""
+        quotas = self.quotas
+        if quotas.slot_available(listener):
+            return
+        limit = quotas.listener_limit(listener)
+        now = trio.current_time()
+        if now - self._held_back_logged.get(listener, -math.inf) >= HELD_BACK_LOG_INTERVAL_S:
+            self._held_back_logged[listener] = now
+            logger.warning("%s has its maximum of connections (max.connections %d%s); new "
+                           "connections wait until one closes", listener,
+                           quotas.max_connections,
+                           "" if limit == INT_MAX else f", listener limit {limit}")
+        await quotas.wait_for_slot(listener)
+
+    def _log_refusal(self, peer: tuple[str, int], listener: str, address: str) -> None:
+        """Log a connection refused by max.connections.per.ip; a flood of them is logged at
+        most once per HELD_BACK_LOG_INTERVAL_S, with the count refused meanwhile."""
+        self._refused += 1
+        now = trio.current_time()
+        if now - self._refusal_logged < HELD_BACK_LOG_INTERVAL_S:
+            return
+        logger.info("refusing connection from %s:%d on %s: the address already has its "
+                    "maximum of %d connections (max.connections.per.ip)%s", peer[0], peer[1],
+                    listener, self.quotas.address_limit(address),
+                    "" if self._refused == 1 else
+                    f"; {self._refused} connections refused since the last such line")
+        self._refusal_logged, self._refused = now, 0
+
+    def _log_accept_failure(self, listener: str, exc: OSError) -> None:
+        now = trio.current_time()
+        if now - self._accept_failure_logged >= HELD_BACK_LOG_INTERVAL_S:
+            logger.error("cannot accept connections on %s for now: %s; retrying every "
+                         "%g s", listener, exc.strerror or exc, _ACCEPT_RETRY_S)
+            self._accept_failure_logged = now
+
+    def _close_least_recently_active(self) -> None:
+        """The protected listener went past max.connections: make room elsewhere (Kafka
+        closes the least recently used connection of another listener)."""
+        candidates = [c for c in self._connections
+                      if c.ctx.listener_name != self.quotas.protected]
+        if candidates:
+            victim = min(candidates, key=lambda c: c.last_activity)
+            victim.close("max.connections reached and an inter-broker connection arrived; "
+                         "closing the least recently active connection")
 
     def _start_connection(self, stream: trio.abc.Stream, ctx: ConnectionContext,
-                          connections: trio.Nursery) -> None:
+                          connections: trio.Nursery, address: str) -> None:
         connection = Connection(stream, ctx, router=self.router, codec=self.codec,
                                 settings=self.settings,
                                 supported_versions=self.supported_versions,
                                 sasl=(None if self.sasl is None
-                                      else self.sasl.new_session(ctx.listener_name)))
+                                      else self.sasl.new_session(ctx.listener_name)),
+                                backlog=self.backlog, pool=self.pool,
+                                large=self.large_requests)
         self._connections.add(connection)
-        connections.start_soon(self._run_connection, connection)
+        connections.start_soon(self._run_connection, connection, address)
 
     async def _serve_tls_connection(self, context: ssl.SSLContext, stream: trio.SocketStream,
-                                    ctx: ConnectionContext, connections: trio.Nursery) -> None:
+                                    ctx: ConnectionContext, connections: trio.Nursery,
+                                    address: str) -> None:
         """The TLS handshake, in the connection's own task so a slow or hostile peer holds
         up nobody else; then the connection runs over the TLS stream."""
         listener_name = ctx.listener_name
+        started = False
         try:
             tls = await accept_tls(stream, context)
             principal = peer_principal(tls)
+            if principal is not None:
+                ctx.principal = principal
+            self._start_connection(tls, ctx, connections, address)
+            started = True
         except HandshakeFailed as exc:
             logger.info("closing connection %d from %s:%d on %s: %s", ctx.connection_id,
                         ctx.peer[0], ctx.peer[1], listener_name, exc)
             await trio.aclose_forcefully(stream)
-            return
         except Exception:
             # Whatever a peer's handshake or certificate provokes ends that connection
             # only, as a failure inside a running connection does.
@@ -204,17 +299,14 @@ class NetworkServer:
                              "closing it", ctx.connection_id, ctx.peer[0], ctx.peer[1],
                              listener_name)
             await trio.aclose_forcefully(stream)
-            return
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise
         finally:
-            self._handshaking -= 1
-        if principal is not None:
-            ctx.principal = principal
-        self._start_connection(tls, ctx, connections)
+            if not started:
+                self.quotas.remove(listener_name, address)
 
-    async def _run_connection(self, connection: Connection) -> None:
+    async def _run_connection(self, connection: Connection, address: str) -> None:
         try:
             await connection.run()
         except Exception:
@@ -225,3 +317,4 @@ class NetworkServer:
                              connection.ctx.listener_name)
         finally:
             self._connections.discard(connection)
+            self.quotas.remove(connection.ctx.listener_name, address)

@@ -164,6 +164,11 @@ async def append_records(replicas: ReplicaManager, entries: Sequence[AppendEntry
         await _flush_appended(flushes)
         pending = [p for p in pending if p.entry.error_code == ErrorCode.NONE]
     if pending:
+        # The records are in the log: let go of them (and so of the request's frame) while
+        # waiting for the replicas, as the request gives back the memory it was charged
+        # when it parks (broker.parking).
+        for entry in entries:
+            entry.records = None
         await _await_replication(replicas, pending, timeout_ms)
 
 

@@ -14,6 +14,8 @@ from typing import Generic, Hashable, Iterable, Iterator, TypeVar
 
 import trio
 
+from broker.parking import parked
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -58,7 +60,9 @@ class Purgatory(Generic[K]):
     @contextmanager
     def watch(self, keys: Iterable[K], kind: str = "") -> Iterator[Waiter[K]]:
         """Register a new waiter under `keys` for the duration of the block; `kind` names
-        the delayed operation in the purgatory size metric."""
+        the delayed operation in the purgatory size metric. The request waiting gives back
+        its place in the network's backlog (`broker.parking`)."""
+        parked()
         waiter: Waiter[K] = Waiter()
         watched = list(dict.fromkeys(keys))
         for key in watched:

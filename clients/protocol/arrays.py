@@ -4,8 +4,10 @@ structs, whose elements' codecs the compiler supplies."""
 from __future__ import annotations
 
 import struct
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from clients.protocol.exceptions import ProtocolError
 from clients.protocol.primitives import (
@@ -16,6 +18,34 @@ from clients.protocol.primitives import (
     write_length,
     write_null,
 )
+
+
+class TooManyElements(ProtocolError):
+    """A message names more array elements than its decoder was allowed."""
+
+
+# The elements the message being decoded may still name: None, no bound (see `bounded`).
+_ELEMENTS_LEFT: ContextVar[list[int] | None] = ContextVar("raftka_elements_left", default=None)
+
+
+@contextmanager
+def element_bound(limit: int, what: str) -> Iterator[None]:
+    """Within the block, decoding refuses (TooManyElements, naming `what`) any array that
+    would take the message past `limit` elements in all, before the array is built: a frame
+    can claim millions of small elements, each ten or more times its bytes once decoded."""
+    token = _ELEMENTS_LEFT.set([limit, what])  # type: ignore[list-item]
+    try:
+        yield
+    finally:
+        _ELEMENTS_LEFT.reset(token)
+
+
+def _spend(n: int) -> None:
+    left = _ELEMENTS_LEFT.get()
+    if left is not None and n > 0:
+        left[0] -= n
+        if left[0] < 0:
+            raise TooManyElements(f"more than {left[1]} array elements")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +87,7 @@ def array_codec(elem: Compiled, compact: bool, nullable: bool) -> Compiled:
         n, pos = read_length(buf, pos, compact, True)
         if checked_length(n * min_elem if n > 0 else n, nullable, len(buf) - pos, "array"):
             return None, pos
+        _spend(n)
         items: list[Any] = []
         append = items.append
         for _ in range(n):
@@ -83,6 +114,7 @@ def fixed_array_codec(fmt: str, compact: bool, nullable: bool) -> Compiled:
         n, pos = read_length(buf, pos, compact, True)
         if checked_length(n * size if n > 0 else n, nullable, len(buf) - pos, "array"):
             return None, pos
+        _spend(n)
         return list(struct.unpack_from(f">{n}{fmt}", buf, pos)), pos + n * size
 
     def write(value: list | None, out: bytearray, inserts: list) -> None:

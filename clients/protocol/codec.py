@@ -18,6 +18,7 @@ that per call. Encoding takes either form.
 from __future__ import annotations
 
 import struct
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from clients.protocol.api_keys import ApiKey
 from clients.protocol.messages import request_class, response_class
 from clients.protocol.schemas import APIS
 from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_APIS
+from clients.protocol.arrays import TooManyElements, element_bound
 from clients.protocol.compiler import Compiled, compile_struct
 from clients.protocol.exceptions import ProtocolError, UnsupportedVersionError
 from clients.protocol.primitives import read_uvarint, string_reader, string_writer, value_size
@@ -115,12 +117,14 @@ def _skip_tagged(buf: memoryview, pos: int) -> int:
     return pos
 
 
-def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = None) -> Request:
+def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = None,
+                   max_elements: int | None = None) -> Request:
     """Decode a request frame. Raises ProtocolError, or UnsupportedVersionError after the header.
 
     ``bytes``/``records`` values in the body are views into ``frame``: do not reuse a mutable
     receive buffer while the body is in use. ``typed``: decode the body into its message class
-    (True) or a dict (False); by default as :func:`is_typed` says.
+    (True) or a dict (False); by default as :func:`is_typed` says. ``max_elements``: refuse
+    (TooManyElements, a ProtocolError) a body naming more array elements in all.
     """
     buf = memoryview(frame)
     try:
@@ -133,10 +137,17 @@ def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = N
     if typed is None:
         typed = api_key in TYPED_APIS
     codec, flexible = _compiled(api_key, api_version, True, typed)
+    # Every element takes at least a byte: a shorter frame cannot pass the bound.
+    bound = (element_bound(max_elements, str(max_elements))
+             if max_elements is not None and len(buf) > max_elements else nullcontext())
     try:
-        if flexible:
-            pos = _skip_tagged(buf, pos)
-        body, _ = codec.read(buf, pos)
+        with bound:
+            if flexible:
+                pos = _skip_tagged(buf, pos)
+            body, _ = codec.read(buf, pos)
+    except TooManyElements as exc:
+        name = ApiKey(api_key).name
+        raise TooManyElements(f"{name} v{api_version} request names {exc}") from None
     except _DECODE_ERRORS as exc:
         name = ApiKey(api_key).name
         raise ProtocolError(f"malformed {name} v{api_version} request: {exc}") from None

@@ -84,6 +84,7 @@ class Watch:
         self.peak_rss_mb = 0
         self.failure: str | None = None
         self._pending_since: float | None = None
+        self.answered_once = threading.Event()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._probe, daemon=True),
                          threading.Thread(target=self._sample, daemon=True)]
@@ -126,6 +127,7 @@ class Watch:
                                {"client_software_name": "probe",
                                 "client_software_version": "1"})
                     self._pending_since = None
+                    self.answered_once.set()
                     self.slowest_s = max(self.slowest_s, time.monotonic() - started)
                     self._stop.wait(0.05)
         except (OSError, EOFError) as exc:
@@ -141,7 +143,8 @@ def hostile(cluster: Cluster, api_key: int, version: int, body: dict[str, Any]
     assert pid is not None
     frame = encode_request(api_key, version, 1, "hostile-test", body)
     with Watch(cluster.port, pid) as watch:
-        time.sleep(0.2)  # the second client is connected and answered before
+        # The second client is connected and answered before the hostile request goes.
+        assert watch.answered_once.wait(30), watch.failure
         with socket.create_connection((HOST, cluster.port), timeout=60) as sock:
             answer = exchange(sock, frame)
     answered, response = decode_response(api_key, version, answer)

@@ -1,17 +1,29 @@
-"""FrameReader over real loopback sockets: large frames received in place, small ones
-buffered, every frame a writable buffer of its own, cancellation losing nothing."""
+"""FrameReader over real loopback sockets, plain and TLS: large frames received in place,
+small ones buffered, every frame a writable buffer of its own, cancellation losing nothing;
+the read timeout from a frame's first byte to its last; each frame charged to the memory
+pool, reading waiting while it is spent."""
 
 from __future__ import annotations
 
 import os
+import ssl
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 import pytest
 import trio
 import trio.testing
+import trustme
 
-from broker.network.framing import DIRECT_INITIAL_MAX, DIRECT_READ_MIN, FrameError, FrameReader
+from broker.network.backlog import MemoryPool
+from broker.network.framing import (
+    DIRECT_INITIAL_MAX,
+    DIRECT_READ_MIN,
+    FrameError,
+    FrameReader,
+    FrameTimeout,
+    ReaderIdle,
+)
 from tests.unit.network.wire import framed
 
 
@@ -137,3 +149,129 @@ async def test_announcing_a_huge_frame_reserves_only_what_has_arrived() -> None:
     assert received and received[0] is not None
     assert bytes(received[0]) == payload and not received[0].readonly
     assert reader.buffered == 0
+
+
+async def test_a_frame_must_arrive_whole_within_the_read_timeout_however_it_trickles() -> None:
+    async with socket_pair() as (client, server):
+        reader = FrameReader(server, 1 << 20, read_timeout_s=0.3)
+        await client.send_all((1000).to_bytes(4, "big") + b"x")
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            async def trickle() -> None:
+                while True:
+                    await trio.sleep(0.05)
+                    await client.send_all(b"x")
+
+            nursery.start_soon(trickle)
+            with pytest.raises(FrameTimeout, match="raftka.socket.request.read.timeout.ms"):
+                await reader.next_frame()
+            nursery.cancel_scope.cancel()
+        assert 0.29 <= trio.current_time() - started < 1.0
+
+
+async def test_no_frame_started_by_the_idle_deadline_is_reader_idle() -> None:
+    async with socket_pair() as (client, server):
+        reader = FrameReader(server, 1 << 20, read_timeout_s=0.1)
+        with pytest.raises(ReaderIdle):
+            await reader.next_frame(trio.current_time() + 0.2)
+        assert not reader.in_frame
+        await client.send_all(framed(b"after a pause"))
+        frame = await reader.next_frame(trio.current_time() + 5)
+        assert frame is not None and bytes(frame) == b"after a pause"
+
+
+@pytest.mark.parametrize("size", [100, DIRECT_READ_MIN * 5 + 3])
+async def test_each_frame_is_charged_to_the_pool_and_the_charge_passes_on(size: int) -> None:
+    pool = MemoryPool(1 << 30)
+    payload = os.urandom(size)
+    async with socket_pair() as (client, server):
+        reader = FrameReader(server, 1 << 20, pool=pool)
+        frames = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.send_all, framed(payload) + framed(payload))
+            for _ in range(2):
+                frame = await reader.next_frame()
+                assert frame is not None and bytes(frame) == payload
+                frames.append(reader.take_charge())
+        assert [charge.bytes for charge in frames] == [size, size]
+        assert pool.used == 2 * size
+        for charge in frames:
+            charge.release()
+        assert pool.used == 0
+
+
+async def test_reading_waits_while_the_pool_is_spent_without_using_up_the_read_timeout(
+        ) -> None:
+    pool = MemoryPool(DIRECT_READ_MIN)
+    holder, reserve = pool.charge(), pool.charge()
+    assert pool.try_grow(holder, DIRECT_READ_MIN) and pool.try_grow(reserve, 1)
+    async with socket_pair() as (client, server):
+        reader = FrameReader(server, 1 << 20, pool=pool, read_timeout_s=0.2)
+        await client.send_all(framed(b"waits for memory"))
+        got: list[memoryview | None] = []
+        async with trio.open_nursery() as nursery:
+            async def read() -> None:
+                got.append(await reader.next_frame())
+
+            nursery.start_soon(read)
+            await trio.sleep(0.5)  # well past the read timeout, waiting for the pool
+            assert not got, "a frame was read while the pool was spent"
+            holder.release()
+        assert got[0] is not None and bytes(got[0]) == b"waits for memory"
+
+
+async def test_discard_gives_back_a_partial_frames_memory() -> None:
+    pool = MemoryPool(1 << 30)
+    async with socket_pair() as (client, server):
+        reader = FrameReader(server, 100 << 20, pool=pool)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.send_all,
+                               (50 << 20).to_bytes(4, "big") + b"y" * DIRECT_READ_MIN)
+            with trio.move_on_after(0.3):
+                await reader.next_frame()
+        assert 0 < pool.used <= 2 * DIRECT_READ_MIN + DIRECT_INITIAL_MAX
+        reader.discard()
+        assert pool.used == 0
+
+
+@asynccontextmanager
+async def tls_pair() -> AsyncIterator[tuple[trio.SSLStream, trio.SSLStream]]:
+    """(client, server) ends of one TLS connection over loopback."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    async with socket_pair() as (client_socket, server_socket):
+        client = trio.SSLStream(client_socket, client_context, server_hostname="127.0.0.1")
+        server = trio.SSLStream(server_socket, server_context, server_side=True)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.do_handshake)
+            nursery.start_soon(server.do_handshake)
+        yield client, server
+
+
+async def test_tls_frames_large_and_small_arrive_whole() -> None:
+    large, small = os.urandom(3 * DIRECT_READ_MIN + 11), b"small"
+    async with tls_pair() as (client, server):
+        reader = FrameReader(server, 1 << 20)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.send_all, framed(large) + framed(small))
+            first = await reader.next_frame()
+            second = await reader.next_frame()
+    assert first is not None and bytes(first) == large and not first.readonly
+    assert second is not None and bytes(second) == small
+
+
+async def test_tls_refuses_an_oversized_prefix_and_pins_only_what_arrived() -> None:
+    async with tls_pair() as (client, server):
+        reader = FrameReader(server, DIRECT_READ_MIN)
+        await client.send_all((DIRECT_READ_MIN + 1).to_bytes(4, "big"))
+        with pytest.raises(FrameError, match="socket.request.max.bytes"):
+            await reader.next_frame()
+    async with tls_pair() as (client, server):
+        reader = FrameReader(server, 100 << 20, read_timeout_s=0.3)
+        await client.send_all((100 << 20).to_bytes(4, "big") + b"z" * 10)
+        with pytest.raises(FrameTimeout):
+            await reader.next_frame()
+        assert reader.reserved <= DIRECT_INITIAL_MAX

@@ -280,7 +280,9 @@ async def test_connection_with_pending_request_is_not_idle() -> None:
     assert frame is not None and decode_api_versions(frame)._header.correlation_id == 21
 
 
-async def test_connections_beyond_max_connections_are_closed(caplog) -> None:
+async def test_connections_beyond_max_connections_wait_until_one_closes(caplog) -> None:
+    """As in Kafka, the acceptor holds new connections back at max.connections (they queue
+    unaccepted) and serves them once a connection closes."""
     caplog.set_level(logging.WARNING, logger="broker.network")
     async with running_server(api_versions_router(), max_connections=2) as (server, address):
         first, second = await connect(address), await connect(address)
@@ -288,13 +290,15 @@ async def test_connections_beyond_max_connections_are_closed(caplog) -> None:
             await stream.send_all(api_versions_frame(1))
             assert await read_frame(stream) is not None
         async with await connect(address) as extra:
-            await assert_closed_by_server(extra)
-        assert any("max.connections" in r.getMessage() for r in caplog.records)
-        await first.aclose()
-        with trio.fail_after(5):
-            while server.connection_count > 1:
-                await trio.sleep(0.01)
-        await assert_connection_works(address)
+            await extra.send_all(api_versions_frame(2))
+            with trio.move_on_after(0.5) as waited:
+                await read_frame(extra)
+            assert waited.cancelled_caught, "a connection beyond max.connections was served"
+            assert server.connection_count == 2
+            assert any("max.connections" in r.getMessage() for r in caplog.records)
+            await first.aclose()
+            frame = await read_frame(extra)
+            assert frame is not None and decode_api_versions(frame)._header.correlation_id == 2
         await second.aclose()
 
 
@@ -430,3 +434,101 @@ async def test_socket_buffer_settings_size_accepted_connections() -> None:
             # Linux reports twice the size asked for (its bookkeeping overhead).
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (40960, 2 * 40960)
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (53248, 2 * 53248)
+
+
+async def test_connections_beyond_max_connections_per_ip_are_closed(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="broker.network")
+    async with running_server(api_versions_router(),
+                              max_connections_per_ip=1) as (server, address):
+        async with await connect(address) as first:
+            await first.send_all(api_versions_frame(1))
+            assert await read_frame(first) is not None
+            async with await connect(address) as second:
+                await assert_closed_by_server(second)
+        with trio.fail_after(5):
+            while server.connection_count:
+                await trio.sleep(0.01)
+        await assert_connection_works(address)
+    assert any("max.connections.per.ip" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_stalled_half_request_is_closed_after_the_read_timeout(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="broker.network")
+    async with running_server(api_versions_router(), request_read_timeout_s=0.3,
+                              idle_timeout_s=30) as (_, address):
+        async with await connect(address) as stalled:
+            await stalled.send_all(api_versions_frame(1)[:7])
+            started = trio.current_time()
+            await assert_closed_by_server(stalled)
+            assert 0.29 <= trio.current_time() - started < 2
+        await assert_connection_works(address)
+    assert any("raftka.socket.request.read.timeout.ms" in r.getMessage()
+               for r in caplog.records)
+
+
+def _sleeping_router(parks: bool) -> RequestRouter:
+    """ListGroups waits a second (parking first when `parks`, as a long poll does)."""
+    from broker import parking
+
+    router = api_versions_router()
+
+    async def list_groups(request, ctx):  # type: ignore[no-untyped-def]
+        if parks:
+            parking.parked()
+        await trio.sleep(1.0)
+        return {"error_code": 0, "groups": []}
+
+    router.register(LIST_GROUPS, list_groups)
+    return router
+
+
+@pytest.mark.parametrize("parks", [True, False])
+async def test_a_full_backlog_stops_reading_but_parked_requests_leave_it(parks: bool) -> None:
+    """queued.max.requests bounds the requests read and not yet handled: with it full of
+    busy requests the next one waits; requests that park give their place back."""
+    async with running_server(_sleeping_router(parks), queued_max_requests=2) as (_, address):
+        busy = [await connect(address) for _ in range(3)]
+        for i, stream in enumerate(busy):
+            await stream.send_all(kafka_python_frame(ListGroupsRequest[0], i))
+        await trio.sleep(0.1)
+        started = trio.current_time()
+        await assert_connection_works(address)
+        waited = trio.current_time() - started
+        if parks:
+            assert waited < 0.5
+        else:
+            assert waited > 0.5, "a request was read while the backlog was full"
+        for stream in busy:
+            assert await read_frame(stream) is not None
+            await stream.aclose()
+
+
+async def test_the_inter_broker_listener_gets_in_past_max_connections_by_closing_another(
+        ) -> None:
+    """Kafka's protected listener: with the node at max.connections, a connection to the
+    inter-broker listener is accepted and the least recently active connection of another
+    listener is closed."""
+    listeners = [Listener("CLIENT", "127.0.0.1", 0, "PLAINTEXT"),
+                 Listener("INTERNAL", "127.0.0.1", 0, "PLAINTEXT")]
+    server = NetworkServer(listeners, api_versions_router(),
+                           ServerSettings(shutdown_grace_s=2.0, max_connections=2,
+                                          inter_broker_listener="INTERNAL"))
+    async with trio.open_nursery() as nursery:
+        addresses = await nursery.start(server.serve)
+        try:
+            older, newer = await connect(addresses["CLIENT"]), await connect(addresses["CLIENT"])
+            await older.send_all(api_versions_frame(1))
+            assert await read_frame(older) is not None
+            await trio.sleep(0.05)
+            await newer.send_all(api_versions_frame(2))
+            assert await read_frame(newer) is not None
+            async with await connect(addresses["INTERNAL"]) as internal:
+                await internal.send_all(api_versions_frame(3))
+                assert await read_frame(internal) is not None
+                await assert_closed_by_server(older)
+                await newer.send_all(api_versions_frame(4))
+                assert await read_frame(newer) is not None
+            await older.aclose()
+            await newer.aclose()
+        finally:
+            server.stop()

@@ -101,3 +101,48 @@ async def test_a_failing_tls_set_up_ends_that_connection_only(
         async with conn:
             await conn.request(ApiKey.LIST_GROUPS, {})
     assert len(seen) == 1 and seen[0].startswith("User:CN=carol,")
+
+
+async def test_an_oversized_or_stalled_frame_over_tls_closes_that_connection_only(
+        ca: trustme.CA, caplog: pytest.LogCaptureFixture) -> None:
+    """The TLS path reads through the stream's receive_some: the size is checked before
+    anything is allocated, and a frame stalling half-way meets the read timeout."""
+    server_context, client_context = contexts(ca, False)
+    router = RequestRouter()
+    install_api_versions(router, codec.SUPPORTED_VERSIONS)
+    server = NetworkServer([Listener("SSL", "127.0.0.1", 0, "SSL")], router,
+                           ServerSettings(shutdown_grace_s=2.0, max_request_bytes=1 << 20,
+                                          request_read_timeout_s=0.3),
+                           ssl_contexts={"SSL": server_context})
+
+    async def tls_connect(address: tuple[str, int]) -> trio.SSLStream:
+        stream = trio.SSLStream(await trio.open_tcp_stream(*address), client_context,
+                                server_hostname="127.0.0.1")
+        await stream.do_handshake()
+        return stream
+
+    async def closed(stream: trio.SSLStream) -> bool:
+        with trio.fail_after(5):
+            try:
+                return await stream.receive_some(1) == b""
+            except trio.BrokenResourceError:
+                return True
+
+    async with trio.open_nursery() as nursery:
+        address = (await nursery.start(server.serve))["SSL"]
+        try:
+            oversized = await tls_connect(address)
+            await oversized.send_all(((1 << 20) + 1).to_bytes(4, "big") + b"\0" * 16)
+            assert await closed(oversized)
+            stalled = await tls_connect(address)
+            await stalled.send_all((1000).to_bytes(4, "big") + b"\0" * 10)
+            assert await closed(stalled)
+            conn = await KafkaConnection.connect(*address,
+                                                 security=ClientSecurity("SSL", client_context))
+            async with conn:
+                await conn.request(ApiKey.API_VERSIONS, {})
+        finally:
+            server.stop()
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "exceeds socket.request.max.bytes" in messages
+    assert "raftka.socket.request.read.timeout.ms" in messages

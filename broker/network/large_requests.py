@@ -1,0 +1,65 @@
+"""Large requests: a frame of more than `LARGE_REQUEST_BYTES`. One that is not a Produce
+names very many topics, partitions or resources: decoding it, and encoding its answer, takes
+seconds of pure Python, and its decoded form is about ten times its frame. So a server
+handles such requests one at a time, and decodes and encodes them in a worker thread, where
+the interpreter's switch interval lets the event loop, and so every other client, run. A
+large Produce is mostly record batches, which stay opaque bytes: it is only decoded in a
+worker thread (a hostile one may name millions of partitions), and runs beside the others."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Sequence
+
+import trio
+
+from broker.apis.request import DecodedRequest
+from broker.network.codec import WireCodec
+
+LARGE_REQUEST_BYTES = 1 << 20
+_PRODUCE = 0
+
+
+def _api_key(frame: memoryview) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+
+
+class LargeRequests:
+    """The server's one-at-a-time lane for large requests."""
+
+    def __init__(self, threshold: int = LARGE_REQUEST_BYTES) -> None:
+        self.threshold = threshold
+        self._lane = trio.CapacityLimiter(1)
+
+    @property
+    def waiting(self) -> int:
+        """Requests read and waiting for the lane."""
+        return self._lane.statistics().tasks_waiting
+
+    def off_loop(self, frame: memoryview) -> bool:
+        """Whether `frame` is decoded in a worker thread."""
+        return len(frame) > self.threshold
+
+    @staticmethod
+    def needs_lane(frame: memoryview) -> bool:
+        """Whether a large `frame` is handled alone (and answered from a worker thread)."""
+        return _api_key(frame) != _PRODUCE
+
+    async def enter(self, owner: object) -> None:
+        """Wait for the lane; `owner` holds it until `leave(owner)`."""
+        await self._lane.acquire_on_behalf_of(owner)
+
+    def leave(self, owner: object) -> None:
+        self._lane.release_on_behalf_of(owner)
+
+    @staticmethod
+    async def decode(codec: WireCodec, frame: memoryview, max_elements: int | None
+                     ) -> DecodedRequest:
+        return await trio.to_thread.run_sync(
+            partial(codec.decode_request, frame, max_elements=max_elements))
+
+    @staticmethod
+    async def encode(codec: WireCodec, api_key: int, api_version: int, correlation_id: int,
+                     body: Any) -> Sequence[object]:
+        return await trio.to_thread.run_sync(codec.encode_response_chunks, api_key,
+                                             api_version, correlation_id, body)
