@@ -34,7 +34,7 @@ from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
 from broker.errors import NodeStartupError
-from broker.group.coordinator import GroupCoordinator, wall_clock_ms
+from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupSettings
 from broker.group.offsets_log import ReplicaOffsetsLog
 from broker.group.offsets_topic import (
@@ -68,6 +68,7 @@ from broker.txn.state_topic import (
 )
 from broker.txn.verifier import CoordinatorVerifier
 from broker.sasl.sessions import SaslSessions
+from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 

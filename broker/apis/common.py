@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import trio
 
 from broker.log.errors import LogError
 from broker.replica.errors import ReplicaError
 from clients.protocol import ErrorCode
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def error_code_of(exc: BaseException) -> int:

@@ -26,7 +26,7 @@ import trio
 from trio import current_time as now
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.apis.common import PARTITION_ERRORS, error_code_of
 from broker.log.partition_log import PartitionLog
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
@@ -35,6 +35,7 @@ from broker.replica.errors import NotLeaderOrFollower
 from broker.replica.manager import ReplicaManager, WaitKey, appended_key
 from broker.replica.partition import Partition
 from broker.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class _FetchPass:
         # When a throttled partition was held back: when the leader quota allows it again.
         self.throttled_until: float | None = None
         # The wall clock of this pass (follower fetch times), read once for its partitions.
-        self.now_ms = now_ms()
+        self.now_ms = wall_clock_ms()
 
 
 class _Reader:
@@ -323,7 +324,7 @@ class FetchHandler:
             self._replica_selector, reader.rack_id, leader_id=partition.broker_id,
             leader_log_end_offset=log.log_end_offset, log_start_offset=log.log_start_offset,
             isr=partition.isr, followers=partition.followers, reachable_racks=racks,
-            fetch_offset=fetch_offset, now_ms=now_ms())
+            fetch_offset=fetch_offset, now_ms=wall_clock_ms())
 
 
 def fetch_error_body(body: Mapping[str, Any], version: int, error_code: int,

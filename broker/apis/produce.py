@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import trio
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.apis.common import PARTITION_ERRORS, error_code_of
 from broker.log.errors import CorruptMessage, InvalidRecord, KafkaStorageError
 from broker.log.flush_plan import flush_off_loop
 from broker.log.partition_log import PartitionLog
@@ -30,6 +30,7 @@ from broker.apis.request import CloseConnection, DecodedRequest, RequestContext,
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from broker.replica.txn_verification import TransactionVerifier, VerificationGuard, produce_error_for
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_size
 from clients.records.errors import CorruptRecordError
@@ -119,7 +120,7 @@ class ProduceHandler:
         verdicts: dict[tuple[str, int], VerificationGuard | int] = {}
         if transactional_id is not None and self.verifier is not None and acks in (-1, 0, 1):
             verdicts = await self._verify(body, transactional_id)
-        timestamp = now_ms()
+        timestamp = wall_clock_ms()
         for topic in topic_data:
             name = topic["name"]
             entries: list[dict[str, Any]] = []

@@ -17,11 +17,12 @@ import logging
 from typing import Any, Awaitable, Mapping, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.common import PARTITION_ERRORS, error_code_of, now_ms
+from broker.apis.common import PARTITION_ERRORS, error_code_of
 from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.replica.errors import UnknownTopicOrPartition
 from broker.replica.manager import ReplicaManager
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class TxnMarkerHandlers:
         pending: list[PendingAppend] = []
         # (marker, partition entry) of each appended __consumer_offsets partition.
         offsets_partitions: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        timestamp = now_ms()
+        timestamp = wall_clock_ms()
         for marker in request.body.get("markers") or ():
             topics = []
             results.append({"producer_id": marker["producer_id"], "topics": topics})

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -27,6 +26,7 @@ from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
 from clients.protocol import ErrorCode
 from clients.records.errors import RecordsError
+from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -49,10 +49,6 @@ class LoadSettings:
 
     def retry_delay(self, attempt: int) -> float:
         return min(self.retry_s * 2 ** attempt, self.max_retry_s)
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class _Slot:

@@ -5,7 +5,6 @@ and its implementation over the broker's ReplicaManager.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Iterator, Protocol
 
 import trio
@@ -15,6 +14,7 @@ from broker.log.errors import LogError
 from broker.log.results import UpperBound
 from broker.replica.errors import ReplicaError
 from broker.replica.manager import ReplicaManager
+from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class ReplicaOffsetsLog:
         replica = self._leader(partition)
         high_watermark = replica.high_watermark
         try:
-            result = replica.append_as_leader(bytearray(batch), -1, int(time.time() * 1000))
+            result = replica.append_as_leader(bytearray(batch), -1, wall_clock_ms())
         except (LogError, ReplicaError) as exc:
             raise OffsetsLogError(exc.error_code, str(exc)) from None
         self._replicas.notify_appended(replica, high_watermark)
