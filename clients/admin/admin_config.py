@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from clients.admin import operations as ops
-from clients.admin.cluster import BrokerNode, ClusterMetadata
-from clients.admin.settings import (
+from clients.common.cluster import BrokerNode, ClusterMetadata
+from clients.common.settings import (
     COMMON_KEYS,
     ConfigError,
     ConfigKey,

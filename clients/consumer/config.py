@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from clients.admin.settings import (
+from clients.common.settings import (
     COMMON_KEYS,
     ConfigError,
     ConfigKey,

@@ -13,9 +13,9 @@ from typing import Awaitable, Callable, Union
 
 import trio
 
-from clients.admin.cluster import ClusterMetadata, metadata_request
+from clients.common.cluster import ClusterMetadata, metadata_request
 from clients.clock import monotonic_ms
-from clients.admin.connections import TrioConnectionPool
+from clients.common.connections import TrioConnectionPool
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import ConsumerCore, TopicPartition
 from clients.consumer.group.trio_group import GroupClient

@@ -23,8 +23,8 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import trio
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import TrioConnectionPool
 from clients.clock import monotonic_ms
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import (

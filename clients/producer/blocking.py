@@ -15,8 +15,8 @@ import time
 from collections import deque
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import BlockingConnectionPool
 from clients.clock import monotonic_ms
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection

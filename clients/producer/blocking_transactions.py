@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.connections import BlockingConnectionPool
 from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade

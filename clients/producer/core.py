@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from clients.admin.cluster import ClusterMetadata
+from clients.common.cluster import ClusterMetadata
 from clients.clock import monotonic_ms, wall_clock_ms
 from clients.interceptors import chain, notify
 from clients.net import FatalConnectionError, KafkaConnectionError

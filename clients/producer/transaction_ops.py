@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Mapping
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.net import KafkaConnectionError
 from clients.producer.transactions import (
     COORDINATOR_ERRORS,

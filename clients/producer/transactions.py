@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.producer.idempotence import IdempotenceState
 from clients.protocol import ErrorCode, KafkaError

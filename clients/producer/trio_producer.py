@@ -18,8 +18,8 @@ from typing import Any, AsyncIterator, Generator, Iterable, Mapping
 
 import trio
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import TrioConnectionPool
 from clients.clock import monotonic_ms
 from clients.net import KafkaConnectionError
 from clients.producer.accumulator import ProducerBatch

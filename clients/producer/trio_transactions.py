@@ -7,7 +7,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import trio
 
-from clients.admin.connections import TrioConnectionPool
+from clients.common.connections import TrioConnectionPool
 from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade

@@ -21,7 +21,7 @@ import uuid
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.consumer.group.actions import GroupSettings, Send, Wait
 from clients.consumer.group.member_assignment import MemberAssignment
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from

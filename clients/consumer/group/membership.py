@@ -21,7 +21,7 @@ import logging
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.consumer.group.actions import (
     GroupSettings,
     MemberState,

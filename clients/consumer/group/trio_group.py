@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import trio
 
-from clients.admin.cluster import BrokerNode
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import BrokerNode
+from clients.common.connections import TrioConnectionPool
 from clients.clock import monotonic_ms
 from clients.consumer.group.coordinator_search import (
     CoordinatorSearchReport,

@@ -181,7 +181,7 @@ def test_describe_shows_every_config_not_from_the_defaults() -> None:
 
 def test_admin_calls_go_to_a_connected_broker_and_away_from_one_that_failed() -> None:
     from clients.admin.admin_config import pick_target
-    from clients.admin.cluster import BrokerNode, ClusterMetadata
+    from clients.common.cluster import BrokerNode, ClusterMetadata
 
     from clients.admin.operations import Call
     from clients.net import KafkaConnectionError

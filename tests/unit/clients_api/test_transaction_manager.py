@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.consumer import ConsumerGroupMetadata
 from clients.net import KafkaConnectionError
 from clients.producer.idempotence import IdempotenceState

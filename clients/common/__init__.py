@@ -1,0 +1,3 @@
+"""What the producer, consumer and admin client share: the client's view of the cluster
+(`cluster`), connection pools to its brokers (`connections`) and configuration by Kafka's
+names (`settings`). It imports none of them, so they import it without a cycle."""
