@@ -76,8 +76,8 @@ def read_config_file(path: str, option: str) -> dict[str, str]:
     """The properties of the file `option` names; a file that is missing, unreadable, not
     UTF-8 or not valid syntax is a CommandError naming the option and the file."""
     from broker.cli.main import CommandError
-    from broker.config import load_properties
-    from broker.config.properties import PropertiesSyntaxError
+    from clients.common.properties import load_properties
+    from clients.common.properties import PropertiesSyntaxError
 
     try:
         return load_properties(path)

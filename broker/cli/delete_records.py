@@ -96,7 +96,7 @@ def result_lines(results: Mapping[tuple[str, int], Any]) -> list[str]:
 # ---- the command ----
 
 def _execute(args: argparse.Namespace, admin: Any) -> tuple[list[str], int]:
-    from broker.config import properties
+    from clients.common import properties
 
     try:
         text = properties.decode_utf8(Path(args.offset_json_file).read_bytes())

@@ -86,7 +86,7 @@ def chosen_partitions(args: argparse.Namespace) -> list[tuple[str, int]] | None:
             raise ValueError("Missing required option(s) [partition]")
         return [(args.topic, args.partition)]
     if args.path_to_json_file is not None:
-        from broker.config import properties
+        from clients.common import properties
 
         try:
             text = properties.decode_utf8(Path(args.path_to_json_file).read_bytes())

@@ -93,7 +93,7 @@ def chosen_action(args: argparse.Namespace) -> str:
 
 
 def _read(path: str) -> str:
-    from broker.config import properties
+    from clients.common import properties
 
     try:
         return properties.decode_utf8(Path(path).read_bytes())
