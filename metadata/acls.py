@@ -19,6 +19,7 @@ from typing import Any
 
 from clients.protocol.acl_types import (
     CLUSTER_NAME,
+    RESOURCE_OPERATIONS,
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
@@ -37,20 +38,6 @@ __all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "
 # Resource types ACLs may name here: the token and user resources have no API behind them.
 SUPPORTED_RESOURCE_TYPES = frozenset({ResourceType.TOPIC, ResourceType.GROUP,
                                       ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID})
-
-# The operations each resource type has (Kafka's AclEntry.supportedOperations, ALL aside).
-RESOURCE_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = MappingProxyType({
-    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
-                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
-                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
-                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
-                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
-                           AclOperation.DESCRIBE),
-    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
-})
 
 
 class AclValidationError(ValueError):

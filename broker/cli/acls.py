@@ -158,8 +158,7 @@ def _filter_to_entries(args: argparse.Namespace) -> dict["AclBindingFilter", lis
 
 
 def _check_operations(result: dict["AclBindingFilter", list["AccessControlEntry"]]) -> None:
-    from metadata.acls import RESOURCE_OPERATIONS
-    from clients.protocol.acl_types import AclOperation
+    from clients.protocol.acl_types import RESOURCE_OPERATIONS, AclOperation
 
     for acl_filter, entries in result.items():
         valid = set(RESOURCE_OPERATIONS[acl_filter.resource_type]) | {AclOperation.ALL}
