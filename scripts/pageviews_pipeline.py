@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
-from broker.cli.main import OneLineParser, positive_int
+from clients.cli.main import OneLineParser, positive_int
 from clients.clock import wall_clock_ms
 from clients.producer import BlockingProducer
 

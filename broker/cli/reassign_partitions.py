@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.cli import reassignment_plan as plan
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 from broker.cli.reassignment_json import (Assignment, ReassignmentInputError, TopicPartition,
                                           format_reassignment, parse_broker_list,
                                           parse_reassignment, parse_topics_to_move)

@@ -7,8 +7,8 @@ import uuid
 import pytest
 import trio
 
-from broker.cli.api_versions import api_lines
-from broker.cli.topics import _non_default_configs, describe_lines, parse_configs, topic_id_text
+from clients.cli.api_versions import api_lines
+from clients.cli.topics import _non_default_configs, describe_lines, parse_configs, topic_id_text
 from clients.admin import Admin, BlockingAdmin, NewTopic, PartitionInfo, TopicDescription
 from clients.admin.operations import ConfigEntry
 from clients.protocol import ApiKey, ErrorCode, KafkaError, Request

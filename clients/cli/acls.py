@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from broker.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
+from clients.cli.main import CommandError
 
 if TYPE_CHECKING:
     from clients.admin.acl_operations import AccessControlEntry, AclBindingFilter

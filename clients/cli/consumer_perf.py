@@ -8,8 +8,8 @@ import random
 import re
 from typing import Any
 
-from broker.cli.main import CommandError
-from broker.cli.perf_stats import (
+from clients.cli.main import CommandError
+from clients.cli.perf_stats import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
     DEFAULT_DATE_FORMAT,
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """--consumer.config, then what the tool sets, as Kafka's tool does."""
-    from broker.cli.admin_tool import read_config_file
+    from clients.cli.admin_tool import read_config_file
 
     settings: dict[str, Any] = read_config_file(args.consumer_config, "--consumer.config") \
         if args.consumer_config else {}

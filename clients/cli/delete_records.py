@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-delete-records"
 ERROR_PREFIX = "Error: "

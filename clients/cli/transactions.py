@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Sequence
 
-from broker.cli.admin_tool import DEFAULT_API_TIMEOUT_MS, api_timeout_ms
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import DEFAULT_API_TIMEOUT_MS, api_timeout_ms
+from clients.cli.main import CommandError
 from clients.clock import wall_clock_ms
 
 if TYPE_CHECKING:

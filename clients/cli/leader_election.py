@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from broker.cli.admin_tool import ConfigFileAction, add_connection_options, run_admin_tool
+from clients.cli.admin_tool import ConfigFileAction, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-leader-election"
 ERROR_PREFIX = "Error: "

@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.cli.main import CommandError
-from broker.cli.perf_stats import ProducerStats, ThroughputPacer, metrics_lines
+from clients.cli.main import CommandError
+from clients.cli.perf_stats import ProducerStats, ThroughputPacer, metrics_lines
 from clients.clock import wall_clock_ms
 
 CLIENT_ID = "perf-producer-client"
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def producer_settings(args: argparse.Namespace) -> dict[str, str]:
     """--producer.config, then --producer-props (each exactly KEY=VALUE, as Kafka)."""
-    from broker.cli.admin_tool import read_config_file
+    from clients.cli.admin_tool import read_config_file
 
     if not args.producer_props and not args.producer_config:
         raise CommandError("Either --producer-props or --producer.config must be specified.")
