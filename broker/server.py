@@ -35,7 +35,7 @@ from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
 from broker.errors import NodeStartupError
 from broker.group.coordinator import GroupCoordinator
-from broker.group.model import GroupSettings
+from broker.group.model import GroupCoordinatorSettings
 from broker.group.offsets_log import ReplicaOffsetsLog
 from broker.group.offsets_topic import (
     CreateTopic,
@@ -330,7 +330,7 @@ class BrokerServer:
             create = channel_create_topic(self.controller)
         creator = OffsetsTopicCreator(OffsetsTopicSettings.from_config(config), create)
         log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
-        return GroupCoordinator(config.node_id, GroupSettings.from_config(config), log,
+        return GroupCoordinator(config.node_id, GroupCoordinatorSettings.from_config(config), log,
                                 image=self.image, topic_creator=creator,
                                 caught_up=lambda: self.metadata_caught_up)
 

@@ -16,7 +16,7 @@ import trio
 
 from broker.coordinator_partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
-from broker.group.model import Effects, GroupSettings, GroupWrite
+from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.offsets_topic import OffsetsTopicCreator
@@ -64,7 +64,7 @@ class _Slot:
 class GroupCoordinator:
     """Coordinator for the groups whose `__consumer_offsets` partition this broker leads."""
 
-    def __init__(self, broker_id: int, settings: GroupSettings, log: OffsetsLog, *,
+    def __init__(self, broker_id: int, settings: GroupCoordinatorSettings, log: OffsetsLog, *,
                  image: Callable[[], MetadataImage],
                  topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,

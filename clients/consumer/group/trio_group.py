@@ -30,7 +30,7 @@ from clients.consumer.group.membership import GroupMembership, Send, Wait, coord
 from clients.consumer.group.offsets import (
     CommitFailedError,
     FetchedOffsets,
-    Outcome,
+    ErrorAction,
     classify,
     offset_commit_errors,
     offset_commit_request,
@@ -264,7 +264,7 @@ class GroupClient:
                 result, code = read(response)
                 if code == ErrorCode.NONE:
                     return result
-            if classify(code) == Outcome.FIND_COORDINATOR:
+            if classify(code) == ErrorAction.FIND_COORDINATOR:
                 self.membership.coordinator_dead()
             else:
                 give_up(code)
@@ -297,12 +297,12 @@ class GroupClient:
             outcome = classify(code)
             if code == ErrorCode.STALE_MEMBER_EPOCH and still_member():
                 return      # the next heartbeat brings the newer epoch
-            if outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
+            if outcome in (ErrorAction.REJOIN, ErrorAction.RESET_AND_REJOIN):
                 m.group_error(code, "OffsetCommit", monotonic_ms(), sent[-1], member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")
-            if outcome != Outcome.RETRY:
+            if outcome != ErrorAction.RETRY:
                 raise KafkaError(code, f"OffsetCommit for group {m.settings.group_id}")
 
         await self._until_done(ApiKey.OFFSET_COMMIT, body, timeout_s, read, give_up)
