@@ -173,6 +173,7 @@ class BrokerServer:
                                               config.get("replication.quota.window.num"),
                                               config.get("replication.quota.window.size.seconds"))
         replicas.leader_quota = quotas.leader
+        replicas.replica_selector = config.replica_selector_class
         self.dynamic_config = dynamic = DynamicBrokerConfig(config)
         dynamic.subscribe(lambda values, image: apply_throttle_config(quotas, values, image))
         dynamic.subscribe(DynamicLogDefaults(replicas, config))

@@ -64,7 +64,7 @@ def install_broker_apis(router: RequestRouter, config: "ServerConfig", cluster_i
                      session_lapsed=lambda: replicas.session_lost).register(router)
     ProduceHandler(replicas, txn_verifier, authz).register(router)
     TxnMarkerHandlers(replicas, offsets_marker_listener, authz=authz).register(router)
-    FetchHandler(replicas, authz, replica_selector=config.replica_selector_class).register(router)
+    FetchHandler(replicas, authz).register(router)
     OffsetHandlers(replicas, authz).register(router)
     DescribeConfigsHandler(config, image, authz).register(router)
     DescribeScramHandler(image).register(router)

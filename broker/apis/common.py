@@ -1,23 +1,14 @@
-"""Small helpers the data-plane handlers share."""
+"""Small helpers the data-plane handlers share: the per-partition errors they answer, with
+their Kafka codes (the replica manager's, which lets them through), and the slicing that
+lets a large request give way to the other connections."""
 
 from __future__ import annotations
 
 import trio
 
-from broker.log.errors import LogError
-from broker.replica.errors import ReplicaError
-from clients.protocol import ErrorCode
+from broker.replica.errors import PARTITION_ERRORS, error_code_of
 
-
-def error_code_of(exc: BaseException) -> int:
-    """The Kafka error code for a log or replica error (UNKNOWN_SERVER_ERROR otherwise)."""
-    if isinstance(exc, (LogError, ReplicaError)):
-        return int(exc.error_code)
-    return int(ErrorCode.UNKNOWN_SERVER_ERROR)
-
-
-# Failures a handler answers per partition; anything else is a bug and propagates.
-PARTITION_ERRORS = (LogError, ReplicaError)
+__all__ = ["ITEMS_PER_SLICE", "PARTITION_ERRORS", "Slicer", "error_code_of"]
 
 
 # A handler working through a request's topics, partitions or resources lets the node's

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, Slicer, error_code_of
-from broker.log.errors import OffsetOutOfRange
+from broker.replica.errors import OffsetOutOfRange
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
 from broker.replica.errors import OffsetNotAvailable, ReplicaError
 from broker.replica.manager import ReplicaManager

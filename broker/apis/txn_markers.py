@@ -17,12 +17,10 @@ import logging
 from typing import Any, Awaitable, Mapping, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
-from broker.apis.common import PARTITION_ERRORS, error_code_of
-from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
-from broker.replica.errors import UnknownTopicOrPartition
+from broker.replica.append import AppendEntry, AppendOrigin, TxnMarker, append_records
+from broker.replica.errors import PARTITION_ERRORS, error_code_of
 from broker.replica.manager import ReplicaManager
-from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -39,10 +37,6 @@ class OffsetsMarkerListener(Protocol):
 
     def on_offsets_marker(self, partition: int, producer_id: int,
                           committed: bool) -> Awaitable[None] | None: ...
-
-
-def _fail(entry: dict[str, Any], code: int, message: str | None = None) -> None:
-    entry["error_code"] = int(code)
 
 
 class TxnMarkerHandlers:
@@ -65,63 +59,53 @@ class TxnMarkerHandlers:
     # -- WriteTxnMarkers -----------------------------------------------------------------
 
     async def handle_write_txn_markers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        results = []
-        pending: list[PendingAppend] = []
-        # (marker, partition entry) of each appended __consumer_offsets partition.
-        offsets_partitions: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        timestamp = wall_clock_ms()
-        for marker in request.body.get("markers") or ():
-            topics = []
-            results.append({"producer_id": marker["producer_id"], "topics": topics})
+        markers = request.body.get("markers") or ()
+        # (marker, append entry) of every partition named, in request order.
+        appends: list[tuple[Mapping[str, Any], AppendEntry]] = []
+        for marker in markers:
+            txn_marker = TxnMarker(bool(marker["transaction_result"]), int(marker["producer_id"]),
+                                   int(marker["producer_epoch"]), int(marker["coordinator_epoch"]))
             for topic in marker.get("topics") or ():
-                entries: list[dict[str, Any]] = []
-                topics.append({"name": topic["name"], "partitions": entries})
                 for index in topic.get("partition_indexes") or ():
-                    entry = {"partition_index": index, "error_code": ErrorCode.NONE}
-                    entries.append(entry)
-                    if self._append(marker, topic["name"], index, entry, timestamp, pending):
-                        if topic["name"] == OFFSETS_TOPIC:
-                            offsets_partitions.append((marker, entry))
-        if pending:
-            await await_replication(self._replicas, pending, self._timeout_ms, _fail)
-        for marker, entry in offsets_partitions:
-            if entry["error_code"] == ErrorCode.NONE:
+                    entry = AppendEntry(topic["name"], index, marker=txn_marker)
+                    if self._replicas.get_partition(topic["name"], index) is None:
+                        # As Kafka: no local replica at all is UNKNOWN_TOPIC_OR_PARTITION.
+                        entry.fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   f"no replica of {topic['name']}-{index} on this broker")
+                    appends.append((marker, entry))
+        # Markers are written with acks=all semantics (min.insync.replicas, then the HW).
+        await append_records(self._replicas, [entry for _, entry in appends], -1,
+                             self._timeout_ms, AppendOrigin.COORDINATOR)
+        for marker, entry in appends:
+            if entry.error_code:
+                logger.info("%s marker for producer %d on %s-%d failed: %s",
+                            "COMMIT" if marker["transaction_result"] else "ABORT",
+                            marker["producer_id"], entry.topic, entry.partition,
+                            entry.error_message or ErrorCode.from_code(entry.error_code).name)
+            elif entry.topic == OFFSETS_TOPIC:
                 await self._tell_offsets_listener(marker, entry)
-        return {"markers": results}
+        answers = iter(entry for _, entry in appends)
+        return {"markers": [
+            {"producer_id": marker["producer_id"], "topics": [
+                {"name": topic["name"], "partitions": [
+                    {"partition_index": index, "error_code": next(answers).error_code}
+                    for index in topic.get("partition_indexes") or ()]}
+                for topic in marker.get("topics") or ()]}
+            for marker in markers]}
 
-    def _append(self, marker: Mapping[str, Any], topic: str, index: int, entry: dict[str, Any],
-                timestamp: int, pending: list[PendingAppend]) -> bool:
-        committed = bool(marker["transaction_result"])
-        try:
-            if self._replicas.get_partition(topic, index) is None:
-                # As Kafka: no local replica at all is UNKNOWN_TOPIC_OR_PARTITION.
-                raise UnknownTopicOrPartition(f"no replica of {topic}-{index} on this broker")
-            partition = self._replicas.leader_partition(topic, index)
-            result = partition.append_marker(committed, int(marker["producer_id"]),
-                                             int(marker["producer_epoch"]),
-                                             int(marker["coordinator_epoch"]), timestamp)
-        except PARTITION_ERRORS as exc:
-            _fail(entry, error_code_of(exc))
-            logger.info("%s marker for producer %d on %s-%d refused: %s",
-                        "COMMIT" if committed else "ABORT", marker["producer_id"], topic, index, exc)
-            return False
-        self._replicas.notify(partition.key)
-        pending.append(PendingAppend(entry, partition, result.last_offset + 1))
-        return True
-
-    async def _tell_offsets_listener(self, marker: Mapping[str, Any], entry: dict[str, Any]) -> None:
+    async def _tell_offsets_listener(self, marker: Mapping[str, Any], entry: AppendEntry) -> None:
         listener = self.offsets_listener
         if listener is None:
             return
         try:
-            outcome = listener.on_offsets_marker(int(entry["partition_index"]), int(marker["producer_id"]),
+            outcome = listener.on_offsets_marker(entry.partition, int(marker["producer_id"]),
                                                  bool(marker["transaction_result"]))
             if inspect.isawaitable(outcome):
                 await outcome
         except Exception:  # noqa: BLE001 - answered as Kafka does: the coordinator retries
             logger.exception("group coordinator failed to complete the transaction of producer %d",
                              marker["producer_id"])
-            _fail(entry, ErrorCode.UNKNOWN_SERVER_ERROR)
+            entry.fail(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     # -- DescribeProducers ---------------------------------------------------------------
 

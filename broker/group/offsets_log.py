@@ -7,14 +7,12 @@ from __future__ import annotations
 import logging
 from typing import Iterator, Protocol
 
-import trio
-
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.log.errors import LogError
 from broker.log.results import UpperBound
+from broker.replica.append import AppendEntry, AppendOrigin, append_records
 from broker.replica.errors import ReplicaError
 from broker.replica.manager import ReplicaManager
-from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -53,14 +51,15 @@ class OffsetsLog(Protocol):
 
 
 class ReplicaOffsetsLog:
-    """`OffsetsLog` over the local leader replicas (acks=all, like Kafka's
-    `offsets.commit.required.acks` = -1), waiting at most `commit_timeout_ms`."""
+    """`OffsetsLog` over the local leader replicas: appends go through the replica manager's
+    `append_records` with acks=all (Kafka's `offsets.commit.required.acks` = -1), waiting at
+    most `commit_timeout_ms`."""
 
     def __init__(self, replicas: ReplicaManager, commit_timeout_ms: int = 5000,
                  topic: str = CONSUMER_OFFSETS_TOPIC) -> None:
         self._replicas = replicas
         self._topic = topic
-        self._timeout_s = commit_timeout_ms / 1000
+        self._timeout_ms = commit_timeout_ms
 
     def _leader(self, partition: int):  # type: ignore[no-untyped-def]
         try:
@@ -70,28 +69,17 @@ class ReplicaOffsetsLog:
 
     async def append(self, partition: int, batch: bytes) -> int:
         """Append as leader (acks=all); the base offset once the high watermark passed it.
-        The same path serves `__transaction_state` (built with that topic)."""
-        replica = self._leader(partition)
-        high_watermark = replica.high_watermark
-        try:
-            result = replica.append_as_leader(bytearray(batch), -1, wall_clock_ms())
-        except (LogError, ReplicaError) as exc:
-            raise OffsetsLogError(exc.error_code, str(exc)) from None
-        self._replicas.notify_appended(replica, high_watermark)
-        required, epoch = result.last_offset + 1, replica.leader_epoch
-        deadline = trio.current_time() + self._timeout_s
-        with self._replicas.purgatory.watch([replica.key]) as waiter:
-            while True:
-                current = self._replicas.get_partition(*replica.key)
-                if (current is not replica or not replica.is_leader
-                        or replica.leader_epoch != epoch):
-                    raise OffsetsLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                          "leadership moved during the write")
-                if replica.high_watermark >= required:
-                    return result.first_offset
-                if not await waiter.wait(deadline):
-                    raise OffsetsLogError(ErrorCode.REQUEST_TIMED_OUT,
-                                          f"offset {required - 1} not replicated in time")
+        Fails as a Produce would: the ISR below min.insync.replicas before the append
+        (NOT_ENOUGH_REPLICAS) or after it (NOT_ENOUGH_REPLICAS_AFTER_APPEND), the leadership
+        moved or this broker's controller session lost (NOT_LEADER_OR_FOLLOWER), or the
+        timeout (REQUEST_TIMED_OUT). The same path serves `__transaction_state` (built with
+        that topic)."""
+        entry = AppendEntry(self._topic, partition, batch)
+        await append_records(self._replicas, [entry], -1, self._timeout_ms,
+                             AppendOrigin.COORDINATOR)
+        if entry.error_code:
+            raise OffsetsLogError(entry.error_code, entry.error_message or "")
+        return entry.base_offset
 
     def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
         log = self._leader(partition).log

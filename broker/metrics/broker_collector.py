@@ -118,7 +118,7 @@ class BrokerCollector(Collector):
                                   value=stats.isr_expands)
         purgatory = GaugeMetricFamily(
             "kafka_server_delayedoperationpurgatory_purgatorysize",
-            "Requests waiting in the purgatory (acks=all produce, long-poll fetch).",
+            "Requests waiting in the purgatory (acks=all appends, long-poll fetch).",
             labels=["delayedOperation"])
         for kind in PURGATORY_KINDS:
             purgatory.add_metric([kind], replicas.purgatory.waiting.get(kind, 0))

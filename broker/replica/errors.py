@@ -1,8 +1,15 @@
-"""Errors of partition-level checks, each carrying the Kafka error code to answer with."""
+"""Errors of partition-level checks, each carrying the Kafka error code to answer with, and
+the mapping of every error the replica manager lets through to its Kafka error code (request
+handlers map errors with these, without reaching into the log layer)."""
 
 from __future__ import annotations
 
+from broker.log.errors import LogError, OffsetOutOfRange
 from clients.protocol import ErrorCode
+
+__all__ = ["FencedLeaderEpoch", "NotEnoughReplicas", "NotLeaderOrFollower", "OfflineReplica",
+           "OffsetNotAvailable", "OffsetOutOfRange", "PARTITION_ERRORS", "ReplicaError",
+           "UnknownLeaderEpoch", "UnknownTopicOrPartition", "error_code_of"]
 
 
 class ReplicaError(Exception):
@@ -45,3 +52,15 @@ class NotEnoughReplicas(ReplicaError):
 
 class OffsetNotAvailable(ReplicaError):
     error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+
+
+# Failures answered per partition (the log's and the replica's); anything else is a bug and
+# propagates.
+PARTITION_ERRORS = (LogError, ReplicaError)
+
+
+def error_code_of(exc: BaseException) -> int:
+    """The Kafka error code for a log or replica error (UNKNOWN_SERVER_ERROR otherwise)."""
+    if isinstance(exc, PARTITION_ERRORS):
+        return int(exc.error_code)
+    return int(ErrorCode.UNKNOWN_SERVER_ERROR)

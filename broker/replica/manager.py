@@ -1,9 +1,10 @@
 """The ReplicaManager: this broker's partition replicas, driven by metadata images.
 
 It is a trio-side metadata publisher: each delta says which local replicas to lead, follow
-or delete (Kafka's KRaft replacement for LeaderAndIsr/StopReplica). Request handlers look
-partitions up here and wait on its purgatory, which is notified whenever a partition's data
-or leadership changes.
+or delete (Kafka's KRaft replacement for LeaderAndIsr/StopReplica). Appends and reads go
+through `broker.replica.append.append_records` and `broker.replica.fetch.fetch_messages`, whose
+waits (acks=all, the long poll) sit in its purgatory, notified whenever a partition's data or
+leadership changes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import trio
 from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
 from broker.metrics.stats import BrokerTopicStats, ReplicaStats
-from broker.purgatory import Purgatory
+from broker.replica.purgatory import Purgatory
 from broker.replica.errors import NotLeaderOrFollower, OfflineReplica, UnknownTopicOrPartition
 from broker.replica.partition import Partition
 from clients.clock import wall_clock_ms
@@ -70,8 +71,10 @@ class ReplicaManager:
         self.isr_sender: IsrSender | None = None
         self.topic_stats = BrokerTopicStats()
         self.replica_stats = ReplicaStats()
-        # The leader-side replication throttle, read by Fetch for follower requests.
+        # The leader-side replication throttle, read by follower fetches.
         self.leader_quota: ReplicationQuota | None = None
+        # replica.selector.class: None serves consumers from the leader only (KIP-392).
+        self.replica_selector: str | None = None
 
     @property
     def image(self) -> MetadataImage:

@@ -41,16 +41,23 @@ def legacy(cluster: Cluster) -> Any:
 
 
 def when_coordinated(call: Any) -> Any:
-    """kafka-python does not retry a coordinator that is still being created: retry here."""
+    """kafka-python does not retry a coordinator that is still being created or loaded: retry
+    here, whether it raises the retriable error or (as alter_group_offsets does) returns it
+    per partition."""
     outcome: list[Any] = []
 
     def answered() -> bool:
         try:
-            outcome.append(call())
+            result = call()
         except KpKafkaError as exc:
             if not exc.retriable:
                 raise
             return False
+        if isinstance(result, dict) and any(
+                isinstance(error, type) and issubclass(error, KpKafkaError) and error.retriable
+                for error in result.values()):
+            return False
+        outcome.append(result)
         return True
     wait_for(answered, "the coordinator to answer", TIMEOUT)
     return outcome[-1]

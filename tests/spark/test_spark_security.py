@@ -52,9 +52,10 @@ def bob() -> dict[str, str]:
             "kafka.sasl.jaas.config": jaas("plain.PlainLoginModule", "bob", "bob-secret")}
 
 
-def carol() -> dict[str, str]:
+def carol(password: str | None = None) -> dict[str, str]:
+    user, secret = CAROL
     return {"kafka.sasl.mechanism": "SCRAM-SHA-512",
-            "kafka.sasl.jaas.config": jaas("scram.ScramLoginModule", *CAROL)}
+            "kafka.sasl.jaas.config": jaas("scram.ScramLoginModule", user, password or secret)}
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +161,22 @@ def test_a_wrong_password_fails_fast_with_authentication_failed(
     with pytest.raises(Exception) as caught:
         reader.load().collect()
     elapsed = time.monotonic() - started
-    assert "SASL_AUTHENTICATION_FAILED" in str(caught.value), str(caught.value)[-2000:]
+    assert "authentication failed at" in str(caught.value), str(caught.value)[-2000:]
+    assert "(PLAIN as alice)" in str(caught.value), str(caught.value)[-2000:]
+    assert elapsed < 30, f"the failure took {elapsed:.1f} s"
+
+
+def test_a_sink_with_a_wrong_password_fails_fast_with_authentication_failed(
+        spark: SparkSession, secured: SaslCluster, ca_file: tuple[Path, Path]) -> None:
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+    writer = df.write.format("raftka").options(
+        **secured_options(secured, ca_file[0], carol("wrong"), topic=WRITTEN)).mode("append")
+    started = time.monotonic()
+    with pytest.raises(Exception) as caught:
+        writer.save()
+    elapsed = time.monotonic() - started
+    assert "authentication failed at" in str(caught.value), str(caught.value)[-2000:]
+    assert "(SCRAM-SHA-512 as carol)" in str(caught.value), str(caught.value)[-2000:]
     assert elapsed < 30, f"the failure took {elapsed:.1f} s"
 
 

@@ -161,7 +161,7 @@ async def test_consumer_long_poll_is_woken_by_the_high_watermark_not_the_append(
 
 async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_moved(
         tmp_path, monkeypatch):
-    from broker.apis.fetch import FetchHandler
+    from broker.replica import fetch_read
 
     async with running_broker(tmp_path, other_brokers=(2, 3)) as broker:
         broker.create_topic("t", 2, replicas=(1, 2, 3))
@@ -178,14 +178,14 @@ async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_mo
         await follower.request(ApiKey.FETCH, follower_fetch(2, 1))
         reads: list[int] = []
         # Every partition a follower's fetch pass visits is looked at here first.
-        real_visit = FetchHandler._caught_up_entry
+        real_visit = fetch_read.caught_up_entry
 
-        def counting_visit(handler: FetchHandler, topic: str, fp: dict,  # type: ignore[no-untyped-def]
+        def counting_visit(replicas, topic: str, fp: dict,  # type: ignore[no-untyped-def]
                            *args, **kwargs):
             reads.append(fp["partition"])
-            return real_visit(handler, topic, fp, *args, **kwargs)
+            return real_visit(replicas, topic, fp, *args, **kwargs)
 
-        monkeypatch.setattr(FetchHandler, "_caught_up_entry", counting_visit)
+        monkeypatch.setattr(fetch_read, "caught_up_entry", counting_visit)
         result: dict = {}
         async with trio.open_nursery() as nursery:
             async def poll() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import trio
 
-from broker.apis.replication_wait import PendingAppend, await_replication
 from broker.controller_client import ControllerUnavailableError
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
+from broker.replica.append import AppendEntry, AppendOrigin, append_records
 from broker.replica.errors import NotLeaderOrFollower
 from clients.protocol import ApiKey, ErrorCode
 from tests.unit.log.helpers import batch
@@ -85,25 +85,16 @@ async def test_a_waiting_acks_all_produce_fails_when_the_session_lapses(
     cluster = Cluster(tmp_path)
     try:
         cluster.topic("t", replicas=(1, 2))          # broker 2 never fetches: no HW advance
-        partition = cluster.replicas.leader_partition("t", 0)
-        result = partition.append_as_leader(batch([b"a"]), -1)
-        entry: dict[str, Any] = {"error_code": 0}
-        failures: list[tuple[int, str]] = []
-
-        def fail(e: dict[str, Any], code: int, message: str) -> None:
-            e["error_code"] = code
-            failures.append((code, message))
-
+        entry = AppendEntry("t", 0, batch([b"a"]))
         began = trio.current_time()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(await_replication, cluster.replicas,
-                               [PendingAppend(entry, partition, result.last_offset + 1)],
-                               30_000, fail)
+            nursery.start_soon(append_records, cluster.replicas, [entry], -1, 30_000,
+                               AppendOrigin.CLIENT)
             await trio.sleep(1)
-            assert failures == []
+            assert entry.base_offset == 0 and entry.error_code == 0   # appended, waiting
             cluster.replicas.set_session_lost(True)
-        assert entry["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert "lost its session" in failures[0][1]
+        assert entry.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert "lost its session" in (entry.error_message or "")
         assert trio.current_time() - began < 2      # at once, not after the 30 s timeout
     finally:
         cluster.logs.close()

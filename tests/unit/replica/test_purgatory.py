@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from broker.purgatory import Purgatory
+from broker.replica.purgatory import Purgatory
 
 
 async def test_a_woken_waiter_names_the_keys_notified_since_it_last_asked() -> None:
