@@ -16,7 +16,7 @@ from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
 from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
                                   OffsetKey, OffsetValue, RecordKey)
-from broker.group.records import TxnMarker
+from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
@@ -205,7 +205,7 @@ class PartitionReplay:
 
     def apply(self, entries: Iterable[Any]) -> None:
         for item in entries:
-            if isinstance(item, TxnMarker):
+            if isinstance(item, OffsetsTxnMarker):
                 self._end_txn(item)
                 continue
             key, value = item[1], item[2]
@@ -227,7 +227,7 @@ class PartitionReplay:
             elif isinstance(key, ConsumerGroupKey):
                 self.consumer_groups[key.group] = value
 
-    def _end_txn(self, marker: TxnMarker) -> None:
+    def _end_txn(self, marker: OffsetsTxnMarker) -> None:
         pending = self.pending_txn.pop(marker.producer_id, None)
         if not pending or not marker.committed:
             return
