@@ -105,6 +105,9 @@ def run_start(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     cluster_id = check_storage(config, args.config)
     from broker.node import node_main
+    from broker.open_files import raise_open_files_limit
+
+    raise_open_files_limit()
 
     logger.info("starting node %d (%s) of cluster %s", config.node_id,
                 ",".join(sorted(config.process_roles)), cluster_id)

@@ -8,6 +8,10 @@ its entries are kept in anonymous memory and written to the file on flush, roll 
 Preallocation is sparse (the file's size grows, not its blocks), and dropped entries are cut
 off rather than overwritten with zeros, so an index left preallocated by an unclean stop
 takes about the disk space of its entries, also after recovery.
+
+An index holds no file descriptor between operations (a mapping outlives the descriptor it
+was made from): a partition costs the node one descriptor, its active segment's log, not
+three, so a node with many partitions stays far from its open-files limit.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -33,8 +38,8 @@ class _MmapIndex:
         self.base_offset = base_offset
         self.entry_size = self._entry.size
         self._max_size = max(self.entry_size, max_index_size - max_index_size % self.entry_size)
-        self._file = open(path, "r+b" if path.exists() else "w+b")
-        length = _data_length(self._file.fileno())
+        with self._opened(create=True) as fd:
+            length = _data_length(fd)
         self._entries = length // self.entry_size
         self._mmap: mmap.mmap | None = None
         # Bytes [start, end) of the in-memory entries not yet written to the file.
@@ -46,15 +51,25 @@ class _MmapIndex:
         else:
             self._map_file(self._entries * self.entry_size)
 
+    @contextmanager
+    def _opened(self, create: bool = False) -> Iterator[int]:
+        """A descriptor of the index file for the length of the block."""
+        fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     def _map_file(self, size: int) -> None:
         """Read-only state: the file holds exactly ``size`` bytes of entries, mapped."""
-        self._write_dirty()
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
-        os.ftruncate(self._file.fileno(), size)
-        if size > 0:
-            self._mmap = mmap.mmap(self._file.fileno(), size)
+        with self._opened() as fd:
+            self._write_dirty(fd)
+            if self._mmap is not None:
+                self._mmap.close()
+                self._mmap = None
+            os.ftruncate(fd, size)
+            if size > 0:
+                self._mmap = mmap.mmap(fd, size)
 
     def make_writable(self) -> None:
         """Preallocate the file to its maximum size and take entries in memory.
@@ -69,11 +84,12 @@ class _MmapIndex:
         self._max_size = max(self._max_size, self._entries * self.entry_size)
         used = self._entries * self.entry_size
         buffer = mmap.mmap(-1, self._max_size)
-        if used:
-            buffer[:used] = os.pread(self._file.fileno(), used, 0)
-        if self._mmap is not None:
-            self._mmap.close()
-        os.ftruncate(self._file.fileno(), self._max_size)
+        with self._opened() as fd:
+            if used:
+                buffer[:used] = os.pread(fd, used, 0)
+            if self._mmap is not None:
+                self._mmap.close()
+            os.ftruncate(fd, self._max_size)
         self._mmap = buffer
         self.writable = True
 
@@ -83,7 +99,7 @@ class _MmapIndex:
         else:
             self._dirty = (min(self._dirty[0], start), max(self._dirty[1], end))
 
-    def _write_dirty(self) -> None:
+    def _write_dirty(self, fd: int) -> None:
         """Write in-memory entries (and zeroed, dropped ones) that the file lacks."""
         if self._dirty is None or self._mmap is None:
             return
@@ -92,7 +108,7 @@ class _MmapIndex:
         try:
             written = 0
             while written < len(view):
-                written += os.pwrite(self._file.fileno(), view[written:], start + written)
+                written += os.pwrite(fd, view[written:], start + written)
         finally:
             view.release()
         self._dirty = None
@@ -148,9 +164,9 @@ class _MmapIndex:
                 if self._dirty is not None:
                     low, high = self._dirty
                     self._dirty = (low, min(high, start)) if low < start else None
-                fd = self._file.fileno()
-                os.ftruncate(fd, start)
-                os.ftruncate(fd, self._max_size)
+                with self._opened() as fd:
+                    os.ftruncate(fd, start)
+                    os.ftruncate(fd, self._max_size)
                 self._needs_fsync = True
 
     def reset(self) -> None:
@@ -165,18 +181,25 @@ class _MmapIndex:
     def take_unflushed(self) -> list[int]:
         """For an fsync elsewhere: write out what is only in memory and hand over a duplicate
         of the descriptor when the file needs an fsync (the caller closes it)."""
-        self._write_dirty()
-        if not self._needs_fsync:
+        if self._dirty is None and not self._needs_fsync:
             return []
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            self._write_dirty(fd)
+        except BaseException:
+            os.close(fd)
+            raise
         self._needs_fsync = False
-        return [os.dup(self._file.fileno())]
+        return [fd]
 
     def flush(self) -> None:
         """Make the entries durable: write out what is only in memory, then fsync."""
-        self._write_dirty()
-        if self._needs_fsync:
-            os.fsync(self._file.fileno())
-            self._needs_fsync = False
+        if self._dirty is None and not self._needs_fsync:
+            return
+        with self._opened() as fd:
+            self._write_dirty(fd)
+            os.fsync(fd)
+        self._needs_fsync = False
 
     def close(self, trim: bool = True) -> None:
         if trim:
@@ -184,7 +207,6 @@ class _MmapIndex:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        self._file.close()
 
     def rename(self, new_path: Path) -> None:
         os.replace(self.path, new_path)

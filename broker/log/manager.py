@@ -8,6 +8,7 @@ and checkpointing.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -33,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 _DELETE_SUFFIX = "-delete"
+# Errors of the process's limits (open files), not of the directory's device.
+_PROCESS_LIMITS = frozenset({errno.EMFILE, errno.ENFILE})
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
@@ -196,7 +199,10 @@ class LogManager:
                                partition, self._config(overrides), topic_id=topic_id,
                                now_ms=now_ms)
         except OSError as exc:
-            self.mark_dir_offline(log_dir.path, str(exc))
+            # Out of descriptors is the process's limit, not the disk failing: the other
+            # logs of the directory stay online, and only this partition is refused.
+            if exc.errno not in _PROCESS_LIMITS:
+                self.mark_dir_offline(log_dir.path, str(exc))
             raise KafkaStorageError(f"cannot create {topic}-{partition} in {log_dir.path}: "
                                     f"{exc}") from exc
         log.flush_time_ms = self.flush_time_ms

@@ -74,15 +74,22 @@ class LogSegment:
         self.log_path = directory / (file_name(base_offset, LOG_SUFFIX) + suffix)
         existed = self.log_path.exists()
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
-        self._blocks = BlockReservation(self.fd)
-        self.index_rebuild_needed = False
-        index_path = directory / (file_name(base_offset, INDEX_SUFFIX) + suffix)
-        time_path = directory / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
-        if existed and (not index_path.exists() or not time_path.exists()):
-            self.index_rebuild_needed = True
-        self.offset_index = OffsetIndex(index_path, base_offset, settings.max_index_size, writable=active)
-        self.time_index = TimeIndex(time_path, base_offset, settings.max_index_size, writable=active)
+        try:
+            self.size = os.fstat(self.fd).st_size
+            self._blocks = BlockReservation(self.fd)
+            self.index_rebuild_needed = False
+            index_path = directory / (file_name(base_offset, INDEX_SUFFIX) + suffix)
+            time_path = directory / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
+            if existed and (not index_path.exists() or not time_path.exists()):
+                self.index_rebuild_needed = True
+            self.offset_index = OffsetIndex(index_path, base_offset, settings.max_index_size,
+                                            writable=active)
+            self.time_index = TimeIndex(time_path, base_offset, settings.max_index_size,
+                                        writable=active)
+        except BaseException:
+            # Out of descriptors, say: a segment that failed to open keeps none of them.
+            os.close(self.fd)
+            raise
         self.txn_index = TransactionIndex(directory / (file_name(base_offset, TXN_INDEX_SUFFIX) + suffix))
         # Set by recover(): the aborted transactions must be found again by replaying the
         # segment's markers, which needs the producer state (the log does it).

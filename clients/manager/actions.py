@@ -64,7 +64,12 @@ def token_matches(form: Mapping[str, str], token: str) -> bool:
     return hmac.compare_digest(form.get("csrf", "").encode(), token.encode())
 
 
-def _int(form: Mapping[str, str], name: str, minimum: int) -> int:
+INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
+
+
+def _int(form: Mapping[str, str], name: str, minimum: int, maximum: int = INT32_MAX) -> int:
+    """The form's integer `name`, within what its field on the wire holds."""
     text = form.get(name, "").strip()
     try:
         value = int(text)
@@ -72,6 +77,8 @@ def _int(form: Mapping[str, str], name: str, minimum: int) -> int:
         raise ActionError(f"{name} must be an integer, not {text!r}") from None
     if value < minimum:
         raise ActionError(f"{name} must be at least {minimum}")
+    if value > maximum:
+        raise ActionError(f"{name} must be at most {maximum}")
     return value
 
 
@@ -189,7 +196,7 @@ def describe(kind: str, form: Mapping[str, str]) -> Action:
     if kind == "create-topic":
         name = _required(form, "topic")
         partitions = _int(form, "partitions", 1)
-        replication = _int(form, "replication_factor", 1)
+        replication = _int(form, "replication_factor", 1, INT16_MAX)
         configs = parse_configs(form.get("configs", ""))
         listed = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "defaults"
         return Action(kind, f"Create topic {name} with {partitions} partitions, replication "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import urllib.request
@@ -15,6 +14,7 @@ from typing import Iterator
 
 import pytest
 
+from broker.launcher.ports import pick_block
 from broker.testing.waiting import wait_for
 from tests.compat.cluster import Cluster
 from tests.spark.conftest import REPO_ROOT, require_java
@@ -34,7 +34,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     """``spark://`` URL of a master with two one-core workers, and the workers' work dir."""
     require_java()
     base = tmp_path_factory.mktemp("standalone")
-    port = random.randrange(32000, 33000)
+    # The master's port and the three web UIs, free now in the test port range.
+    port = pick_block(range(4))
     ui = port + 1
     env = _spark_env()
     processes: list[subprocess.Popen[bytes]] = []
@@ -60,7 +61,14 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
             except OSError:
                 return False
 
-        wait_for(alive_workers, "two workers registered with the master", 90, interval=0.5)
+        try:
+            # Three JVMs starting at once on a busy two-core machine can take minutes.
+            wait_for(alive_workers, "two workers registered with the master", 240,
+                     interval=0.5)
+        except TimeoutError as exc:
+            logs = "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}"
+                             for log in sorted(base.glob("*.log")))
+            raise TimeoutError(f"{exc}\n{logs}") from None
         yield master, base / "work"
     finally:
         for process in processes:

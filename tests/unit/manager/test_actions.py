@@ -32,6 +32,21 @@ def test_create_topic_is_checked_and_summarised() -> None:
             describe("create-topic", bad)
 
 
+def test_counts_beyond_their_wire_fields_are_refused_on_the_form() -> None:
+    with pytest.raises(ActionError, match="partitions must be at most 2147483647"):
+        describe("create-topic", {"topic": "t", "partitions": "100000000000",
+                                  "replication_factor": "1"})
+    with pytest.raises(ActionError, match="replication_factor must be at most 32767"):
+        describe("create-topic", {"topic": "t", "partitions": "1",
+                                  "replication_factor": "40000"})
+    with pytest.raises(ActionError, match="partitions must be at most 2147483647"):
+        describe("add-partitions", {"topic": "t", "partitions": "2147483648"})
+    # Within the fields, the broker decides (more than 10,000 partitions: POLICY_VIOLATION).
+    assert describe("create-topic", {"topic": "t", "partitions": "100000000",
+                                     "replication_factor": "1"}).fields["partitions"] == (
+        "100000000")
+
+
 def test_add_partitions_and_unknown_actions() -> None:
     assert describe("add-partitions", {"topic": "t", "partitions": "5"}).summary == (
         "Raise topic t to 5 partitions")
