@@ -8,7 +8,7 @@ from typing import Callable
 
 import trio
 
-from broker.log.partition_log import now_millis
+from clients.clock import wall_clock_ms
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ async def run_every(name: str, period_ms: int, job: Callable[[int], object], *,
     await trio.sleep((period_ms if first_delay_ms is None else first_delay_ms) / 1000)
     while True:
         try:
-            result = job(now_millis())
+            result = job(wall_clock_ms())
             if inspect.isawaitable(result):
                 await result
         except Exception:

@@ -35,8 +35,8 @@ from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
 from broker.errors import NodeStartupError
 from broker.forced_exit import register_flush
-from broker.group.coordinator import GroupCoordinator, wall_clock_ms
-from broker.group.model import GroupSettings
+from broker.group.coordinator import GroupCoordinator
+from broker.group.model import GroupCoordinatorSettings
 from broker.group.offsets_log import ReplicaOffsetsLog
 from broker.group.offsets_topic import (
     CreateTopic,
@@ -69,6 +69,7 @@ from broker.txn.state_topic import (
 )
 from broker.txn.verifier import CoordinatorVerifier
 from broker.sasl.sessions import SaslSessions
+from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -333,7 +334,7 @@ class BrokerServer:
             create = channel_create_topic(self.controller)
         creator = OffsetsTopicCreator(OffsetsTopicSettings.from_config(config), create)
         log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
-        return GroupCoordinator(config.node_id, GroupSettings.from_config(config), log,
+        return GroupCoordinator(config.node_id, GroupCoordinatorSettings.from_config(config), log,
                                 image=self.image, topic_creator=creator,
                                 caught_up=lambda: self.metadata_caught_up)
 

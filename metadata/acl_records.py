@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar
 
-from metadata.acls import AclBinding, AclImage
+from metadata.acls import StandardAcl, AclImage
 from metadata.errors import MetadataReplayError
 
 
@@ -28,13 +28,13 @@ class AccessControlEntryRecord:
     permission_type: int
 
     @classmethod
-    def of(cls, acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
+    def of(cls, acl_id: uuid.UUID, acl: StandardAcl) -> AccessControlEntryRecord:
         return cls(acl_id, acl.resource_type, acl.resource_name, acl.pattern_type,
                    acl.principal, acl.host, acl.operation, acl.permission_type)
 
-    def binding(self) -> AclBinding:
-        return AclBinding(self.resource_type, self.resource_name, self.pattern_type,
-                          self.principal, self.host, self.operation, self.permission_type)
+    def binding(self) -> StandardAcl:
+        return StandardAcl(self.resource_type, self.resource_name, self.pattern_type,
+                           self.principal, self.host, self.operation, self.permission_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +52,10 @@ class AclChanges:
 
     def __init__(self, base: AclImage) -> None:
         self.base = base
-        self.added: dict[uuid.UUID, AclBinding] = {}
+        self.added: dict[uuid.UUID, StandardAcl] = {}
         self.removed: set[uuid.UUID] = set()
 
-    def current(self, acl_id: uuid.UUID) -> AclBinding | None:
+    def current(self, acl_id: uuid.UUID) -> StandardAcl | None:
         if acl_id in self.added:
             return self.added[acl_id]
         if acl_id in self.removed:

@@ -19,6 +19,7 @@ from typing import Any
 
 from clients.protocol.acl_types import (
     CLUSTER_NAME,
+    RESOURCE_OPERATIONS,
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
@@ -29,7 +30,7 @@ from clients.protocol.acl_types import (
 )
 
 
-__all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "AclBinding",
+__all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "StandardAcl",
            "AclFilter", "AclImage", "AclValidationError", "CLUSTER_NAME", "WILDCARD_HOST",
            "WILDCARD_PRINCIPAL", "WILDCARD_RESOURCE", "RESOURCE_OPERATIONS",
            "SUPPORTED_RESOURCE_TYPES"]
@@ -38,27 +39,13 @@ __all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "
 SUPPORTED_RESOURCE_TYPES = frozenset({ResourceType.TOPIC, ResourceType.GROUP,
                                       ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID})
 
-# The operations each resource type has (Kafka's AclEntry.supportedOperations, ALL aside).
-RESOURCE_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = MappingProxyType({
-    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
-                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
-                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
-                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
-                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
-                           AclOperation.DESCRIBE),
-    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
-})
-
 
 class AclValidationError(ValueError):
     """An ACL or filter that cannot be stored or applied (Kafka's InvalidRequestException)."""
 
 
 @dataclass(frozen=True, slots=True)
-class AclBinding:
+class StandardAcl:
     """One ACL: a resource pattern and an access control entry (Kafka's StandardAcl)."""
 
     resource_type: int
@@ -123,10 +110,10 @@ class AclFilter:
             if value not in enum._value2member_map_ or value == 0:
                 raise AclValidationError(f"Unknown {enum.__name__} {value} in the filter")
 
-    def matches(self, acl: AclBinding) -> bool:
+    def matches(self, acl: StandardAcl) -> bool:
         return self.matches_pattern(acl) and self.matches_entry(acl)
 
-    def matches_pattern(self, acl: AclBinding) -> bool:
+    def matches_pattern(self, acl: StandardAcl) -> bool:
         if self.resource_type != ResourceType.ANY and self.resource_type != acl.resource_type:
             return False
         if self.pattern_type not in (PatternType.ANY, PatternType.MATCH) and \
@@ -141,7 +128,7 @@ class AclFilter:
             return acl.resource_name in (self.resource_name, WILDCARD_RESOURCE)
         return self.resource_name.startswith(acl.resource_name)
 
-    def matches_entry(self, acl: AclBinding) -> bool:
+    def matches_entry(self, acl: StandardAcl) -> bool:
         if self.principal is not None and self.principal != acl.principal:
             return False
         if self.host is not None and self.host != acl.host:
@@ -167,9 +154,9 @@ class AclImage:
 
     __slots__ = ("_by_id", "_by_pattern", "_prefix_lengths")
 
-    def __init__(self, acls: Mapping[uuid.UUID, AclBinding] | None = None) -> None:
-        self._by_id: Mapping[uuid.UUID, AclBinding] = MappingProxyType(dict(acls or {}))
-        by_pattern: dict[PatternKey, list[AclBinding]] = {}
+    def __init__(self, acls: Mapping[uuid.UUID, StandardAcl] | None = None) -> None:
+        self._by_id: Mapping[uuid.UUID, StandardAcl] = MappingProxyType(dict(acls or {}))
+        by_pattern: dict[PatternKey, list[StandardAcl]] = {}
         lengths: dict[int, set[int]] = {}
         for acl in self._by_id.values():
             by_pattern.setdefault((acl.resource_type, acl.pattern_type, acl.resource_name),
@@ -184,13 +171,13 @@ class AclImage:
         return _EMPTY
 
     @property
-    def by_id(self) -> Mapping[uuid.UUID, AclBinding]:
+    def by_id(self) -> Mapping[uuid.UUID, StandardAcl]:
         return self._by_id
 
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __iter__(self) -> Iterator[AclBinding]:
+    def __iter__(self) -> Iterator[StandardAcl]:
         return iter(self._by_id.values())
 
     def __eq__(self, other: object) -> bool:
@@ -202,7 +189,7 @@ class AclImage:
     def __repr__(self) -> str:
         return f"AclImage({len(self._by_id)} acls)"
 
-    def applicable(self, resource_type: int, name: str) -> Iterator[AclBinding]:
+    def applicable(self, resource_type: int, name: str) -> Iterator[StandardAcl]:
         """Every ACL whose pattern covers the resource: the literal name, the wildcard
         and each PREFIXED pattern the name starts with."""
         by_pattern = self._by_pattern
@@ -214,15 +201,15 @@ class AclImage:
                 break
             yield from by_pattern.get((resource_type, PatternType.PREFIXED, name[:length]), ())
 
-    def of_type(self, resource_type: int) -> Iterator[AclBinding]:
+    def of_type(self, resource_type: int) -> Iterator[StandardAcl]:
         """Every ACL on `resource_type` (for by-type decisions and listings)."""
         return (acl for acl in self._by_id.values() if acl.resource_type == resource_type)
 
-    def matching(self, acl_filter: AclFilter) -> list[tuple[uuid.UUID, AclBinding]]:
+    def matching(self, acl_filter: AclFilter) -> list[tuple[uuid.UUID, StandardAcl]]:
         """(id, ACL) of every ACL `acl_filter` matches."""
         return [(acl_id, acl) for acl_id, acl in self._by_id.items() if acl_filter.matches(acl)]
 
-    def with_changes(self, added: Mapping[uuid.UUID, AclBinding],
+    def with_changes(self, added: Mapping[uuid.UUID, StandardAcl],
                      removed: Iterable[uuid.UUID]) -> AclImage:
         if not added and not removed:
             return self

@@ -18,7 +18,7 @@ from metadata.acls import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
-    AclBinding,
+    StandardAcl,
     AclImage,
     AclOperation,
     AclPermissionType,
@@ -46,7 +46,7 @@ def parse_super_users(value: str | None) -> frozenset[str]:
     return frozenset(users)
 
 
-def _grants(acl: AclBinding, operation: int) -> bool:
+def _grants(acl: StandardAcl, operation: int) -> bool:
     """Whether `acl` (principal and host already matched) speaks to `operation`."""
     if acl.operation == AclOperation.ALL or acl.operation == operation:
         return True

@@ -10,15 +10,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-# Kafka's ScramMechanism type ids (AlterUserScramCredentials, the records).
-SCRAM_SHA_256 = 1
-SCRAM_SHA_512 = 2
-MECHANISM_NAMES: dict[int, str] = {SCRAM_SHA_256: "SCRAM-SHA-256", SCRAM_SHA_512: "SCRAM-SHA-512"}
-MECHANISM_IDS: dict[str, int] = {name: mid for mid, name in MECHANISM_NAMES.items()}
-# Kafka's bounds on a credential's iteration count (ScramMechanism.minIterations, and the
-# 16384 ceiling AlterUserScramCredentials enforces).
-MIN_ITERATIONS = 4096
-MAX_ITERATIONS = 16384
+# The mechanism ids and iteration bounds are the wire's (as Kafka's metadata module uses the
+# clients' ScramMechanism), re-exported here.
+from clients.protocol.scram_types import (
+    MAX_ITERATIONS,
+    MECHANISM_IDS,
+    MECHANISM_NAMES,
+    MIN_ITERATIONS,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+)
+
+__all__ = ["MAX_ITERATIONS", "MECHANISM_IDS", "MECHANISM_NAMES", "MIN_ITERATIONS",
+           "SCRAM_SHA_256", "SCRAM_SHA_512", "RemoveUserScramCredentialRecord", "ScramCredential",
+           "ScramKey", "UserScramCredentialRecord", "credential_records", "merge_credentials"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ import os
 import random
 import sys
 import tempfile
-import time
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
-from broker.cli.main import OneLineParser, positive_int
+from clients.cli.main import OneLineParser, positive_int
+from clients.clock import wall_clock_ms
 from clients.producer import BlockingProducer
 
 EVENTS_TOPIC = "page-views"
@@ -37,7 +37,7 @@ PAGES = ["/", "/pricing", "/docs", "/blog", "/signup"]
 def produce_events(bootstrap: str, count: int) -> None:
     """``count`` page views over the last five minutes of event time, in time order (a
     view more than the watermark's minute late would be dropped)."""
-    now_ms = int(time.time() * 1000)
+    now_ms = wall_clock_ms()
     rng = random.Random(42)
     with BlockingProducer({"bootstrap.servers": bootstrap, "acks": "all"}) as producer:
         for i in range(count):

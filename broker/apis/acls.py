@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from broker.apis.request import DecodedRequest, ErrorBody, Handler, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
-from metadata.acls import AclBinding, AclFilter, AclValidationError
+from metadata.acls import StandardAcl, AclFilter, AclValidationError
 from metadata.image import MetadataImage
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
@@ -44,7 +44,7 @@ ACL_MUTATION_ERRORS: dict[int, ErrorBody] = {
 ACL_ERRORS: dict[int, ErrorBody] = {**ACL_MUTATION_ERRORS, ApiKey.DESCRIBE_ACLS: describe_acls_error}
 
 
-def describe_resources(acls: list[AclBinding]) -> list[dict[str, Any]]:
+def describe_resources(acls: list[StandardAcl]) -> list[dict[str, Any]]:
     """DescribeAcls `resources`: the ACLs grouped by resource pattern."""
     grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = defaultdict(list)
     for acl in acls:

@@ -12,11 +12,12 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager, error_body
 from broker.group.consumer.model import Assignment, ConsumerGroup, TopicMetadata
-from broker.group.coordinator import GroupCoordinator, wall_clock_ms
+from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupWrite
 from broker.group.offsets import commit_error
 from broker.group.records import ConsumerGroupKey, ConsumerGroupValue
 from broker.parking import parked
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 

@@ -20,10 +20,11 @@ from broker.apis.consumer_groups import cluster_topics, persist, serve
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
-from broker.group.consumer.model import GroupState as ConsumerGroupState
-from broker.group.coordinator import GroupCoordinator, wall_clock_ms
+from broker.group.consumer.model import ConsumerGroupState
+from broker.group.coordinator import GroupCoordinator
 from broker.group.offsets import fetch_slices, requested_partitions
 from broker.group.responses import join_body, sync_body
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
 from metadata.image import MetadataImage
 

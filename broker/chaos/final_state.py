@@ -9,7 +9,7 @@ from typing import Iterable
 
 import trio
 
-from broker.config.properties import load_properties
+from clients.common.properties import load_properties
 from broker.launcher import ClusterInfo
 from clients.consumer import Consumer
 from clients.records.errors import CorruptRecordError

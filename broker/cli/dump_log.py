@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.cli.main import CommandError
+    from clients.cli.main import CommandError
 
     files = [Path(f) for f in args.files.split(",") if f]
     for path in files:
@@ -157,7 +157,7 @@ def _verify_indexes(log_path: Path) -> int:
 def _verify_index(index_path: Path) -> int:
     import struct
 
-    from broker.cli.main import CommandError
+    from clients.cli.main import CommandError
 
     log_path = index_path.with_suffix(".log")
     if not log_path.is_file():

@@ -1,120 +1,46 @@
-"""The `raftka` command: one subcommand per module, each registering itself."""
+"""The `raftka` command as installed: the admin commands of `clients.cli` and the commands
+that need the node's own code, which live here because clients import nothing of broker,
+metadata or kraft. `server` runs a node and `storage` formats and inspects its log
+directories (the server config, meta.properties, the bootstrap records); `dump-log` reads
+segment and transaction index files (broker.log); `chaos` runs a cluster under faults
+(broker.chaos, over the launcher); `reassign-partitions` plans new assignments with the
+controller's own replica placement (metadata.placement)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-import traceback
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from broker.cli.errors import LOG_LEVELS, configure_logging, one_line, root_cause
+from clients.cli import main as admin_cli
 
-# Each module exposes `register(subparsers)` and sets `func` on its parser(s). Modules import
-# their heavy dependencies inside the command function so `raftka --help` stays fast.
+# The order of `raftka --help`: version, the node's commands, the admin commands, then
+# chaos and reassign-partitions.
 COMMAND_MODULES = (
-    "broker.cli.version",
+    admin_cli.COMMAND_MODULES[0],
     "broker.cli.storage",
     "broker.cli.server",
     "broker.cli.dump_log",
-    "broker.cli.quorum",
-    "broker.cli.topics",
-    "broker.cli.get_offsets",
-    "broker.cli.delete_records",
-    "broker.cli.console_producer",
-    "broker.cli.console_consumer",
-    "broker.cli.producer_perf",
-    "broker.cli.consumer_perf",
-    "broker.cli.api_versions",
-    "broker.cli.groups",
-    "broker.cli.transactions",
-    "broker.cli.acls",
-    "broker.cli.configs",
-    "broker.cli.manager",
-    "broker.cli.leader_election",
-    "broker.cli.log_dirs",
-    "broker.cli.cluster",
+    *admin_cli.COMMAND_MODULES[1:],
     "broker.cli.chaos",
     "broker.cli.reassign_partitions",
 )
 
 
-class CommandError(Exception):
-    """A command failed in a way the user should read; printed without a traceback."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors in one line, like every other error (subcommand parsers inherit it)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer above zero (a count, a number of rounds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="raftka",
-        description="Raftka: a Kafka-compatible broker with a Raft metadata quorum.",
-    )
-    parser.add_argument("--log-level", dest="cli_log_level", type=str.upper,
-                        choices=LOG_LEVELS, metavar="LEVEL",
-                        help="log the client libraries at LEVEL (DEBUG also prints the "
-                             "traceback of an error)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
-    return parser
+    """The parser of every `raftka` command."""
+    return admin_cli.build_parser(COMMAND_MODULES)
 
 
 def normalized_argv(argv: Sequence[str]) -> list[str]:
-    """The arguments after each command module's optional ``normalize_argv`` (spellings a
-    command accepts besides argparse's own)."""
-    out = list(argv)
-    for name in COMMAND_MODULES:
-        normalize = getattr(importlib.import_module(name), "normalize_argv", None)
-        if normalize is not None:
-            out = normalize(out)
-    return out
+    """`argv` with each command's own spellings normalized (see `clients.cli.main`)."""
+    return admin_cli.normalized_argv(argv, COMMAND_MODULES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(normalized_argv(sys.argv[1:] if argv is None else argv))
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 2
-    if args.cli_log_level is not None:
-        configure_logging(args.cli_log_level)
-    try:
-        return int(func(args) or 0)
-    except KeyboardInterrupt:
-        return 130
-    except SystemExit:
-        raise
-    except BaseException as exc:  # the one boundary: every command's error becomes one line
-        cause = root_cause(exc)
-        if isinstance(cause, KeyboardInterrupt):
-            return 130
-        if args.cli_log_level == "DEBUG" or getattr(args, "log_level", None) == "DEBUG":
-            traceback.print_exception(exc)
-        print(f"raftka {args.command}: {one_line(cause)}", file=sys.stderr)
-        return 1
+    """The console script `raftka`: run the command `argv` names."""
+    return admin_cli.main(argv, COMMAND_MODULES)
 
 
 if __name__ == "__main__":
-    # Run through the package module, so `python -m` shares one CommandError class with the
-    # subcommands instead of a second copy of this module.
-    from broker.cli.main import main as _package_main
-
-    sys.exit(_package_main())
+    sys.exit(main())

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.cli import reassignment_plan as plan
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 from broker.cli.reassignment_json import (Assignment, ReassignmentInputError, TopicPartition,
                                           format_reassignment, parse_broker_list,
                                           parse_reassignment, parse_topics_to_move)
@@ -93,7 +93,7 @@ def chosen_action(args: argparse.Namespace) -> str:
 
 
 def _read(path: str) -> str:
-    from broker.config import properties
+    from clients.common import properties
 
     try:
         return properties.decode_utf8(Path(path).read_bytes())

@@ -7,8 +7,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from broker.cli.errors import configure_logging
-from broker.cli.main import CommandError
+from clients.cli.errors import configure_logging
+from clients.cli.main import CommandError
 
 if TYPE_CHECKING:
     import trio

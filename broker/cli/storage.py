@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from broker.cli.main import CommandError
+from clients.cli.main import CommandError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -103,7 +103,7 @@ def _scram_records(arguments: list[str]) -> list:
         return []
     import scramp
 
-    from broker.cli.scram_args import ScramArgumentError, parse_scram_argument
+    from clients.cli.scram_args import ScramArgumentError, parse_scram_argument
     from metadata.scram import MECHANISM_IDS, UserScramCredentialRecord
 
     records = []

@@ -1,12 +1,8 @@
-"""The one error type of server configuration."""
+"""The one error type of server configuration: the clients' ConfigError, raised as
+`ConfigError(key, reason)` so its message starts with the key at fault."""
 
 from __future__ import annotations
 
+from clients.common.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A bad or missing configuration value; the message starts with the key at fault."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}")
-        self.key = key
-        self.reason = reason
+__all__ = ["ConfigError"]

@@ -24,7 +24,7 @@ from broker.config.errors import ConfigError
 from broker.config.network_limits import NetworkLimits, is_listener_network_key, network_limits
 from broker.config.metrics_listener import LISTENER_KEY, MetricsListener, parse_metrics_listener
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
-from broker.config.properties import PropertiesSyntaxError, load_properties
+from clients.common.properties import PropertiesSyntaxError, load_properties
 from broker.config.sasl import (
     SaslClientCredentials,
     inter_broker_credentials,

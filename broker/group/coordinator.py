@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -17,7 +16,7 @@ import trio
 
 from broker.coordinator_partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
-from broker.group.model import Effects, GroupSettings, GroupWrite
+from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.offsets_topic import OffsetsTopicCreator
@@ -28,6 +27,7 @@ from broker.group.writer import PartitionWriter, PendingWrite, finish
 from broker.parking import parked
 from clients.protocol import ErrorCode
 from clients.records.errors import RecordsError
+from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 
@@ -52,10 +52,6 @@ class LoadSettings:
         return min(self.retry_s * 2 ** attempt, self.max_retry_s)
 
 
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class _Slot:
     """Where a parked request's answer lands."""
 
@@ -69,7 +65,7 @@ class _Slot:
 class GroupCoordinator:
     """Coordinator for the groups whose `__consumer_offsets` partition this broker leads."""
 
-    def __init__(self, broker_id: int, settings: GroupSettings, log: OffsetsLog, *,
+    def __init__(self, broker_id: int, settings: GroupCoordinatorSettings, log: OffsetsLog, *,
                  image: Callable[[], MetadataImage],
                  topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,

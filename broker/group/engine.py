@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from broker.group.membership import Membership
-from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Member
+from broker.group.model import (ClassicGroupState, Effects, Group, GroupCoordinatorSettings,
+                                GroupWrite, Member)
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
 from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
                                   OffsetKey, OffsetValue, RecordKey)
-from broker.group.records import TxnMarker
+from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
@@ -26,7 +27,7 @@ LoadedEntry = tuple[int, RecordKey, Any]
 class GroupEngine:
     """Groups by id, across the partitions this coordinator has loaded."""
 
-    def __init__(self, settings: GroupSettings,
+    def __init__(self, settings: GroupCoordinatorSettings,
                  new_member_id: Callable[[str], str] | None = None) -> None:
         self.settings = settings
         self.groups: dict[str, Group] = {}
@@ -121,9 +122,10 @@ class GroupEngine:
         Stable; an unknown group is reported Dead)."""
         group = self.groups.get(group_id)
         if group is None:
-            return {"error_code": 0, "group_id": group_id, "group_state": GroupState.DEAD.value,
+            return {"error_code": 0, "group_id": group_id,
+                    "group_state": ClassicGroupState.DEAD.value,
                     "protocol_type": "", "protocol_data": "", "members": []}
-        stable = group.state is GroupState.STABLE
+        stable = group.state is ClassicGroupState.STABLE
         return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
                 "protocol_type": group.protocol_type or "",
                 "protocol_data": (group.protocol_name or "") if stable else "",
@@ -139,7 +141,7 @@ class GroupEngine:
         return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
                  "group_state": g.state.value}
                 for g in self.groups.values()
-                if g.state is not GroupState.DEAD
+                if g.state is not ClassicGroupState.DEAD
                 and (not wanted or g.state.value.lower() in wanted)]
 
     # -- loading and unloading -----------------------------------------------------------
@@ -203,7 +205,7 @@ class PartitionReplay:
 
     def apply(self, entries: Iterable[Any]) -> None:
         for item in entries:
-            if isinstance(item, TxnMarker):
+            if isinstance(item, OffsetsTxnMarker):
                 self._end_txn(item)
                 continue
             key, value = item[1], item[2]
@@ -225,7 +227,7 @@ class PartitionReplay:
             elif isinstance(key, ConsumerGroupKey):
                 self.consumer_groups[key.group] = value
 
-    def _end_txn(self, marker: TxnMarker) -> None:
+    def _end_txn(self, marker: OffsetsTxnMarker) -> None:
         pending = self.pending_txn.pop(marker.producer_id, None)
         if not pending or not marker.committed:
             return
@@ -248,5 +250,5 @@ def _group_from_value(group_id: str, partition: int, value: GroupValue | None,
                          [(value.protocol or "", m.subscription)], assignment=m.assignment,
                          heartbeat_deadline=now_ms + m.session_timeout))
     group.leader_id = value.leader if value.leader in group.members else group.leader_id
-    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    group.state = ClassicGroupState.STABLE if group.members else ClassicGroupState.EMPTY
     return group

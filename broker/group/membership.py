@@ -14,8 +14,8 @@ from typing import Any, Callable
 from broker.group.model import (
     Effects,
     Group,
-    GroupSettings,
-    GroupState,
+    GroupCoordinatorSettings,
+    ClassicGroupState,
     GroupWrite,
     Member,
     Reply,
@@ -35,13 +35,13 @@ from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-S = GroupState
+S = ClassicGroupState
 
 
 class Membership:
     """Join/sync/heartbeat/leave over `groups` (shared with the offset operations)."""
 
-    def __init__(self, groups: dict[str, Group], settings: GroupSettings,
+    def __init__(self, groups: dict[str, Group], settings: GroupCoordinatorSettings,
                  partition_for: Callable[[str], int],
                  new_member_id: Callable[[str], str] | None = None) -> None:
         self.groups = groups

@@ -21,7 +21,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
-class GroupState(enum.Enum):
+class ClassicGroupState(enum.Enum):
     """Kafka's classic group states; the value is the name Kafka reports."""
 
     EMPTY = "Empty"
@@ -32,13 +32,14 @@ class GroupState(enum.Enum):
 
 
 # Kafka's GroupMetadata.validPreviousStates.
-VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.DEAD: frozenset(GroupState),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.PREPARING_REBALANCE: frozenset({GroupState.STABLE, GroupState.COMPLETING_REBALANCE,
-                                               GroupState.EMPTY}),
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+VALID_PREVIOUS_STATES: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
+    ClassicGroupState.DEAD: frozenset(ClassicGroupState),
+    ClassicGroupState.COMPLETING_REBALANCE: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
+    ClassicGroupState.STABLE: frozenset({ClassicGroupState.COMPLETING_REBALANCE}),
+    ClassicGroupState.PREPARING_REBALANCE: frozenset({ClassicGroupState.STABLE,
+                                                      ClassicGroupState.COMPLETING_REBALANCE,
+                                                      ClassicGroupState.EMPTY}),
+    ClassicGroupState.EMPTY: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
 }
 
 
@@ -47,7 +48,7 @@ class IllegalStateTransition(RuntimeError):
 
 
 @dataclass(frozen=True)
-class GroupSettings:
+class GroupCoordinatorSettings:
     """The broker settings the coordinator applies (Kafka's names in `from_config`)."""
 
     num_partitions: int = 50
@@ -61,7 +62,7 @@ class GroupSettings:
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
 
     @classmethod
-    def from_config(cls, config: "ServerConfig") -> "GroupSettings":
+    def from_config(cls, config: "ServerConfig") -> "GroupCoordinatorSettings":
         return cls(num_partitions=config.offsets_topic_num_partitions,
                    initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
                    min_session_timeout_ms=config.group_min_session_timeout_ms,
@@ -121,7 +122,7 @@ class Group:
 
     group_id: str
     partition: int
-    state: GroupState = GroupState.EMPTY
+    state: ClassicGroupState = ClassicGroupState.EMPTY
     state_timestamp: int = -1
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -150,7 +151,7 @@ class Group:
     def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
         return any(tp in pending for pending in self.pending_txn_offsets.values())
 
-    def transition(self, state: GroupState, now_ms: int) -> None:
+    def transition(self, state: ClassicGroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[state]:
             raise IllegalStateTransition(
                 f"group {self.group_id}: {self.state.value} -> {state.value} is not allowed")

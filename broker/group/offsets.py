@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from broker.group.membership import validate_member
-from broker.group.model import CONSUMER_PROTOCOL_TYPE, Effects, Group, GroupState, GroupWrite
+from broker.group.model import (CONSUMER_PROTOCOL_TYPE, ClassicGroupState, Effects, Group,
+                                GroupWrite)
 from broker.group.records import GroupKey, OffsetKey, OffsetValue
 from clients.consumer.group.protocol import decode_subscription
 from clients.protocol import ErrorCode, ProtocolError
@@ -51,7 +52,7 @@ def requested_partitions(request: dict[str, Any]) -> list[tuple[str, dict[str, A
 def validate_commit(group: Group, generation: int, member_id: str,
                     instance_id: str | None) -> int:
     """Kafka's validateOffsetCommit plus its state check."""
-    if group.state is GroupState.DEAD:
+    if group.state is ClassicGroupState.DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation >= 0 or member_id or instance_id is not None:
         code = validate_member(group, member_id, instance_id)
@@ -59,10 +60,10 @@ def validate_commit(group: Group, generation: int, member_id: str,
             return code
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
-    elif group.state is not GroupState.EMPTY:
+    elif group.state is not ClassicGroupState.EMPTY:
         # Only members may commit for a group that has members.
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.state is GroupState.COMPLETING_REBALANCE:
+    if group.state is ClassicGroupState.COMPLETING_REBALANCE:
         return ErrorCode.REBALANCE_IN_PROGRESS
     return ErrorCode.NONE
 
@@ -128,7 +129,7 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
                 group.pending_offset_commits.pop(tp, None)
             if code:
                 result.codes[tp] = commit_error(code)
-            elif group.state is not GroupState.DEAD:
+            elif group.state is not ClassicGroupState.DEAD:
                 group.offsets[tp] = value
         return Effects()
 
@@ -142,7 +143,7 @@ def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
     or every committed offset when `topics` is None. With `require_stable`, a requested
     partition whose commit is still being written answers UNSTABLE_OFFSET_COMMIT (Kafka's
     classic coordinator: the client retries until the commit settles)."""
-    offsets = {} if group is None or group.state is GroupState.DEAD else group.offsets
+    offsets = {} if group is None or group.state is ClassicGroupState.DEAD else group.offsets
     pending: dict[TopicPartition, int] = {}
     # Kafka's listing of every committed offset (topics None) skips the stability check.
     if group is not None and require_stable and topics is not None:
@@ -220,10 +221,10 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicP
     if group.protocol_type is None and not group.members:
         def base(value: OffsetValue) -> int:
             return value.commit_timestamp
-    elif group.state is GroupState.EMPTY:
+    elif group.state is ClassicGroupState.EMPTY:
         def base(value: OffsetValue) -> int:
             return group.state_timestamp if group.state_timestamp >= 0 else value.commit_timestamp
-    elif (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.state is GroupState.STABLE
+    elif (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.state is ClassicGroupState.STABLE
           and (topics := _subscribed_topics(group)) is not None):
         subscribed = topics
 
@@ -252,16 +253,16 @@ def expire_offsets(groups: dict[str, Group], now_ms: int, retention_ms: int) -> 
         for tp in expired_offsets(group, now_ms, retention_ms):
             del group.offsets[tp]
             tombstones.append((OffsetKey(group.group_id, *tp), None))
-        if (group.state is GroupState.EMPTY and not group.offsets
+        if (group.state is ClassicGroupState.EMPTY and not group.offsets
                 and not group.pending_offset_commits and not group.pending_members
                 and not group.pending_txn_offsets):
-            group.transition(GroupState.DEAD, now_ms)
+            group.transition(ClassicGroupState.DEAD, now_ms)
             del groups[group.group_id]
             tombstones.append((GroupKey(group.group_id), None))
         if tombstones:
             logger.info("group %s: removed %d expired offset(s)%s", group.group_id,
                         sum(isinstance(k, OffsetKey) for k, _ in tombstones),
-                        " and the empty group" if group.state is GroupState.DEAD else "")
+                        " and the empty group" if group.state is ClassicGroupState.DEAD else "")
             writes.setdefault(group.partition, []).extend(tombstones)
     return Effects(writes=[GroupWrite(partition, entries) for partition, entries in writes.items()])
 
@@ -272,11 +273,11 @@ def delete_group(groups: dict[str, Group], group_id: str, now_ms: int
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, None
     group = groups.get(group_id)
-    if group is None or group.state is GroupState.DEAD:
+    if group is None or group.state is ClassicGroupState.DEAD:
         return ErrorCode.GROUP_ID_NOT_FOUND, None
-    if group.state is not GroupState.EMPTY:
+    if group.state is not ClassicGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP, None
-    group.transition(GroupState.DEAD, now_ms)
+    group.transition(ClassicGroupState.DEAD, now_ms)
     del groups[group_id]
     tombstones: list[tuple[Any, Any]] = [(OffsetKey(group_id, *tp), None) for tp in group.offsets]
     tombstones.append((GroupKey(group_id), None))
@@ -294,9 +295,9 @@ def delete_offsets(groups: dict[str, Group], group_id: str, partitions: list[Top
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, {}, None
     group = groups.get(group_id)
-    if group is None or group.state is GroupState.DEAD:
+    if group is None or group.state is ClassicGroupState.DEAD:
         return ErrorCode.GROUP_ID_NOT_FOUND, {}, None
-    if group.state is GroupState.EMPTY:
+    if group.state is ClassicGroupState.EMPTY:
         subscribed: set[str] = set()
     elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
         subscribed = _subscribed_topics(group) or set()

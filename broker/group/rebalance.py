@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import logging
 
-from broker.group.model import Effects, Group, GroupSettings, GroupState, GroupWrite, Reply
+from broker.group.model import (ClassicGroupState, Effects, Group, GroupCoordinatorSettings,
+                                GroupWrite, Reply)
 from broker.group.responses import current_generation, parked_error_replies, sync_body
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-S = GroupState
+S = ClassicGroupState
 REBALANCING_ALLOWED = (S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY)
 
 
 class Rebalancer:
     """Moves groups through a rebalance; shared by the request operations and the timer."""
 
-    def __init__(self, settings: GroupSettings) -> None:
+    def __init__(self, settings: GroupCoordinatorSettings) -> None:
         self.settings = settings
 
     def maybe_prepare(self, group: Group, now_ms: int) -> Effects:

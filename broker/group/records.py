@@ -195,7 +195,7 @@ def build_batch(entries: Sequence[Entry], now_ms: int,
 
 
 @dataclass(frozen=True, slots=True)
-class TxnMarker:
+class OffsetsTxnMarker:
     """A transaction marker (control batch) in `__consumer_offsets`: the producer's pending
     offset commits become visible (commit) or are dropped."""
 
@@ -207,22 +207,22 @@ class TxnMarker:
 _CONTROL_COMMIT = 1
 
 
-def _marker_of(batch: RecordBatch) -> TxnMarker | None:
+def _marker_of(batch: RecordBatch) -> OffsetsTxnMarker | None:
     for record in batch.records:
         key = record.key
         if key is not None and len(key) >= 4:
-            return TxnMarker(batch.header.producer_id,
-                             int.from_bytes(key[2:4], "big", signed=True) == _CONTROL_COMMIT)
+            return OffsetsTxnMarker(batch.header.producer_id,
+                                    int.from_bytes(key[2:4], "big", signed=True) == _CONTROL_COMMIT)
     return None
 
 
 def iter_log(data: bytes | bytearray | memoryview,
              on_unreadable: Callable[[int, OffsetsRecordError], None] | None = None,
              ) -> Iterator[tuple[int, RecordKey, RecordValue | None, int]
-                           | TxnMarker]:
+                           | OffsetsTxnMarker]:
     """As `iter_entries`, for a replay that honours transactions: (offset, key, value,
     producer id) per record, the producer id -1 unless the record belongs to a transaction,
-    and a `TxnMarker` per control batch."""
+    and an `OffsetsTxnMarker` per control batch."""
     pos = 0
     while pos < len(data):
         header = parse_header(data, pos)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from broker.group.membership import validate_member
-from broker.group.model import Effects, Group, GroupState, GroupWrite
+from broker.group.model import Effects, Group, ClassicGroupState, GroupWrite
 from broker.group.offsets import CommitResult, commit_error, requested_partitions
 from broker.group.records import OffsetKey, OffsetValue
 from clients.protocol import ErrorCode
@@ -39,7 +39,7 @@ def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms
             return fail_all(ErrorCode.ILLEGAL_GENERATION)
         group = Group(group_id, partition_for(group_id), state_timestamp=now_ms)
         groups[group_id] = group
-    if group.state is GroupState.DEAD:
+    if group.state is ClassicGroupState.DEAD:
         return fail_all(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if generation >= 0 or member_id or instance_id is not None:
         # KIP-447: a producer naming the consumer's generation is checked against it.
@@ -70,7 +70,7 @@ def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms
             tp = (key.topic, key.partition)
             if code:
                 result.codes[tp] = commit_error(code)
-            elif group.state is not GroupState.DEAD:
+            elif group.state is not ClassicGroupState.DEAD:
                 group.pending_txn_offsets.setdefault(producer[0], {})[tp] = value
         return Effects()
 
@@ -91,6 +91,6 @@ def complete_txn_offsets(groups: dict[str, Group], partition: int, producer_id: 
         if pending is None:
             continue
         touched += 1
-        if committed and group.state is not GroupState.DEAD:
+        if committed and group.state is not ClassicGroupState.DEAD:
             group.offsets.update(pending)
     return touched

@@ -10,7 +10,6 @@ when nothing is queued or in flight: two task switches fewer on every commit.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from typing import Callable
 
@@ -21,6 +20,7 @@ from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.group.records import build_batch
 from broker.parking import parked
 from clients.protocol import ErrorCode
+from clients.clock import wall_clock_ms
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class PartitionWriter:
             if write.producer is not None:
                 sequence = self._log.next_sequence(self.partition, *write.producer)
             await self._log.append(self.partition,
-                                   build_batch(write.entries, int(time.time() * 1000),
+                                   build_batch(write.entries, wall_clock_ms(),
                                                write.producer, sequence))
             return ErrorCode.NONE
         except OffsetsLogError as exc:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from broker.config.properties import format_properties, load_properties
+from clients.common.properties import format_properties, load_properties
 from broker.config.uuids import random_uuid_str
 from broker.launcher.layout import HOST, ClusterInfo, NodeInfo, plan_cluster
 from broker.launcher.processes import (

@@ -15,8 +15,8 @@ import trio
 
 from broker.log import offset_map
 from broker.log.manager import LogManager
-from broker.log.partition_log import now_millis
 from broker.periodic import run_every
+from clients.clock import wall_clock_ms
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class LogMaintenance:
             if self.cleaner_threads > 0:
                 try:
                     await self._logs.run_cleaner(
-                        now_millis(), map_capacity=self.cleaner_map_capacity,
+                        wall_clock_ms(), map_capacity=self.cleaner_map_capacity,
                         io_max_bytes_per_second=self.cleaner_io_max_bytes_per_second)
                 except Exception:
                     logger.exception("log cleaner job failed")

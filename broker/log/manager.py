@@ -25,9 +25,10 @@ from broker.log.config import LogConfig
 from broker.log.dir_failures import LogDirFailures
 from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
-from broker.log.partition_log import PartitionLog, now_millis, partition_dir_name
+from broker.log.partition_log import PartitionLog, partition_dir_name
 from broker.open_files import descriptors_in_use, log_descriptor_ceiling
 from broker.metrics.histogram import Histogram
+from clients.clock import wall_clock_ms
 from metadata.topic_names import METADATA_DIR_NAME
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class LogManager:
         # The topic overrides applied to each log; a log loaded at startup has no entry
         # until metadata supplies its topic's config.
         self._overrides: dict[TopicPartition, dict[str, str]] = {}
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         for log_dir in self._dirs:
             self._load_dir(log_dir, now_ms)
 

@@ -31,6 +31,7 @@ from broker.log.txn_index import AbortedTxn, collect_aborted
 from broker.log.validation import validate_leader_batch
 from broker.log.validator import RecordPolicy, validate_records
 from broker.metrics.histogram import Histogram
+from clients.clock import wall_clock_ms
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (
     BatchHeader,
@@ -69,10 +70,6 @@ def _storage_guarded(method: _Method) -> _Method:
 _INT32_MAX = 2**31 - 1
 
 
-def now_millis() -> int:
-    return int(time.time() * 1000)
-
-
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
@@ -94,7 +91,7 @@ class PartitionLog:
         clean_shutdown: bool = True,
         now_ms: int | None = None,
     ) -> None:
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         # Set once an I/O error took this log's directory offline; every read and write is
         # then refused. ``on_storage_error`` (the log manager's) hears of the first failure.
         self.offline = False
@@ -304,7 +301,7 @@ class PartitionLog:
         A retried idempotent batch is not written again: the result carries its original
         offsets and ``duplicate=True``.
         """
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         # The hot path: one header parse and one CRC pass per batch, one os.write per call.
         # The bookkeeping comes before the CRC pass: reading a megabyte for the CRC (and then
         # writing it) evicts the CPU caches, and Python code run after that runs cold.
@@ -381,7 +378,7 @@ class PartitionLog:
         A partial batch at the end (a fetch cut by max_bytes) is ignored, as Kafka's follower
         does. Offsets must start at or after the LEO.
         """
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         view = memoryview(batches)
         end = 0
         while (size := peek_batch_size(view, end)) is not None and end + size <= len(view):
@@ -428,7 +425,7 @@ class PartitionLog:
                       coordinator_epoch: int, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
         """Append a COMMIT or ABORT control batch ending ``producer_id``'s transaction (the
         coordinator's WriteTxnMarkers); an abort goes into the aborted-transaction index."""
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         batch = marker_batch(committed, producer_id=producer_id, producer_epoch=producer_epoch,
                              coordinator_epoch=coordinator_epoch, timestamp=now_ms)
@@ -487,7 +484,7 @@ class PartitionLog:
     def flushed(self, plan: FlushPlan) -> None:
         """Everything below `plan`'s log end offset is on disk: move the recovery point."""
         self.recovery_point = max(self.recovery_point, plan.log_end_offset)
-        self._last_flush_ms = now_millis()
+        self._last_flush_ms = wall_clock_ms()
         if self.flush_time_ms is not None:
             self.flush_time_ms.observe((time.perf_counter() - plan.started) * 1000)
 
@@ -517,7 +514,7 @@ class PartitionLog:
     @_storage_guarded
     def roll(self, now_ms: int | None = None, base_offset: int | None = None, *, reason: str = "requested") -> LogSegment:
         """Start a new active segment at ``base_offset`` (default: the LEO)."""
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         base = self.log_end_offset if base_offset is None else base_offset
         old = self.active_segment
         if old.size == 0:
@@ -552,7 +549,7 @@ class PartitionLog:
             self._parent_unsynced = False
         self.recovery_point = self.log_end_offset
         self._unflushed_messages = 0
-        self._last_flush_ms = now_millis() if now_ms is None else now_ms
+        self._last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
         if self.flush_time_ms is not None:
             self.flush_time_ms.observe((time.perf_counter() - started) * 1000)
 
@@ -633,7 +630,7 @@ class PartitionLog:
     @_storage_guarded
     def truncate_to(self, offset: int, now_ms: int | None = None) -> bool:
         """Remove every batch with offsets >= ``offset``; returns whether anything changed."""
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         if offset >= self.log_end_offset:
             return False
         if offset < self.log_start_offset:
@@ -653,7 +650,7 @@ class PartitionLog:
     @_storage_guarded
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at ``offset``."""
-        now_ms = now_millis() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         logger.info("%s: truncating fully, restarting at offset %d", self.name, offset)
         self.truncations += 1
         for segment in self._segments:

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 
 from broker.metrics.histogram import Histogram
 from broker.metrics.stats import RequestStats
-from broker.group.model import GroupState
+from broker.group.model import ClassicGroupState
 from clients.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class BrokerCollector(Collector):
             labels=["consumergroup", "topic", "partition"])
         for group_id, group in sorted(self.groups.engine.groups.items()):
             members.add_metric([group_id], len(group.members))
-            for candidate in GroupState:
+            for candidate in ClassicGroupState:
                 state.add_metric([group_id, candidate.value],
                                  1 if group.state is candidate else 0)
             for (topic, partition_id), committed in sorted(group.offsets.items()):

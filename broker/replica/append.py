@@ -24,12 +24,13 @@ import trio
 
 from broker.log.errors import CorruptMessage, InvalidRecord, KafkaStorageError
 from broker.log.flush_plan import flush_off_loop
-from broker.log.partition_log import PartitionLog, now_millis
+from broker.log.partition_log import PartitionLog
 from broker.replica.append_verification import verify_transactional_entries
 from broker.replica.errors import PARTITION_ERRORS, error_code_of
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from broker.replica.txn_verification import TransactionVerifier, VerificationGuard
+from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 from clients.records.errors import CorruptRecordError
 from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_size
@@ -119,7 +120,7 @@ async def append_records(replicas: ReplicaManager, entries: Sequence[AppendEntry
     client = origin is AppendOrigin.CLIENT
     if client and transactional_id is not None and verifier is not None:
         await verify_transactional_entries(replicas, verifier, transactional_id, entries)
-    timestamp = now_millis()
+    timestamp = wall_clock_ms()
     pending: list[_Pending] = []
     flushes: list[tuple[AppendEntry, PartitionLog]] = []
     for entry in entries:

@@ -14,12 +14,12 @@ from typing import Any, Mapping, Sequence
 
 from trio import current_time as now
 
-from broker.log.partition_log import now_millis
 from broker.log.results import FileRange, ReadResult, UpperBound
 from broker.replica.errors import PARTITION_ERRORS, NotLeaderOrFollower, error_code_of
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from broker.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
+from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class FetchPass:
         # When a throttled partition was held back: when the leader quota allows it again.
         self.throttled_until: float | None = None
         # The wall clock of this pass (follower fetch times), read once for its partitions.
-        self.now_ms = now_millis()
+        self.now_ms = wall_clock_ms()
 
 
 def empty_entry(partition: int, isolation_level: int) -> dict[str, Any]:
@@ -254,4 +254,4 @@ def _preferred_read_replica(replicas: ReplicaManager, params: FetchParams,
         replicas.replica_selector, params.rack_id, leader_id=partition.broker_id,
         leader_log_end_offset=log.log_end_offset, log_start_offset=log.log_start_offset,
         isr=partition.isr, followers=partition.followers, reachable_racks=racks,
-        fetch_offset=fetch_offset, now_ms=now_millis())
+        fetch_offset=fetch_offset, now_ms=wall_clock_ms())

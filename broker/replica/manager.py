@@ -10,7 +10,6 @@ leadership changes.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Callable, Iterator, Mapping, Protocol, Sequence, Union
 
@@ -22,6 +21,7 @@ from broker.metrics.stats import BrokerTopicStats, ReplicaStats
 from broker.replica.purgatory import Purgatory
 from broker.replica.errors import NotLeaderOrFollower, OfflineReplica, UnknownTopicOrPartition
 from broker.replica.partition import Partition
+from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
 from metadata.image import MetadataImage
 from metadata.records import NO_LEADER, TOPIC_RESOURCE
@@ -181,7 +181,7 @@ class ReplicaManager:
         task_status.started()
         while True:
             await trio.sleep(max_lag_ms / 2000)
-            self.shrink_isrs(int(time.time() * 1000), max_lag_ms)
+            self.shrink_isrs(wall_clock_ms(), max_lag_ms)
 
     def set_session_lost(self, lost: bool) -> None:
         """While this broker has heard nothing from the controller for a whole session

@@ -10,7 +10,6 @@ proposed here (one in flight at a time); the ISR changes once the controller com
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Any, Callable
 
@@ -26,6 +25,7 @@ from broker.replica.errors import (
 )
 from broker.replica.follower_state import UNKNOWN_OFFSET, FollowerState
 from broker.replica.txn_verification import VerificationGuard
+from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 from metadata.image import PartitionRegistration
 
@@ -40,10 +40,6 @@ _ABANDON_ERRORS = frozenset({
     ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_UPDATE_VERSION,
     ErrorCode.INVALID_REQUEST, ErrorCode.INELIGIBLE_REPLICA,
 })
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Partition:
@@ -120,7 +116,7 @@ class Partition:
 
     def make_leader(self, registration: PartitionRegistration, now_ms: int | None = None) -> bool:
         """Lead under `registration`; returns whether this starts a new leader epoch."""
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         new_epoch = registration.leader_epoch != self.leader_epoch or not self.is_leader
         if not new_epoch and registration.partition_epoch < self.partition_epoch:
             return False  # an AlterPartition answer already gave us a newer state
@@ -286,7 +282,7 @@ class Partition:
         state = self.followers.get(replica_id)
         if state is None or not self.is_leader:
             return False
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = wall_clock_ms() if now_ms is None else now_ms
         leo = self.log.log_end_offset
         before = state.log_end_offset
         state.update_fetch(min(fetch_offset, leo), leo, now_ms)

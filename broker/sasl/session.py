@@ -68,7 +68,7 @@ class SaslSession:
     """One connection's SASL progress. `now_ms` is a monotonic millisecond clock."""
 
     def __init__(self, settings: ListenerSasl, credentials: CredentialLookup,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], float]) -> None:
         self._settings = settings
         self._credentials = credentials
         self._now_ms = now_ms
@@ -76,7 +76,7 @@ class SaslSession:
         self.mechanism: str | None = None
         self.principal_name: str | None = None
         self._exchange: SaslExchange | None = None
-        self._expires_at_ms: int | None = None
+        self._expires_at_ms: float | None = None
         self._reauthenticating = False
         # Set when a request arrived after the session expired.
         self.expired = False

@@ -3,16 +3,12 @@ metadata image."""
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Mapping
 
 from broker.sasl.session import ListenerSasl, SaslSession
+from clients.clock import monotonic_ms
 from metadata.image import MetadataImage
 from metadata.scram import MECHANISM_IDS, ScramCredential
-
-
-def _monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
 
 
 class SaslSessions:
@@ -20,7 +16,7 @@ class SaslSessions:
 
     def __init__(self, listeners: Mapping[str, ListenerSasl],
                  image: Callable[[], MetadataImage],
-                 now_ms: Callable[[], int] = _monotonic_ms) -> None:
+                 now_ms: Callable[[], float] = monotonic_ms) -> None:
         self._listeners = dict(listeners)
         self._image = image
         self._now_ms = now_ms

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
-from broker.config.properties import format_properties, load_properties
+from clients.common.properties import format_properties, load_properties
 from broker.launcher import ClusterInfo
 
 

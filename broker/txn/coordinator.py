@@ -6,7 +6,6 @@ of transactions past their timeout, expiry of idle transactional ids).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -20,6 +19,7 @@ from broker.txn.marker_sender import MarkersFenced, MarkerSender
 from broker.txn.metadata import PREPARED, TopicPartition, TxnEntry, TxnMetadata, TxnState
 from broker.txn.state_manager import TransactionStateManager
 from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
+from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
@@ -28,10 +28,6 @@ logger = logging.getLogger(__name__)
 
 # A Complete write that failed (e.g. too few in-sync replicas) is tried again after this.
 COMPLETE_RETRY_S = 0.5
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Raftka's admin client (``Admin`` for trio, ``BlockingAdmin``), plus the cluster view,
-connection pools and configuration helpers the producer and consumer share."""
+"""Raftka's admin client (``Admin`` for trio, ``BlockingAdmin``), with the cluster view and
+the configuration error of `clients.common`, which the producer and consumer share."""
 
 from clients.admin.client import Admin, AdminConfig, BlockingAdmin
-from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
+from clients.common.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
 from clients.admin.operations import (
     ClusterDescription,
     ConfigEntry,
@@ -10,7 +10,7 @@ from clients.admin.operations import (
     NewTopic,
     TopicDescription,
 )
-from clients.admin.settings import ConfigError
+from clients.common.settings import ConfigError
 
 __all__ = [
     "Admin",

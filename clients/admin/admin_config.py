@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from clients.admin import operations as ops
-from clients.admin.cluster import BrokerNode, ClusterMetadata
-from clients.admin.settings import (
+from clients.common.cluster import BrokerNode, ClusterMetadata
+from clients.common.settings import (
     COMMON_KEYS,
     ConfigError,
-    ConfigKey,
+    ClientConfigKey,
     at_least,
     client_security,
     parse_int,
@@ -22,8 +22,8 @@ from clients.net import PLAINTEXT, ClientSecurity, KafkaConnectionError, parse_b
 from clients.net.sasl import SaslCredentials
 
 
-ADMIN_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
-    ConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
+ADMIN_KEYS: tuple[ClientConfigKey, ...] = COMMON_KEYS + (
+    ClientConfigKey("default.api.timeout.ms", parse_int, 60000, check=at_least(0)),
 )
 
 

@@ -15,8 +15,8 @@ from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin import retries
 from clients.admin import transaction_operations as tops
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.connections import BlockingConnectionPool
 from clients.admin.retries import RetryBudget
 from clients.admin import scram_operations as scram_ops
 from clients.admin import group_batch_operations as batch_gops

@@ -27,8 +27,8 @@ from clients.admin import group_operations as gops
 from clients.admin import operations as ops
 from clients.admin import retries
 from clients.admin import transaction_operations as tops
-from clients.admin.cluster import ClusterMetadata, metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import ClusterMetadata, metadata_request
+from clients.common.connections import TrioConnectionPool
 from clients.admin.retries import RetryBudget
 from clients.admin import scram_operations as scram_ops
 from clients.admin import group_batch_operations as batch_gops

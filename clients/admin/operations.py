@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, metadata_request
+from clients.common.cluster import BrokerNode, ClusterMetadata, PartitionInfo, metadata_request
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 TOPIC_RESOURCE = 2

@@ -8,7 +8,7 @@ committed with ``commit`` and, by default, automatically. ``isolation.level`` is
 read_uncommitted or read_committed.
 """
 
-from clients.admin.settings import ConfigError
+from clients.common.settings import ConfigError
 from clients.consumer.blocking import BlockingConsumer
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import NoOffsetForPartitionError

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import ClusterMetadata
+from clients.common.cluster import ClusterMetadata
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.group.protocol import TopicPartition
 from clients.consumer.read_replicas import ReadReplicas

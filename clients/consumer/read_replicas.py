@@ -8,22 +8,18 @@ until `metadata.max.age.ms` has passed, when the leader is asked again (Kafka's 
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Container
 
+from clients.clock import monotonic_ms
 from clients.consumer.group.protocol import TopicPartition
 
 NO_PREFERRED_REPLICA = -1
 
 
-def _monotonic_ms() -> float:
-    return time.monotonic() * 1000
-
-
 class ReadReplicas:
     """The preferred read replica of each partition, with the time it expires."""
 
-    def __init__(self, ttl_ms: int, clock: Callable[[], float] = _monotonic_ms) -> None:
+    def __init__(self, ttl_ms: int, clock: Callable[[], float] = monotonic_ms) -> None:
         self._ttl_ms = ttl_ms
         self._clock = clock
         self._preferred: dict[TopicPartition, tuple[int, float]] = {}

@@ -13,13 +13,13 @@ from typing import Awaitable, Callable, Union
 
 import trio
 
-from clients.admin.cluster import ClusterMetadata, metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import ClusterMetadata, metadata_request
+from clients.clock import monotonic_ms
+from clients.common.connections import TrioConnectionPool
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import ConsumerCore, TopicPartition
 from clients.consumer.group.trio_group import GroupClient
 from clients.net import NO_ANSWER
-from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class SubscriptionDriver:
     async def step(self) -> None:
         group = self.group
         m = group.membership
-        m.on_poll(now_ms())
+        m.on_poll(monotonic_ms())
         group.wake()
         if m.fatal_error is not None:
             raise m.fatal_error
@@ -236,7 +236,7 @@ class SubscriptionDriver:
             return
         finally:
             self._watching_metadata = False
-        self.core.apply_metadata(response, now_ms())
+        self.core.apply_metadata(response, monotonic_ms())
         fresh = ClusterMetadata.from_response(response)
         counts: dict[str, int | None] = {}
         for topic in topics:

@@ -23,8 +23,9 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import trio
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import TrioConnectionPool
+from clients.clock import monotonic_ms
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.core import (
     EARLIEST_TIMESTAMP,
@@ -43,7 +44,6 @@ from clients.consumer.subscription import Listener, SubscriptionDriver
 from clients.interceptors import chain, notify
 from clients.net import NO_ANSWER, KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
-from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ class Consumer:
         """The topic's partition ids from fresh metadata; KafkaError if it does not exist."""
         response = await self._pool.request_any(ApiKey.METADATA, metadata_request([topic]),
                                                 self._core.cluster.brokers.values())
-        self._core.apply_metadata(response, now_ms())
+        self._core.apply_metadata(response, monotonic_ms())
         error = self._core.cluster.topic_error(topic)
         if error is not None:
             raise KafkaError(error, f"topic {topic!r}: {error.message}")
@@ -305,7 +305,7 @@ class Consumer:
             response = await self._pool.request_any(
                 ApiKey.METADATA, metadata_request(sorted({t for t, _ in todo})),
                 self._core.cluster.brokers.values())
-            self._core.apply_metadata(response, now_ms())
+            self._core.apply_metadata(response, monotonic_ms())
             last_error: KafkaError | None = None
             for tp, ts in todo.items():
                 error = self._core.cluster.topic_error(tp[0])
@@ -583,7 +583,7 @@ class Consumer:
                 self._metadata_log.failed(exc)
             return
         self._metadata_log.succeeded()
-        self._core.apply_metadata(response, now_ms())
+        self._core.apply_metadata(response, monotonic_ms())
 
     def _step_manual_group(self) -> None:
         if self._group is not None and not self._subscribed and self._core.assignment:
@@ -591,7 +591,7 @@ class Consumer:
             self._driver.step_assigned()
 
     async def _update_positions(self) -> None:
-        if self._core.metadata_due(now_ms()):
+        if self._core.metadata_due(monotonic_ms()):
             await self._refresh_metadata()
         if not self._core.missing_positions():
             return

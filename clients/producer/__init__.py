@@ -8,7 +8,7 @@ Idempotent by default (``enable.idempotence``, as Kafka's producer since 3.0); w
 accumulator bounded by ``buffer.memory``.
 """
 
-from clients.admin.settings import ConfigError
+from clients.common.settings import ConfigError
 from clients.producer.blocking import BlockingDeliveryFuture, BlockingProducer
 from clients.producer.config import ProducerConfig
 from clients.producer.core import BufferExhaustedError, ProducerRecord

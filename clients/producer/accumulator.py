@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
-from clients.admin.cluster import ClusterMetadata
+from clients.common.cluster import ClusterMetadata
 from clients.producer.future import DeliveryFuture
 from clients.records.batch import decode_batch
 from clients.records.builder import BatchBuilder

@@ -15,14 +15,15 @@ import time
 from collections import deque
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import BlockingConnectionPool
+from clients.clock import monotonic_ms
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection
 from clients.net.session import OutgoingRequest
 from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
-from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore
 from clients.producer.blocking_transactions import BlockingTransactions
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.producer.transactions import ConsumerGroupMetadata
@@ -103,7 +104,7 @@ class BlockingProducer:
         future = BlockingDeliveryFuture(self)
         blocked_since: float | None = None
         try:
-            now = now_ms()
+            now = monotonic_ms()
             appended = core.append(topic, value, key, headers, partition, timestamp, future,
                                    now)
             if appended is None:
@@ -112,7 +113,7 @@ class BlockingProducer:
                     self._wait_for_topic(topic)
                 if not core.has_room():
                     self._wait_for_room(blocked_since)
-                now = now_ms()
+                now = monotonic_ms()
                 appended = core.append(topic, value, key, headers, partition, timestamp,
                                        future, now)
                 assert appended is not None, "ready and with room, nothing else ran since"
@@ -130,7 +131,7 @@ class BlockingProducer:
                 # Answers free in-flight slots: look for them again after linger.ms.
                 linger = max(self.config.linger_ms, 1)
                 wait_ms = linger if wait_ms is None else min(wait_ms, linger)
-            self._next_check_ms = math.inf if wait_ms is None else now_ms() + wait_ms
+            self._next_check_ms = math.inf if wait_ms is None else monotonic_ms() + wait_ms
         return future
 
     def flush(self, timeout: float | None = None) -> None:
@@ -226,7 +227,7 @@ class BlockingProducer:
         except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
             self._core.metadata_failed(exc)
             return
-        self._core.apply_metadata(response, now_ms())
+        self._core.apply_metadata(response, monotonic_ms())
 
     def _init_producer_id(self) -> bool:
         """Get the idempotent producer its id; False (retry later) when that failed."""
@@ -245,12 +246,12 @@ class BlockingProducer:
         without waiting for the answer; returns the ms until more may become ready."""
         if self._in_flight:
             self._collect(wait=False)
-        if self._core.metadata_due(now_ms()):
+        if self._core.metadata_due(monotonic_ms()):
             self._refresh_metadata()
         if self._core.needs_producer_id and not self._init_producer_id():
             return self.config.retry_backoff_ms
         self._transactions.add_pending_partitions()
-        ready, wait_ms = self._core.sendable(now_ms(), flushing)
+        ready, wait_ms = self._core.sendable(monotonic_ms(), flushing)
         for node_id, batches in ready.items():
             node = self._core.cluster.brokers.get(node_id)
             body = self._core.produce_request(batches)
@@ -260,7 +261,7 @@ class BlockingProducer:
                 conn = self._pool.connection(node)
                 outgoing = conn.send(ApiKey.PRODUCE, body)
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
-                self._core.handle_failure(node_id, batches, exc, now_ms())
+                self._core.handle_failure(node_id, batches, exc, monotonic_ms())
             else:
                 self._in_flight.append((node_id, batches, conn, outgoing))
         return 0.0 if ready else wait_ms
@@ -282,11 +283,11 @@ class BlockingProducer:
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
                 self._in_flight.remove(entry)
                 settled = True
-                self._core.handle_failure(node_id, batches, exc, now_ms())
+                self._core.handle_failure(node_id, batches, exc, monotonic_ms())
                 continue
             if response is None:
                 waiting.add(id(conn))
                 continue
             self._in_flight.remove(entry)
             settled = True
-            self._core.handle_response(node_id, batches, response, now_ms())
+            self._core.handle_response(node_id, batches, response, monotonic_ms())

@@ -6,11 +6,11 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.connections import BlockingConnectionPool
 from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade
-from clients.producer.transaction_ops import Flush, Operation, Send, Sleep
+from clients.producer.transaction_ops import Flush, Operation, SendRequest, Sleep
 from clients.producer.transactions import ConsumerGroupMetadata, TransactionAbortedError
 from clients.protocol import KafkaError, ProtocolError
 
@@ -61,7 +61,7 @@ class BlockingTransactions(TransactionFacade):
             except StopIteration as stop:
                 return stop.value
             value, error = None, None
-            if isinstance(step, Send):
+            if isinstance(step, SendRequest):
                 try:
                     value = self._send(step)
                 except FatalConnectionError as exc:
@@ -76,7 +76,7 @@ class BlockingTransactions(TransactionFacade):
                     self._core.abort_unsent(TransactionAbortedError())
                 self._flush()
 
-    def _send(self, step: Send) -> dict[str, Any]:
+    def _send(self, step: SendRequest) -> dict[str, Any]:
         if step.node is None:
             brokers = self._core.cluster.brokers.values()
             return self._pool.request_any(step.api_key, step.body, brokers, step.version)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from clients.admin.settings import (
+from clients.common.settings import (
     COMMON_KEYS,
     ConfigError,
-    ConfigKey,
+    ClientConfigKey,
     at_least,
     client_security,
     one_of,
@@ -39,28 +39,28 @@ def _parse_acks(value: Any) -> int:
     return int(text)
 
 
-PRODUCER_KEYS: tuple[ConfigKey, ...] = COMMON_KEYS + (
-    ConfigKey("acks", _parse_acks, -1),
-    ConfigKey("linger.ms", parse_int, 5, check=at_least(0)),
-    ConfigKey("batch.size", parse_int, 16384, check=at_least(0)),
-    ConfigKey("compression.type", parse_str, "none", check=one_of(*CODEC_IDS)),
-    ConfigKey("delivery.timeout.ms", parse_int, 120000, check=at_least(0)),
-    ConfigKey("retries", parse_int, 2147483647, check=at_least(0)),
-    ConfigKey("max.in.flight.requests.per.connection", parse_int, 5, check=at_least(1)),
-    ConfigKey("max.request.size", parse_int, 1048576, check=at_least(0)),
-    ConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
+PRODUCER_KEYS: tuple[ClientConfigKey, ...] = COMMON_KEYS + (
+    ClientConfigKey("acks", _parse_acks, -1),
+    ClientConfigKey("linger.ms", parse_int, 5, check=at_least(0)),
+    ClientConfigKey("batch.size", parse_int, 16384, check=at_least(0)),
+    ClientConfigKey("compression.type", parse_str, "none", check=one_of(*CODEC_IDS)),
+    ClientConfigKey("delivery.timeout.ms", parse_int, 120000, check=at_least(0)),
+    ClientConfigKey("retries", parse_int, 2147483647, check=at_least(0)),
+    ClientConfigKey("max.in.flight.requests.per.connection", parse_int, 5, check=at_least(1)),
+    ClientConfigKey("max.request.size", parse_int, 1048576, check=at_least(0)),
+    ClientConfigKey("max.block.ms", parse_int, 60000, check=at_least(0)),
     # None: not given. Then idempotence is on unless another setting conflicts with it.
-    ConfigKey("enable.idempotence", parse_bool, None),
-    ConfigKey("transactional.id", parse_str, None),
-    ConfigKey("transaction.timeout.ms", parse_int, 60000, check=at_least(1)),
-    ConfigKey("buffer.memory", parse_int, 33554432, check=at_least(0)),
-    ConfigKey("retry.backoff.max.ms", parse_int, 1000, check=at_least(0)),
-    ConfigKey("partitioner.adaptive.partitioning.enable", parse_bool, True),
-    ConfigKey("partitioner.availability.timeout.ms", parse_int, 0, check=at_least(0)),
-    ConfigKey("partitioner.ignore.keys", parse_bool, False),
-    ConfigKey("key.serializer", parse_serializer, None),
-    ConfigKey("value.serializer", parse_serializer, None),
-    ConfigKey("interceptor.classes", parse_interceptors, ()),
+    ClientConfigKey("enable.idempotence", parse_bool, None),
+    ClientConfigKey("transactional.id", parse_str, None),
+    ClientConfigKey("transaction.timeout.ms", parse_int, 60000, check=at_least(1)),
+    ClientConfigKey("buffer.memory", parse_int, 33554432, check=at_least(0)),
+    ClientConfigKey("retry.backoff.max.ms", parse_int, 1000, check=at_least(0)),
+    ClientConfigKey("partitioner.adaptive.partitioning.enable", parse_bool, True),
+    ClientConfigKey("partitioner.availability.timeout.ms", parse_int, 0, check=at_least(0)),
+    ClientConfigKey("partitioner.ignore.keys", parse_bool, False),
+    ClientConfigKey("key.serializer", parse_serializer, None),
+    ClientConfigKey("value.serializer", parse_serializer, None),
+    ClientConfigKey("interceptor.classes", parse_interceptors, ()),
 )
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from clients.admin.cluster import ClusterMetadata
+from clients.common.cluster import ClusterMetadata
+from clients.clock import monotonic_ms, wall_clock_ms
 from clients.interceptors import chain, notify
 from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.net.failure_log import RepeatedFailureLog
@@ -72,18 +72,6 @@ def retry_backoff_ms(attempts: int, base_ms: int, max_ms: int, jitter: float) ->
         return 0.0
     grown = base_ms * 2 ** min(max(attempts - 1, 0), 30)
     return min(min(grown, max_ms) * jitter, max_ms)
-
-
-def now_ms() -> float:
-    """The producer's monotonic clock, in milliseconds."""
-    return time.monotonic() * 1000.0
-
-
-_wall_clock_ns = time.time_ns
-
-
-def wall_clock_ms() -> int:
-    return _wall_clock_ns() // 1_000_000
 
 
 def as_bytes(value: bytes | bytearray | memoryview | str | None) -> bytes | None:
@@ -289,7 +277,7 @@ class ProducerCore(SequencingMixin):
         timeout = self.config.availability_timeout_ms
         if not timeout or not self._ready_since:
             return available
-        now = now_ms()
+        now = monotonic_ms()
         slow = {n for n, since in self._ready_since.items() if now - since > timeout}
         if not slow:
             return available
@@ -344,7 +332,7 @@ class ProducerCore(SequencingMixin):
             chosen = self.choose_partition(topic, key, partition, count)
         if self.txn is not None:
             self.txn.add_partition((topic, chosen))
-        stamp = _wall_clock_ns() // 1_000_000 if timestamp is None else int(timestamp)
+        stamp = wall_clock_ms() if timestamp is None else int(timestamp)
         batch, created = accumulator.append(topic, chosen, stamp, key, value, header_t, future,
                                             now, size)
         if sticky:

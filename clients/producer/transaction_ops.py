@@ -1,10 +1,10 @@
 """The transactional producer's requests as I/O-free generators, run by the trio and the
 blocking producer.
 
-An operation yields steps: ``Send`` (a request to a broker, or to any broker when ``node``
-is None; the driver sends back the decoded answer, or throws the connection error into the
-generator), ``Sleep`` (a retry backoff) and ``Flush`` (wait until every buffered record is
-settled). Retriable errors are retried here, as Kafka's TransactionManager does; others
+An operation yields steps: ``SendRequest`` (a request to a broker, or to any broker when
+``node`` is None; the driver sends back the decoded answer, or throws the connection error
+into the generator), ``Sleep`` (a retry backoff) and ``Flush`` (wait until every buffered
+record is settled). Retriable errors are retried here, as Kafka's TransactionManager does; others
 raise KafkaError after updating the TransactionManager.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Mapping
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.net import KafkaConnectionError
 from clients.producer.transactions import (
     COORDINATOR_ERRORS,
@@ -32,7 +32,7 @@ ADD_PARTITIONS_CLIENT_VERSION = 3
 
 
 @dataclass(frozen=True)
-class Send:
+class SendRequest:
     api_key: ApiKey
     body: dict[str, Any]
     node: BrokerNode | None = None
@@ -51,7 +51,7 @@ class Flush:
     abort: bool = False
 
 
-Step = Send | Sleep | Flush
+Step = SendRequest | Sleep | Flush
 Operation = Generator[Step, Any, Any]
 
 
@@ -64,8 +64,9 @@ def find_coordinator(key_type: int, key: str, backoff_s: float) -> Operation:
     """The broker coordinating ``key`` (a transactional id or a group)."""
     while True:
         try:
-            response = yield Send(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type},
-                                  None, FIND_COORDINATOR_VERSION)
+            response = yield SendRequest(ApiKey.FIND_COORDINATOR,
+                                         {"key": key, "key_type": key_type},
+                                         None, FIND_COORDINATOR_VERSION)
         except KafkaConnectionError:
             yield Sleep(backoff_s)
             continue
@@ -87,7 +88,7 @@ def _to_coordinator(tm: TransactionManager, api_key: ApiKey, body: dict[str, Any
             tm.coordinator = yield from find_coordinator(TRANSACTION_COORDINATOR,
                                                          tm.transactional_id, backoff_s)
         try:
-            return (yield Send(api_key, body, tm.coordinator, version))
+            return (yield SendRequest(api_key, body, tm.coordinator, version))
         except KafkaConnectionError:
             tm.coordinator = None
             yield Sleep(backoff_s)
@@ -196,7 +197,7 @@ def send_offsets(tm: TransactionManager, offsets: Mapping[TopicPartition, int],
             coordinator = yield from find_coordinator(GROUP_COORDINATOR, group.group_id,
                                                       backoff_s)
         try:
-            response = yield Send(ApiKey.TXN_OFFSET_COMMIT, body, coordinator)
+            response = yield SendRequest(ApiKey.TXN_OFFSET_COMMIT, body, coordinator)
         except KafkaConnectionError:
             coordinator = None
             yield Sleep(backoff_s)

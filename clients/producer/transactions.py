@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import enum
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.consumer.group_metadata import ConsumerGroupMetadata
 from clients.producer.idempotence import IdempotenceState
 from clients.protocol import ErrorCode, KafkaError
 
 TopicPartition = tuple[str, int]
 
-__all__ = ["ConsumerGroupMetadata", "TransactionManager", "TxnState"]
+__all__ = ["ConsumerGroupMetadata", "TransactionManager", "ProducerTxnState"]
 
 
-class TxnState(enum.Enum):
+class ProducerTxnState(enum.Enum):
     UNINITIALIZED = "UNINITIALIZED"
     INITIALIZING = "INITIALIZING"
     READY = "READY"
@@ -80,7 +80,7 @@ class TransactionManager:
         self.transactional_id = transactional_id
         self.timeout_ms = timeout_ms
         self.idempotence = idempotence
-        self.state = TxnState.UNINITIALIZED
+        self.state = ProducerTxnState.UNINITIALIZED
         self.error: KafkaError | None = None
         self.coordinator: BrokerNode | None = None
         self.partitions: set[TopicPartition] = set()       # added to the transaction
@@ -91,42 +91,42 @@ class TransactionManager:
 
     # ---- transitions asked for by the application ----
 
-    def _check(self, *allowed: TxnState, action: str) -> None:
-        if self.state == TxnState.FATAL_ERROR:
+    def _check(self, *allowed: ProducerTxnState, action: str) -> None:
+        if self.state == ProducerTxnState.FATAL_ERROR:
             assert self.error is not None
             raise self.error
         if self.state in allowed:
             return
-        if self.state == TxnState.ABORTABLE_ERROR and self.error is not None:
+        if self.state == ProducerTxnState.ABORTABLE_ERROR and self.error is not None:
             raise KafkaError(self.error.code, f"cannot {action}: the transaction must be "
                              f"aborted after an earlier error: {self.error.message}")
         raise TransactionStateError(f"cannot {action} in state {self.state.value}")
 
     def start_init(self) -> None:
-        self._check(TxnState.UNINITIALIZED, TxnState.INITIALIZING,
+        self._check(ProducerTxnState.UNINITIALIZED, ProducerTxnState.INITIALIZING,
                     action="init_transactions")
-        self.state = TxnState.INITIALIZING
+        self.state = ProducerTxnState.INITIALIZING
 
     def begin(self) -> None:
-        self._check(TxnState.READY, action="begin_transaction")
-        self.state = TxnState.IN_TRANSACTION
+        self._check(ProducerTxnState.READY, action="begin_transaction")
+        self.state = ProducerTxnState.IN_TRANSACTION
 
     def check_send(self) -> None:
         """A record may be sent only inside a transaction (an aborted one refuses it)."""
-        self._check(TxnState.IN_TRANSACTION, action="send")
+        self._check(ProducerTxnState.IN_TRANSACTION, action="send")
 
     def check_offsets(self) -> None:
-        self._check(TxnState.IN_TRANSACTION, action="send_offsets_to_transaction")
+        self._check(ProducerTxnState.IN_TRANSACTION, action="send_offsets_to_transaction")
 
     def start_commit(self) -> None:
-        self._check(TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION,
+        self._check(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.COMMITTING_TRANSACTION,
                     action="commit_transaction")
-        self.state = TxnState.COMMITTING_TRANSACTION
+        self.state = ProducerTxnState.COMMITTING_TRANSACTION
 
     def start_abort(self) -> None:
-        self._check(TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR,
-                    TxnState.ABORTING_TRANSACTION, action="abort_transaction")
-        self.state = TxnState.ABORTING_TRANSACTION
+        self._check(ProducerTxnState.IN_TRANSACTION, ProducerTxnState.ABORTABLE_ERROR,
+                    ProducerTxnState.ABORTING_TRANSACTION, action="abort_transaction")
+        self.state = ProducerTxnState.ABORTING_TRANSACTION
 
     # ---- what the sender sees ----
 
@@ -140,7 +140,7 @@ class TransactionManager:
 
     @property
     def in_error(self) -> bool:
-        return self.state in (TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR)
+        return self.state in (ProducerTxnState.ABORTABLE_ERROR, ProducerTxnState.FATAL_ERROR)
 
     def batch_failed(self, error: BaseException, had_sequence: bool = True) -> None:
         """A batch of the transaction failed for good: the transaction must be aborted, and
@@ -149,8 +149,8 @@ class TransactionManager:
             self.epoch_bump_needed = True
         if not isinstance(error, KafkaError):
             error = KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(error))
-        if error.code in FATAL_ERRORS or self.state in (TxnState.IN_TRANSACTION,
-                                                        TxnState.COMMITTING_TRANSACTION):
+        if error.code in FATAL_ERRORS or self.state in (ProducerTxnState.IN_TRANSACTION,
+                                                        ProducerTxnState.COMMITTING_TRANSACTION):
             self.fail(error)
 
     def fail(self, error: KafkaError) -> KafkaError:
@@ -159,14 +159,14 @@ class TransactionManager:
         if error.code in FATAL_ERRORS:
             error = fenced(error.code, error.message) \
                 if error.code == ErrorCode.INVALID_PRODUCER_EPOCH else error
-            self.state, self.error = TxnState.FATAL_ERROR, error
-        elif self.state != TxnState.FATAL_ERROR:
+            self.state, self.error = ProducerTxnState.FATAL_ERROR, error
+        elif self.state != ProducerTxnState.FATAL_ERROR:
             if error.code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                               ErrorCode.UNKNOWN_PRODUCER_ID):
                 self.epoch_bump_needed = True
-            if self.state not in (TxnState.UNINITIALIZED, TxnState.INITIALIZING,
-                                  TxnState.READY):
-                self.state, self.error = TxnState.ABORTABLE_ERROR, error
+            if self.state not in (ProducerTxnState.UNINITIALIZED, ProducerTxnState.INITIALIZING,
+                                  ProducerTxnState.READY):
+                self.state, self.error = ProducerTxnState.ABORTABLE_ERROR, error
         return error
 
     # ---- completions ----
@@ -174,7 +174,7 @@ class TransactionManager:
     def initialized(self, producer_id: int, epoch: int) -> None:
         self.idempotence.set_identity(producer_id, epoch)
         self.epoch_bump_needed = False
-        self.state, self.error = TxnState.READY, None
+        self.state, self.error = ProducerTxnState.READY, None
 
     def added(self, partitions: set[TopicPartition]) -> None:
         self.partitions |= partitions
@@ -185,4 +185,4 @@ class TransactionManager:
         self.partitions.clear()
         self.pending.clear()
         self.offsets_added = False
-        self.state, self.error = TxnState.READY, None
+        self.state, self.error = ProducerTxnState.READY, None

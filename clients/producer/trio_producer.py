@@ -18,12 +18,13 @@ from typing import Any, AsyncIterator, Generator, Iterable, Mapping
 
 import trio
 
-from clients.admin.cluster import metadata_request
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import metadata_request
+from clients.common.connections import TrioConnectionPool
+from clients.clock import monotonic_ms
 from clients.net import KafkaConnectionError
 from clients.producer.accumulator import ProducerBatch
 from clients.producer.config import ProducerConfig
-from clients.producer.core import DeliveryCallback, ProducerCore, now_ms
+from clients.producer.core import DeliveryCallback, ProducerCore
 from clients.producer.future import DeliveryFuture, RecordMetadata
 from clients.producer.transactions import ConsumerGroupMetadata
 from clients.producer.trio_transactions import TrioTransactions
@@ -143,7 +144,7 @@ class Producer:
         blocked_since: float | None = None
         try:
             appended = core.append(topic, value, key, headers, partition, timestamp, future,
-                                   now_ms)
+                                   monotonic_ms)
             if appended is None:     # waits only here: no coroutine per record
                 if not core.topic_ready(topic):
                     blocked_since = trio.current_time()
@@ -151,7 +152,7 @@ class Producer:
                 if not core.has_room():
                     await self._wait_for_room(blocked_since)
                 appended = core.append(topic, value, key, headers, partition, timestamp,
-                                       future, now_ms)
+                                       future, monotonic_ms)
                 assert appended is not None, "ready and with room, with no checkpoint since"
         except Exception as exc:
             core.send_failed(exc)
@@ -276,7 +277,7 @@ class Producer:
             except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
                 self._core.metadata_failed(exc)
                 return
-            self._core.apply_metadata(response, now_ms())
+            self._core.apply_metadata(response, monotonic_ms())
         self._wake()
 
     async def _run_sender(self, task_status: trio.TaskStatus[None]) -> None:
@@ -285,12 +286,12 @@ class Producer:
             task_status.started()
             try:
                 while True:
-                    if self._core.metadata_due(now_ms()):
+                    if self._core.metadata_due(monotonic_ms()):
                         await self._refresh_metadata()
                     if self._core.needs_producer_id:
                         await self._init_producer_id()
                     self._transactions.maybe_add_partitions(requests)
-                    ready, wait_ms = self._core.sendable(now_ms(), self._flushing > 0)
+                    ready, wait_ms = self._core.sendable(monotonic_ms(), self._flushing > 0)
                     self._start_requests(ready)
                     if ready:
                         wait_ms = 0.0    # more may be drainable now (batches in flight per
@@ -311,7 +312,7 @@ class Producer:
         batch that becomes sendable before it would wake by itself, metadata, a producer
         id, or a transaction's partitions."""
         core = self._core
-        now = now_ms()
+        now = monotonic_ms()
         if (self._requests is None or core.txn is not None or core.needs_producer_id
                 or core.metadata_due(now)):
             self._wake()
@@ -334,7 +335,7 @@ class Producer:
         if self._core.needs_metadata:
             waits.append(self.config.retry_backoff_ms)
         elif self._core.metadata_fetched_ms is not None:
-            age = now_ms() - self._core.metadata_fetched_ms
+            age = monotonic_ms() - self._core.metadata_fetched_ms
             waits.append(max(self.config.metadata_max_age_ms - age, 0))
         return min(waits) / 1000 if waits else 3600.0
 
@@ -381,9 +382,9 @@ class Producer:
             response = await self._pool.request(node, ApiKey.PRODUCE, body)
         except (KafkaConnectionError, KafkaError, ProtocolError) as exc:
             logger.debug("produce to broker %d failed: %s", node_id, exc)
-            self._core.handle_failure(node_id, batches, exc, now_ms())
+            self._core.handle_failure(node_id, batches, exc, monotonic_ms())
         else:
-            self._core.handle_response(node_id, batches, response, now_ms())
+            self._core.handle_response(node_id, batches, response, monotonic_ms())
         self._notify()
         self._dispatch()
 

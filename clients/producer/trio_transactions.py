@@ -7,11 +7,11 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import trio
 
-from clients.admin.connections import TrioConnectionPool
+from clients.common.connections import TrioConnectionPool
 from clients.net import FatalConnectionError, KafkaConnectionError
 from clients.producer.core import ProducerCore
 from clients.producer.transaction_facade import TransactionFacade
-from clients.producer.transaction_ops import Flush, Operation, Send, Sleep
+from clients.producer.transaction_ops import Flush, Operation, SendRequest, Sleep
 from clients.producer.transactions import (
     ConsumerGroupMetadata,
     TransactionAbortedError,
@@ -78,7 +78,7 @@ class TrioTransactions(TransactionFacade):
             except StopIteration as stop:
                 return stop.value
             value, error = None, None
-            if isinstance(step, Send):
+            if isinstance(step, SendRequest):
                 try:
                     value = await self._send(step)
                 except FatalConnectionError as exc:
@@ -93,7 +93,7 @@ class TrioTransactions(TransactionFacade):
                     self._core.abort_unsent(TransactionAbortedError())
                 await self._flush()
 
-    async def _send(self, step: Send) -> dict[str, Any]:
+    async def _send(self, step: SendRequest) -> dict[str, Any]:
         if step.node is None:
             brokers = self._core.cluster.brokers.values()
             return await self._pool.request_any(step.api_key, step.body, brokers, step.version)

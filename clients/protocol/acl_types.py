@@ -1,9 +1,11 @@
 """The ACL vocabulary of the wire (Kafka's ResourceType, PatternType, AclOperation and
-AclPermissionType codes) and its fixed names."""
+AclPermissionType codes), its fixed names and which operations each resource type has."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
+from types import MappingProxyType
 
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -53,3 +55,18 @@ class AclPermissionType(IntEnum):
     ANY = 1
     DENY = 2
     ALLOW = 3
+
+
+# The operations each resource type has (Kafka's AclEntry.supportedOperations, ALL aside).
+RESOURCE_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = MappingProxyType({
+    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
+                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
+                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
+                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
+                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                           AclOperation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+})

@@ -7,8 +7,8 @@ import logging
 import time
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
-from clients.admin.connections import BlockingConnectionPool
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.connections import BlockingConnectionPool
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from
 from clients.consumer.group.offsets import offset_commit_errors, offset_commit_request
 from clients.net import KafkaConnectionError, parse_bootstrap_servers

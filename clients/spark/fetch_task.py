@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
+from clients.common.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
 from clients.protocol import ErrorCode, KafkaError, ZERO_UUID
 from clients.spark.arrow_records import TransactionFilter, decode_fetched
 from clients.spark.cluster import ClusterClient

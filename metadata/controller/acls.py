@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from clients.protocol import ErrorCode
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from metadata.acls import AclBinding, AclFilter, AclValidationError, PatternType
+from metadata.acls import StandardAcl, AclFilter, AclValidationError, PatternType
 from metadata.controller import Decision
 from metadata.image import MetadataImage
 from metadata.records import MetadataRecord
@@ -21,12 +21,12 @@ from metadata.records import MetadataRecord
 MAX_RECORDS_PER_USER_OP = 10_000
 
 
-def binding_of_creation(entry: dict[str, Any]) -> AclBinding:
+def binding_of_creation(entry: dict[str, Any]) -> StandardAcl:
     """The ACL a CreateAcls creation entry describes (v0 entries are LITERAL)."""
-    return AclBinding(int(entry["resource_type"]), entry["resource_name"],
-                      int(entry.get("resource_pattern_type", PatternType.LITERAL)),
-                      entry["principal"], entry["host"], int(entry["operation"]),
-                      int(entry["permission_type"]))
+    return StandardAcl(int(entry["resource_type"]), entry["resource_name"],
+                       int(entry.get("resource_pattern_type", PatternType.LITERAL)),
+                       entry["principal"], entry["host"], int(entry["operation"]),
+                       int(entry["permission_type"]))
 
 
 def create_acls(image: MetadataImage, request: dict[str, Any], now_ms: int, *,
@@ -59,7 +59,7 @@ def create_acls(image: MetadataImage, request: dict[str, Any], now_ms: int, *,
     return records, {"throttle_time_ms": 0, "results": results}
 
 
-def matching_acl_entry(acl: AclBinding) -> dict[str, Any]:
+def matching_acl_entry(acl: StandardAcl) -> dict[str, Any]:
     """A DeleteAcls matching_acls entry for a deleted ACL."""
     return {"error_code": ErrorCode.NONE, "error_message": None,
             "resource_type": acl.resource_type, "resource_name": acl.resource_name,

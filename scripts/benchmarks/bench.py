@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from broker.cli.main import OneLineParser, positive_int
+from clients.cli.main import OneLineParser, positive_int
 from broker.launcher import stop_quorum
 from broker.launcher.layout import ClusterInfo
 from broker.launcher.processes import read_pid

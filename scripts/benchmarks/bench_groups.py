@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from broker.cli.main import OneLineParser, positive_int
+from clients.cli.main import OneLineParser, positive_int
 from broker.launcher import stop_quorum
 from broker.launcher.layout import ClusterInfo
 from broker.testing.waiting import wait_for

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import confluent_kafka
 from pyspark.sql import DataFrameReader, SparkSession
 
-from broker.cli.main import OneLineParser, positive_int
+from clients.cli.main import OneLineParser, positive_int
 from broker.launcher import stop_quorum
 from broker.testing.waiting import wait_for
 from scripts.benchmarks.cluster import create_topic, percentiles_ms, start_cluster

@@ -21,7 +21,7 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 CONSUMER_GROUP_PROTOCOL_TYPE = "consumer"
 
 
-class GroupState(enum.Enum):
+class ConsumerGroupState(enum.Enum):
     """Kafka's consumer group states; the value is the name Kafka reports."""
 
     EMPTY = "Empty"
@@ -93,14 +93,14 @@ class ConsumerGroup:
     subscription_metadata: TopicMetadata = field(default_factory=dict)
     assignor_name: str = ""
 
-    def state(self) -> GroupState:
+    def state(self) -> ConsumerGroupState:
         if not self.members:
-            return GroupState.EMPTY
+            return ConsumerGroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
+            return ConsumerGroupState.ASSIGNING
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return GroupState.RECONCILING
-        return GroupState.STABLE
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
 
     def static_member(self, instance_id: str | None) -> ConsumerMember | None:
         member_id = None if instance_id is None else self.static_members.get(instance_id)

@@ -23,7 +23,7 @@ from clients.consumer.group.assignors import (
     assignor_names,
     make_assignors,
 )
-from clients.consumer.group.membership import GroupMembership, GroupSettings, MemberState
+from clients.consumer.group.membership import GroupMembership, GroupSettings, ClassicMemberState
 from clients.consumer.group.offsets import CommitFailedError
 from clients.consumer.group.protocol import (
     Assignment,
@@ -36,7 +36,7 @@ from clients.consumer.group.protocol import (
 
 __all__ = [
     "ASSIGNORS", "Assignment", "CooperativeStickyAssignor", "CommitFailedError", "GroupMembership", "GroupSettings",
-    "MemberState", "MemberSubscription", "RangeAssignor", "RoundRobinAssignor",
+    "ClassicMemberState", "MemberSubscription", "RangeAssignor", "RoundRobinAssignor",
     "StickyAssignor", "Subscription", "assignor_names", "decode_assignment", "decode_subscription",
     "encode_assignment", "encode_subscription", "make_assignors",
 ]

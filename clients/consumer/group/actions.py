@@ -11,7 +11,7 @@ from clients.consumer.group.protocol import PROTOCOL_TYPE, Subscription, encode_
 from clients.protocol import ApiKey
 
 
-class MemberState(Enum):
+class ClassicMemberState(Enum):
     UNJOINED = "unjoined"
     JOINING = "joining"              # JoinGroup sent
     ASSIGNING = "assigning"          # leader: reading partition counts to assign

@@ -21,11 +21,11 @@ import uuid
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.consumer.group.actions import GroupSettings, Send, Wait
 from clients.consumer.group.member_assignment import MemberAssignment
 from clients.consumer.group.membership import FIND_COORDINATOR_VERSION, coordinator_from
-from clients.consumer.group.offsets import Outcome, classify
+from clients.consumer.group.offsets import ErrorAction, classify
 from clients.consumer.group.protocol import TopicPartition
 from clients.consumer.group.reconcile import JOIN_EPOCH, HeartbeatFields, read_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError
@@ -363,7 +363,7 @@ class ConsumerGroupMember:
                 message = ("the broker does not support the consumer group protocol; "
                            "set group.protocol=classic")
             self._fail(code, message, "ConsumerGroupHeartbeat")
-        elif classify(code) == Outcome.FIND_COORDINATOR:
+        elif classify(code) == ErrorAction.FIND_COORDINATOR:
             self.coordinator_dead()
         elif code.retriable:
             self._retry_at = now + self.settings.retry_backoff_ms

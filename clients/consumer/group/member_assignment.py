@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from typing import Iterable
 
-from clients.admin.cluster import ClusterMetadata
+from clients.common.cluster import ClusterMetadata
 from clients.consumer.group.protocol import TopicPartition
 from clients.consumer.group.reconcile import Reconciliation, TopicIdAssignment, reconcile, resolve
 

@@ -21,10 +21,10 @@ import logging
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, metadata_request
+from clients.common.cluster import BrokerNode, ClusterMetadata, metadata_request
 from clients.consumer.group.actions import (
     GroupSettings,
-    MemberState,
+    ClassicMemberState,
     Send,
     Wait,
     join_request,
@@ -38,11 +38,11 @@ from clients.consumer.group.leader import (
     group_topics,
     read_members,
 )
-from clients.consumer.group.offsets import Outcome, classify
+from clients.consumer.group.offsets import ErrorAction, classify
 from clients.consumer.group.protocol import TopicPartition, decode_assignment
 from clients.protocol import ApiKey, ErrorCode, KafkaError, ProtocolError
 
-__all__ = ["GroupMembership", "GroupSettings", "MemberState", "Send", "Wait",
+__all__ = ["GroupMembership", "GroupSettings", "ClassicMemberState", "Send", "Wait",
            "coordinator_from"]
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class GroupMembership:
         self.assignors = list(assignors)
         # As Kafka's consumer: cooperative only when every assignor supports it.
         self.cooperative = all(a.cooperative for a in self.assignors)
-        self.state = MemberState.UNJOINED
+        self.state = ClassicMemberState.UNJOINED
         self.coordinator: BrokerNode | None = None
         self.member_id = ""
         self.generation_id = -1
@@ -118,7 +118,7 @@ class GroupMembership:
         self.subscription = None
         self.rejoin_needed = False
         self._reset_member()
-        self.state = MemberState.UNJOINED
+        self.state = ClassicMemberState.UNJOINED
         return body
 
     def on_poll(self, now: float) -> None:
@@ -131,7 +131,7 @@ class GroupMembership:
     @property
     def active(self) -> bool:
         """Whether this member holds a current generation (commits carry it)."""
-        return self.state == MemberState.STABLE and self.generation_id >= 0
+        return self.state == ClassicMemberState.STABLE and self.generation_id >= 0
 
     def partitions_to_revoke(self) -> list[TopicPartition] | None:
         """Owned partitions to give up now, or None when none must go: before rejoining
@@ -140,7 +140,7 @@ class GroupMembership:
         if self.cooperative and self._to_revoke and not self._lost:
             return list(self._to_revoke)
         if self.owned and self.rejoin_needed and self.state in (
-                MemberState.STABLE, MemberState.UNJOINED) and (
+                ClassicMemberState.STABLE, ClassicMemberState.UNJOINED) and (
                     self._lost or not self.cooperative):
             return list(self.owned)
         return None
@@ -174,7 +174,7 @@ class GroupMembership:
         """Fresh partition counts (None: the topic does not exist). The leader asks for
         a rebalance when they differ from those it assigned from, as Kafka's consumer
         does, so new partitions and newly created topics get consumed."""
-        if self.state != MemberState.STABLE or self.rejoin_needed:
+        if self.state != ClassicMemberState.STABLE or self.rejoin_needed:
             return
         changed = counts_changed(self._assigned_from, counts)
         if changed:
@@ -214,18 +214,18 @@ class GroupMembership:
             request = self.find_coordinator_request()
             self._inflight = request.api_key
             return request
-        if self.state == MemberState.STABLE:
+        if self.state == ClassicMemberState.STABLE:
             return self._stable_action(now)
-        if self.state == MemberState.UNJOINED:
+        if self.state == ClassicMemberState.UNJOINED:
             if self._poll_expired or not self.rejoin_needed:
                 return Wait(None)
             if self.partitions_to_revoke() is not None:
                 return Wait(None)    # the application revokes first, in poll
             return self._join()
-        if self.state == MemberState.ASSIGNING:
+        if self.state == ClassicMemberState.ASSIGNING:
             return self._send(ApiKey.METADATA, metadata_request(group_topics(self._members)),
                               to_coordinator=False)
-        if self.state == MemberState.SYNCING:
+        if self.state == ClassicMemberState.SYNCING:
             return self._send(ApiKey.SYNC_GROUP, sync_request(
                 self.settings, self.generation_id, self.member_id, self.protocol_name,
                 self._assignments))
@@ -242,7 +242,7 @@ class GroupMembership:
             self._reset_member()
             self._lost = True
             self._poll_expired = True
-            self.state = MemberState.UNJOINED
+            self.state = ClassicMemberState.UNJOINED
             if body is not None:
                 return self._send(ApiKey.LEAVE_GROUP, body)
             return Wait(None)
@@ -276,7 +276,7 @@ class GroupMembership:
         return Send(api_key, body, to_coordinator, timeout_ms)
 
     def _join(self) -> Send:
-        self.state = MemberState.JOINING
+        self.state = ClassicMemberState.JOINING
         self.rejoin_needed = False
         self._pending = None
         self._assigned_from = {}
@@ -315,8 +315,9 @@ class GroupMembership:
     def abandon(self, api_key: ApiKey) -> None:
         """The driver gave up on the request in flight without an answer."""
         self._inflight = None
-        if self.state in (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING):
-            self.state = MemberState.UNJOINED
+        if self.state in (ClassicMemberState.JOINING, ClassicMemberState.ASSIGNING,
+                          ClassicMemberState.SYNCING):
+            self.state = ClassicMemberState.UNJOINED
 
     def group_error(self, code: ErrorCode, what: str, now: float, generation_id: int,
                     member_id: str) -> None:
@@ -326,7 +327,7 @@ class GroupMembership:
         A rebalance in progress is news only to a stable member: one that is joining or
         syncing is in that rebalance already, and must not give up its join for it."""
         if (generation_id, member_id) != (self.generation_id, self.member_id) or (
-                classify(code) == Outcome.REJOIN and self.state != MemberState.STABLE):
+                classify(code) == ErrorAction.REJOIN and self.state != ClassicMemberState.STABLE):
             logger.debug("group %s: ignoring %s from %s for generation %d in state %s",
                          self.settings.group_id, code.name, what, generation_id,
                          self.state.name)
@@ -340,8 +341,9 @@ class GroupMembership:
         self.coordinator = None
 
     def _after_failed_join_step(self) -> None:
-        if self.state in (MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING):
-            self.state = MemberState.UNJOINED
+        if self.state in (ClassicMemberState.JOINING, ClassicMemberState.ASSIGNING,
+                          ClassicMemberState.SYNCING):
+            self.state = ClassicMemberState.UNJOINED
             self.rejoin_needed = True
 
     def handle_response(self, api_key: ApiKey, response: dict[str, Any], now: float) -> None:
@@ -377,18 +379,18 @@ class GroupMembership:
         is over (the member joins again), then whatever ``code`` asks for."""
         self._after_failed_join_step()
         outcome = classify(code)
-        if outcome == Outcome.FIND_COORDINATOR:
+        if outcome == ErrorAction.FIND_COORDINATOR:
             self.coordinator_dead()
-        elif outcome == Outcome.REJOIN:
+        elif outcome == ErrorAction.REJOIN:
             self.rejoin_needed = True
-        elif outcome == Outcome.RESET_AND_REJOIN:
+        elif outcome == ErrorAction.RESET_AND_REJOIN:
             logger.info("group %s: %s answered %s; joining as a new member",
                         self.settings.group_id, what, code.name)
             self._reset_member()
             self._lost = bool(self.owned)
-            self.state = MemberState.UNJOINED
+            self.state = ClassicMemberState.UNJOINED
             self.rejoin_needed = True
-        elif outcome == Outcome.RETRY:
+        elif outcome == ErrorAction.RETRY:
             self._backoff(now)
         else:
             self._fail(code, what)
@@ -418,7 +420,7 @@ class GroupMembership:
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             # The coordinator named us; join again at once with that id.
             self.member_id = response["member_id"]
-            self.state = MemberState.UNJOINED
+            self.state = ClassicMemberState.UNJOINED
             self.rejoin_needed = True
             return
         if code != ErrorCode.NONE:
@@ -431,11 +433,11 @@ class GroupMembership:
         self.protocol_name = response["protocol_name"]
         if response["leader"] != self.member_id:
             self._assignments = {}
-            self.state = MemberState.SYNCING
+            self.state = ClassicMemberState.SYNCING
             return
         members = read_members(self.settings.group_id, response["members"])
         self._members = members
-        self.state = MemberState.ASSIGNING
+        self.state = ClassicMemberState.ASSIGNING
 
     def _on_metadata(self, response: dict[str, Any], now: float) -> None:
         cluster = ClusterMetadata.from_response(response)
@@ -456,7 +458,7 @@ class GroupMembership:
             self._assignments = {}
         else:
             self._assignments = compute_assignments(assignor, self._members, counts)
-        self.state = MemberState.SYNCING
+        self.state = ClassicMemberState.SYNCING
 
     def _on_sync(self, response: dict[str, Any], now: float) -> None:
         code = ErrorCode.from_code(response["error_code"])
@@ -479,7 +481,7 @@ class GroupMembership:
             if self._to_revoke:
                 # KIP-429: revoke what moved, then join again so it can be handed on.
                 self.rejoin_needed = True
-        self.state = MemberState.STABLE
+        self.state = ClassicMemberState.STABLE
         self._last_heartbeat_ok = now
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms
         logger.info("group %s generation %d: assigned %s", self.settings.group_id,
@@ -504,6 +506,6 @@ class GroupMembership:
 
 
 # The state a JoinGroup/Metadata/SyncGroup answer is for; in any other it is stale.
-_ANSWER_STATE = {ApiKey.JOIN_GROUP: MemberState.JOINING,
-                 ApiKey.METADATA: MemberState.ASSIGNING,
-                 ApiKey.SYNC_GROUP: MemberState.SYNCING}
+_ANSWER_STATE = {ApiKey.JOIN_GROUP: ClassicMemberState.JOINING,
+                 ApiKey.METADATA: ClassicMemberState.ASSIGNING,
+                 ApiKey.SYNC_GROUP: ClassicMemberState.SYNCING}

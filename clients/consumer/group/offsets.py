@@ -19,7 +19,7 @@ class CommitFailedError(KafkaError):
     now belong to another member, so the offsets were not stored."""
 
 
-class Outcome(Enum):
+class ErrorAction(Enum):
     """What a consumer should do about a group request's error code."""
 
     DONE = "done"
@@ -34,23 +34,23 @@ _COORDINATOR_GONE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_
                                ErrorCode.REQUEST_TIMED_OUT})
 
 
-def classify(code: ErrorCode) -> Outcome:
+def classify(code: ErrorCode) -> ErrorAction:
     """Kafka's consumer reaction to a group-related error code."""
     if code == ErrorCode.NONE:
-        return Outcome.DONE
+        return ErrorAction.DONE
     if code in _COORDINATOR_GONE:
-        return Outcome.FIND_COORDINATOR
+        return ErrorAction.FIND_COORDINATOR
     if code == ErrorCode.REBALANCE_IN_PROGRESS:
-        return Outcome.REJOIN
+        return ErrorAction.REJOIN
     if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
                 ErrorCode.FENCED_MEMBER_EPOCH):
-        return Outcome.RESET_AND_REJOIN
+        return ErrorAction.RESET_AND_REJOIN
     if code == ErrorCode.STALE_MEMBER_EPOCH:
         # The consumer protocol: the commit's epoch is behind the member's.
-        return Outcome.REJOIN
+        return ErrorAction.REJOIN
     if code.retriable:
-        return Outcome.RETRY
-    return Outcome.FATAL
+        return ErrorAction.RETRY
+    return ErrorAction.FATAL
 
 
 def offset_commit_request(group_id: str, generation_id: int, member_id: str,

@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterable, Literal, Mapping, TypeVar
 
 import trio
 
-from clients.admin.cluster import BrokerNode
-from clients.admin.connections import TrioConnectionPool
+from clients.common.cluster import BrokerNode
+from clients.common.connections import TrioConnectionPool
+from clients.clock import monotonic_ms
 from clients.consumer.group.coordinator_search import (
     CoordinatorSearchReport,
     coordinator_error_reason,
@@ -29,7 +30,7 @@ from clients.consumer.group.membership import GroupMembership, Send, Wait, coord
 from clients.consumer.group.offsets import (
     CommitFailedError,
     FetchedOffsets,
-    Outcome,
+    ErrorAction,
     classify,
     offset_commit_errors,
     offset_commit_request,
@@ -38,7 +39,6 @@ from clients.consumer.group.offsets import (
 )
 from clients.consumer.group.protocol import TopicPartition
 from clients.net import NO_ANSWER, FatalConnectionError, KafkaConnection, KafkaConnectionError
-from clients.producer.core import now_ms
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from clients.protocol.fit import fit_request
 
@@ -51,10 +51,10 @@ Channel = Literal["member", "app"]
 
 
 def _at(ms: float | None) -> float:
-    """A trio deadline for a ``now_ms`` time (both clocks are monotonic seconds)."""
+    """A trio deadline for a ``monotonic_ms`` time (both clocks are monotonic seconds)."""
     if ms is None:
         return math.inf
-    return trio.current_time() + max(ms - now_ms(), 0) / 1000
+    return trio.current_time() + max(ms - monotonic_ms(), 0) / 1000
 
 
 class GroupClient:
@@ -98,7 +98,7 @@ class GroupClient:
                   ) -> None:
         task_status.started()
         while self._pool.fatal_error is None:  # else poll raises it: the member is done
-            action = self.membership.next_action(now_ms())
+            action = self.membership.next_action(monotonic_ms())
             if isinstance(action, Wait):
                 event = self._wakeup
                 with trio.move_on_at(_at(action.until_ms)):
@@ -132,9 +132,9 @@ class GroupClient:
             self.membership.abandon(action.api_key)
             return
         if response is None:
-            self.membership.handle_failure(action.api_key, now_ms(), failure)
+            self.membership.handle_failure(action.api_key, monotonic_ms(), failure)
         else:
-            self.membership.handle_response(action.api_key, response, now_ms())
+            self.membership.handle_response(action.api_key, response, monotonic_ms())
         if action.api_key == ApiKey.FIND_COORDINATOR and self._pool.fatal_error is None:
             self._report_search(response, failure)
 
@@ -153,7 +153,7 @@ class GroupClient:
             code = ErrorCode.from_code(response.get("error_code", 0))
             reason = coordinator_error_reason(code.name,
                                               response.get("error_message") or code.message)
-        message = self._search_report.failed(reason, now_ms(), unanswered=response is None)
+        message = self._search_report.failed(reason, monotonic_ms(), unanswered=response is None)
         if message is not None:
             logger.warning(message)
 
@@ -264,7 +264,7 @@ class GroupClient:
                 result, code = read(response)
                 if code == ErrorCode.NONE:
                     return result
-            if classify(code) == Outcome.FIND_COORDINATOR:
+            if classify(code) == ErrorAction.FIND_COORDINATOR:
                 self.membership.coordinator_dead()
             else:
                 give_up(code)
@@ -297,12 +297,12 @@ class GroupClient:
             outcome = classify(code)
             if code == ErrorCode.STALE_MEMBER_EPOCH and still_member():
                 return      # the next heartbeat brings the newer epoch
-            if outcome in (Outcome.REJOIN, Outcome.RESET_AND_REJOIN):
-                m.group_error(code, "OffsetCommit", now_ms(), sent[-1], member_id)
+            if outcome in (ErrorAction.REJOIN, ErrorAction.RESET_AND_REJOIN):
+                m.group_error(code, "OffsetCommit", monotonic_ms(), sent[-1], member_id)
                 self.wake()
                 raise CommitFailedError(code, "the commit failed because the group "
                                               f"rebalanced ({code.name}); poll again to rejoin")
-            if outcome != Outcome.RETRY:
+            if outcome != ErrorAction.RETRY:
                 raise KafkaError(code, f"OffsetCommit for group {m.settings.group_id}")
 
         await self._until_done(ApiKey.OFFSET_COMMIT, body, timeout_s, read, give_up)

@@ -251,7 +251,8 @@ def render(description: Mapping[str, Any]) -> str:
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    # clients/ may not import broker.cli's parser of the same behaviour (the layering rule).
+    # Not clients.cli's parser of the same behaviour: clients.cli imports clients.protocol,
+    # and importing it back would tie the two packages in a cycle.
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 

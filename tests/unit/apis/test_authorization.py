@@ -26,7 +26,7 @@ from broker.apis.request import ANONYMOUS_PRINCIPAL
 from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode
 from metadata.acl_records import AccessControlEntryRecord
-from metadata.acls import CLUSTER_NAME, AclBinding, AclOperation as Op
+from metadata.acls import CLUSTER_NAME, StandardAcl, AclOperation as Op
 from metadata.acls import AclPermissionType as Perm, PatternType as Pat, ResourceType as Res
 from tests.unit.apis.batches import batch, fetch_body, produce_body
 from tests.unit.apis.harness import running_broker
@@ -79,8 +79,8 @@ CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 def grant(rtype: Res, name: str, op: Op, *, pattern: Pat = Pat.LITERAL,
           perm: Perm = Perm.ALLOW, principal: str = ANONYMOUS_PRINCIPAL,
           host: str = "*") -> AccessControlEntryRecord:
-    return AccessControlEntryRecord.of(uuid.uuid4(),
-                                       AclBinding(rtype, name, pattern, principal, host, op, perm))
+    acl = StandardAcl(rtype, name, pattern, principal, host, op, perm)
+    return AccessControlEntryRecord.of(uuid.uuid4(), acl)
 
 
 OPEN_ACLS = [grant(Res.TOPIC, "open", Op.ALL, pattern=Pat.PREFIXED),

@@ -8,7 +8,7 @@ import trio
 
 from broker.log.maintenance import LogMaintenance
 from broker.log import LogManager, offset_map
-from broker.log.partition_log import now_millis
+from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey
 from tests.unit.apis.batches import batch, now_ms, only_partition, produce_body
 from tests.unit.apis.harness import broker_config, running_broker
@@ -39,7 +39,7 @@ COMPACT = {"cleanup.policy": "compact", "segment.bytes": "300"}
 async def test_cleaner_job_compacts_a_compacted_log(tmp_path: Path) -> None:
     manager = LogManager([tmp_path / "data"])
     log = manager.get_or_create_log("compacted", 0, config=COMPACT)
-    now = now_millis()
+    now = wall_clock_ms()
     for n in range(200):
         log.append_as_leader(log_batch([b"v" * 100], keys=[b"k%d" % (n % 3)]), 0, now)
     log.update_high_watermark(log.log_end_offset)
@@ -63,7 +63,7 @@ async def test_cleaner_job_compacts_a_compacted_log(tmp_path: Path) -> None:
 async def test_the_cleaner_job_maps_no_more_keys_than_its_buffer_holds(tmp_path: Path) -> None:
     manager = LogManager([tmp_path / "data"])
     log = manager.get_or_create_log("compacted", 0, config=COMPACT)
-    now = now_millis()
+    now = wall_clock_ms()
     for n in range(40):
         log.append_as_leader(log_batch([b"v" * 100], keys=[b"k%d" % n]), 0, now)  # every key new
     log.update_high_watermark(log.log_end_offset)

@@ -136,7 +136,7 @@ def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
     """Every API the broker routes answers a failure in its own shape: the error code lands
     where that API's clients read it, never only as a stray top-level field."""
     from broker.group.coordinator import GroupCoordinator
-    from broker.group.model import GroupSettings
+    from broker.group.model import GroupCoordinatorSettings
     from broker.group.offsets_topic import OffsetsTopicCreator, OffsetsTopicSettings
     from broker.log.manager import LogManager
     from broker.replica.manager import ReplicaManager
@@ -146,7 +146,8 @@ def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
     logs = LogManager([tmp_path], config.log_defaults())
     try:
         replicas = ReplicaManager(1, logs, config.log_defaults())
-        groups = GroupCoordinator(1, GroupSettings.from_config(config), None,  # type: ignore[arg-type]
+        groups = GroupCoordinator(1, GroupCoordinatorSettings.from_config(config),
+                                  None,  # type: ignore[arg-type]
                                   image=MetadataImage.empty,
                                   topic_creator=OffsetsTopicCreator(
                                       OffsetsTopicSettings.from_config(config), None))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.cli import main as cli
-from broker.cli.errors import one_line, root_cause
+from clients.cli import main as cli
+from clients.cli.errors import one_line, root_cause
 from clients.protocol import ErrorCode, KafkaError
 
 
@@ -33,7 +33,7 @@ def test_a_group_raised_by_a_command_is_one_line_and_exit_1(
     parser = cli.build_parser()
     args = parser.parse_args(["version"])
     args.func = failing
-    monkeypatch.setattr(cli, "build_parser", lambda: _FixedParser(parser, args))
+    monkeypatch.setattr(cli, "build_parser", lambda modules: _FixedParser(parser, args))
     assert cli.main(["version"]) == 1
     assert capsys.readouterr().err == "raftka version: disk on fire\n"
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli.admin_tool import read_config_file
-from broker.cli.console_consumer import record_limit
-from broker.cli.console_producer import LineSplitter
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import read_config_file
+from clients.cli.console_consumer import record_limit
+from clients.cli.console_producer import LineSplitter
+from clients.cli.main import CommandError
 from broker.config import ConfigError, ServerConfig, load_properties
-from broker.config.properties import PropertiesSyntaxError
+from clients.common.properties import PropertiesSyntaxError
 
 
 def test_lines_split_across_chunks_come_out_whole() -> None:

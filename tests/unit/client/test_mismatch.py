@@ -10,7 +10,7 @@ import ssl
 
 import pytest
 
-from clients.admin.connections import _unreachable
+from clients.common.connections import _unreachable
 from clients.admin.retries import should_retry
 from clients.net import (
     AuthenticationFailedError,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from broker.cli.leader_election import chosen_partitions, parse_partitions_json, result_lines
-from broker.cli.log_dirs import describe_json, parse_broker_list
+from clients.cli.leader_election import chosen_partitions, parse_partitions_json, result_lines
+from clients.cli.log_dirs import describe_json, parse_broker_list
 from clients.admin.cluster_operations import ElectionResult, LogDirDescription, ReplicaLogDir
 from clients.protocol import ErrorCode
 

@@ -1,10 +1,10 @@
-"""The perf tools' figures and lines (broker/cli/perf_stats.py), as Kafka's tools print them."""
+"""The perf tools' figures and lines (clients/cli/perf_stats.py), as Kafka's tools print them."""
 
 from __future__ import annotations
 
 import math
 
-from broker.cli.perf_stats import (
+from clients.cli.perf_stats import (
     ProducerStats,
     ThroughputPacer,
     check_date_format,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from clients.admin.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
+from clients.common.cluster import BrokerNode, ClusterMetadata, PartitionInfo, TopicInfo
 from clients.producer.accumulator import RecordAccumulator
 from clients.producer.future import DeliveryFuture
 

@@ -7,8 +7,8 @@ import uuid
 import pytest
 import trio
 
-from broker.cli.api_versions import api_lines
-from broker.cli.topics import _non_default_configs, describe_lines, parse_configs, topic_id_text
+from clients.cli.api_versions import api_lines
+from clients.cli.topics import _non_default_configs, describe_lines, parse_configs, topic_id_text
 from clients.admin import Admin, BlockingAdmin, NewTopic, PartitionInfo, TopicDescription
 from clients.admin.operations import ConfigEntry
 from clients.protocol import ApiKey, ErrorCode, KafkaError, Request
@@ -181,7 +181,7 @@ def test_describe_shows_every_config_not_from_the_defaults() -> None:
 
 def test_admin_calls_go_to_a_connected_broker_and_away_from_one_that_failed() -> None:
     from clients.admin.admin_config import pick_target
-    from clients.admin.cluster import BrokerNode, ClusterMetadata
+    from clients.common.cluster import BrokerNode, ClusterMetadata
 
     from clients.admin.operations import Call
     from clients.net import KafkaConnectionError

@@ -40,7 +40,7 @@ def test_an_answer_about_a_resource_is_not_retried() -> None:
 
 
 def test_only_brokers_all_refusing_the_handshake_make_a_handshake_error() -> None:
-    from clients.admin.connections import _unreachable
+    from clients.common.connections import _unreachable
 
     refused = KafkaConnectionError("cannot connect to h:2")
     handshake = TlsHandshakeError("TLS handshake with h:1 failed")

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from broker.cli.delete_records import parse_offset_json, result_lines
-from broker.cli.get_offsets import offset_lines, parse_partitions, parse_time
-from broker.cli.topic_pattern import compile_topic_pattern, matching_topics
+from clients.cli.delete_records import parse_offset_json, result_lines
+from clients.cli.get_offsets import offset_lines, parse_partitions, parse_time
+from clients.cli.topic_pattern import compile_topic_pattern, matching_topics
 from clients.admin import ListedOffset
 from clients.protocol import ErrorCode, KafkaError
 

@@ -12,7 +12,7 @@ from clients.consumer.group import (
     Assignment,
     GroupMembership,
     GroupSettings,
-    MemberState,
+    ClassicMemberState,
     MemberSubscription,
     RangeAssignor,
     RoundRobinAssignor,
@@ -185,7 +185,7 @@ def stable_member(now: float = 0) -> GroupMembership:
     assert assignments == {"me": (("t", 0), ("t", 1)), "other": (("t", 2),)}
     m.handle_response(ApiKey.SYNC_GROUP, {
         "error_code": 0, "assignment": encode_assignment(Assignment(assignments["me"]))}, now)
-    assert m.state == MemberState.STABLE
+    assert m.state == ClassicMemberState.STABLE
     assert m.take_assignment() == [("t", 0), ("t", 1)] and m.take_assignment() is None
     return m
 
@@ -218,7 +218,7 @@ def test_stale_member_resets_and_loses_its_partitions(code: ErrorCode) -> None:
     m = stable_member()
     expect_send(m, 1000, ApiKey.HEARTBEAT)
     m.handle_response(ApiKey.HEARTBEAT, {"error_code": code}, 1000)
-    assert (m.member_id, m.generation_id, m.state) == ("", -1, MemberState.UNJOINED)
+    assert (m.member_id, m.generation_id, m.state) == ("", -1, ClassicMemberState.UNJOINED)
     assert m.partitions_to_revoke() == [("t", 0), ("t", 1)] and m.partitions_lost
     assert m.next_action(1000) == Wait(None)
     m.revoked()
@@ -309,13 +309,13 @@ def _syncing_follower(generation: int) -> GroupMembership:
 def test_a_commit_error_from_an_older_generation_keeps_the_membership() -> None:
     m = _syncing_follower(6)
     m.group_error(ErrorCode.ILLEGAL_GENERATION, "OffsetCommit", 10, 5, "b")
-    assert (m.state, m.member_id, m.generation_id) == (MemberState.SYNCING, "b", 6)
+    assert (m.state, m.member_id, m.generation_id) == (ClassicMemberState.SYNCING, "b", 6)
     m.handle_response(ApiKey.SYNC_GROUP, {
         "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
     assert m.active and m.take_assignment() == [("t", 0)]
     # The same error for the generation the member holds does reset it.
     m.group_error(ErrorCode.ILLEGAL_GENERATION, "OffsetCommit", 30, 6, "b")
-    assert (m.state, m.member_id, m.generation_id) == (MemberState.UNJOINED, "", -1)
+    assert (m.state, m.member_id, m.generation_id) == (ClassicMemberState.UNJOINED, "", -1)
 
 
 def test_a_sync_answer_for_a_join_the_member_gave_up_is_ignored() -> None:
@@ -323,7 +323,7 @@ def test_a_sync_answer_for_a_join_the_member_gave_up_is_ignored() -> None:
     m.group_error(ErrorCode.UNKNOWN_MEMBER_ID, "OffsetCommit", 10, 3, "b")
     m.handle_response(ApiKey.SYNC_GROUP, {
         "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
-    assert m.state == MemberState.UNJOINED and m.pending_assignment is None
+    assert m.state == ClassicMemberState.UNJOINED and m.pending_assignment is None
     assert expect_send(m, 30, ApiKey.JOIN_GROUP).body["member_id"] == ""
 
 
@@ -333,11 +333,11 @@ def test_a_commit_rebalancing_error_during_sync_keeps_the_join() -> None:
     # The member is in that rebalance already: its SyncGroup answer still counts.
     m = _syncing_follower(4)
     m.group_error(ErrorCode.REBALANCE_IN_PROGRESS, "OffsetCommit", 10, 4, "b")
-    assert (m.state, m.member_id, m.generation_id) == (MemberState.SYNCING, "b", 4)
+    assert (m.state, m.member_id, m.generation_id) == (ClassicMemberState.SYNCING, "b", 4)
     assert not m.rejoin_needed
     m.handle_response(ApiKey.SYNC_GROUP, {
         "error_code": 0, "assignment": encode_assignment(Assignment((("t", 0),)))}, 20)
-    assert m.state == MemberState.STABLE and m.take_assignment() == [("t", 0)]
+    assert m.state == ClassicMemberState.STABLE and m.take_assignment() == [("t", 0)]
     # Once stable, the same error does ask for a rejoin.
     m.group_error(ErrorCode.REBALANCE_IN_PROGRESS, "OffsetCommit", 30, 4, "b")
-    assert m.state == MemberState.STABLE and m.rejoin_needed
+    assert m.state == ClassicMemberState.STABLE and m.rejoin_needed

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from clients.admin.settings import ConfigError
+from clients.common.settings import ConfigError
 from clients.consumer.config import ConsumerConfig
 from clients.consumer.group import GroupMembership, make_assignors
 from clients.consumer.group.actions import GroupSettings, Send, Wait

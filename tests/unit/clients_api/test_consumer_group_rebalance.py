@@ -12,7 +12,7 @@ import trio.testing
 
 from broker.group.routing import partition_for_group
 from clients.consumer import BlockingConsumer, Consumer
-from clients.consumer.group import MemberState
+from clients.consumer.group import ClassicMemberState
 from metadata.records import PartitionRecord
 from tests.unit.clients_api.test_consumer_group_broker import FAST, config, in_thread, produce
 from tests.unit.group.harness import BROKER_ID, running_group_broker
@@ -53,7 +53,7 @@ async def test_on_revoke_sees_the_old_assignment_and_generation(tmp_path) -> Non
                 # while the listener still holds the partitions.
                 await trio.testing.wait_all_tasks_blocked()
                 checks["still"] = (m.state, m.generation_id, m.member_id) == \
-                    (MemberState.STABLE, generation, member)
+                    (ClassicMemberState.STABLE, generation, member)
                 await first.commit()
                 checks["committed"] = await first.committed(partitions)
 
@@ -164,13 +164,13 @@ async def test_committed_while_the_join_is_held_leaves_the_join_alone(tmp_path) 
             a.subscribe(["t", "u"])
             # a revokes and joins; the coordinator holds its JoinGroup until b rejoins,
             # which b only does when it polls.
-            await poll_until([a], lambda: m.state == MemberState.JOINING, "a joining")
+            await poll_until([a], lambda: m.state == ClassicMemberState.JOINING, "a joining")
             # Well within request.timeout.ms: the OffsetFetch does not queue behind the
             # held JoinGroup (which would time it out and take the join down with it).
             with trio.fail_after(3):
                 assert TP0 in await a.committed([TP0])
-            assert m.state == MemberState.JOINING
-            await poll_until([a, b], lambda: m.state == MemberState.STABLE
+            assert m.state == ClassicMemberState.JOINING
+            await poll_until([a, b], lambda: m.state == ClassicMemberState.STABLE
                              and m.generation_id == generation + 1, "the next generation")
 
 

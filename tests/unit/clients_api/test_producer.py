@@ -10,7 +10,8 @@ import trio
 from clients.consumer import parse_fetched_records
 from clients.partitioner import partition_for_key
 from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open_producer
-from clients.producer.core import ProducerCore, now_ms
+from clients.clock import monotonic_ms
+from clients.producer.core import ProducerCore
 from clients.producer.future import DeliveryFuture
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
@@ -109,9 +110,9 @@ async def test_requests_started_in_one_scheduling_round_keep_their_drain_order(
             values_ = [f"r{round_}-{i}".encode() for i in range(12)]
             for value in values_:
                 assert core.append("t", value, None, None, 0, None, DeliveryFuture(),
-                                   now_ms) is not None
+                                   monotonic_ms) is not None
             sent += values_
-            drained = [core.sendable(now_ms(), True)[0] for _ in range(2)]
+            drained = [core.sendable(monotonic_ms(), True)[0] for _ in range(2)]
             assert all(1 in ready for ready in drained)
             for ready in drained:          # no checkpoint in between: one scheduling round
                 p._start_requests(ready)

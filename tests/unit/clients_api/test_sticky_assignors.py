@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import struct
 
-from clients.consumer.group.actions import GroupSettings, MemberState, Wait
+from clients.consumer.group.actions import GroupSettings, ClassicMemberState, Wait
 from clients.consumer.group.assignors import (
     CooperativeStickyAssignor,
     MemberSubscription,
@@ -241,7 +241,7 @@ def test_cooperative_member_revokes_only_what_moved_and_joins_again() -> None:
     m.revoked([("t", 2)])
     assert m.owned == [("t", 0), ("t", 1)]
     m.take_assignment()
-    assert m.state == MemberState.STABLE
+    assert m.state == ClassicMemberState.STABLE
     assert m.next_action(2).api_key == ApiKey.JOIN_GROUP
 
 
@@ -271,7 +271,7 @@ def test_a_member_that_stops_polling_leaves_the_group() -> None:
     m.on_poll(1000)
     leave = m.next_action(31_001)          # max.poll.interval.ms (30000) after the poll
     assert leave.api_key == ApiKey.LEAVE_GROUP
-    assert m.state == MemberState.UNJOINED and m.partitions_lost
+    assert m.state == ClassicMemberState.UNJOINED and m.partitions_lost
     # Lost partitions are given up whole, without a commit, even when cooperative.
     assert m.partitions_to_revoke() is None        # no rejoin until the next poll
     m.on_poll(31_002)

@@ -7,20 +7,21 @@ from typing import Any
 
 import pytest
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.consumer import ConsumerGroupMetadata
 from clients.net import KafkaConnectionError
 from clients.producer.idempotence import IdempotenceState
 from clients.producer.transaction_ops import (
     Flush,
-    Send,
+    SendRequest,
     Sleep,
     add_partitions,
     end_transaction,
     init_transactions,
     send_offsets,
 )
-from clients.producer.transactions import TransactionManager, TransactionStateError, TxnState
+from clients.producer.transactions import (ProducerTxnState, TransactionManager,
+                                           TransactionStateError)
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 
 COORDINATOR = {"error_code": 0, "node_id": 2, "host": "h", "port": 2}
@@ -32,7 +33,7 @@ def manager() -> TransactionManager:
 
 
 def drive(operation: Any, answers: dict[ApiKey, list[Answer]]) -> tuple[Any, list[Any]]:
-    """Run an operation, answering each Send from `answers` (per API, in order); returns
+    """Run an operation, answering each SendRequest from `answers` (per API, in order); returns
     its result and every step it took."""
     steps: list[Any] = []
     value: Any = None
@@ -44,7 +45,7 @@ def drive(operation: Any, answers: dict[ApiKey, list[Answer]]) -> tuple[Any, lis
             return stop.value, steps
         steps.append(step)
         value, error = None, None
-        if isinstance(step, Send):
+        if isinstance(step, SendRequest):
             answer = answers[step.api_key].pop(0)
             if isinstance(answer, BaseException):
                 error = answer
@@ -52,8 +53,8 @@ def drive(operation: Any, answers: dict[ApiKey, list[Answer]]) -> tuple[Any, lis
                 value = answer
 
 
-def sent(steps: list[Any], api_key: ApiKey) -> list[Send]:
-    return [s for s in steps if isinstance(s, Send) and s.api_key == api_key]
+def sent(steps: list[Any], api_key: ApiKey) -> list[SendRequest]:
+    return [s for s in steps if isinstance(s, SendRequest) and s.api_key == api_key]
 
 
 def ready(tm: TransactionManager, producer_id: int = 7, epoch: int = 0) -> TransactionManager:
@@ -84,7 +85,7 @@ def test_an_abortable_error_allows_only_abort() -> None:
     tm = ready(manager())
     tm.begin()
     tm.fail(KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-    assert tm.state == TxnState.ABORTABLE_ERROR
+    assert tm.state == ProducerTxnState.ABORTABLE_ERROR
     with pytest.raises(KafkaError, match="must be aborted"):
         tm.start_commit()
     with pytest.raises(KafkaError):
@@ -98,7 +99,7 @@ def test_invalid_producer_epoch_is_fatal_and_reported_as_fenced() -> None:
     tm = ready(manager())
     tm.begin()
     error = tm.fail(KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH))
-    assert error.code == ErrorCode.PRODUCER_FENCED and tm.state == TxnState.FATAL_ERROR
+    assert error.code == ErrorCode.PRODUCER_FENCED and tm.state == ProducerTxnState.FATAL_ERROR
     for call in (tm.start_abort, tm.start_commit, tm.begin, tm.check_send):
         with pytest.raises(KafkaError) as raised:
             call()
@@ -118,7 +119,7 @@ def test_init_finds_the_coordinator_and_retries_loading_and_moved_coordinators()
                                   KafkaConnectionError("reset"),
                                   {"error_code": 0, "producer_id": 42, "producer_epoch": 3}]}
     _, steps = drive(init_transactions(tm, 0.1), answers)
-    assert tm.state == TxnState.READY
+    assert tm.state == ProducerTxnState.READY
     assert tm.idempotence.identity.producer_id == 42 and tm.idempotence.identity.epoch == 3
     finds = sent(steps, ApiKey.FIND_COORDINATOR)
     assert finds[0].body == {"key": "tid", "key_type": 1}
@@ -137,7 +138,7 @@ def test_a_fenced_init_is_fatal() -> None:
             ApiKey.FIND_COORDINATOR: [COORDINATOR],
             ApiKey.INIT_PRODUCER_ID: [{"error_code": ErrorCode.PRODUCER_FENCED}]})
     assert raised.value.code == ErrorCode.PRODUCER_FENCED
-    assert tm.state == TxnState.FATAL_ERROR
+    assert tm.state == ProducerTxnState.FATAL_ERROR
 
 
 def test_add_partitions_retries_concurrent_transactions_then_releases_batches() -> None:
@@ -171,7 +172,7 @@ def test_a_refused_partition_makes_the_transaction_abortable() -> None:
                 {"partition_index": 0,
                  "partition_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}]}]}]})
     assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    assert tm.state == TxnState.ABORTABLE_ERROR
+    assert tm.state == ProducerTxnState.ABORTABLE_ERROR
 
 
 def test_send_offsets_adds_the_group_then_commits_at_the_group_coordinator() -> None:
@@ -207,7 +208,7 @@ def test_an_illegal_generation_makes_the_offsets_abortable() -> None:
             ApiKey.TXN_OFFSET_COMMIT: [{"topics": [{"name": "in", "partitions": [
                 {"partition_index": 0, "error_code": ErrorCode.ILLEGAL_GENERATION}]}]}]})
     assert raised.value.code == ErrorCode.ILLEGAL_GENERATION
-    assert tm.state == TxnState.ABORTABLE_ERROR
+    assert tm.state == ProducerTxnState.ABORTABLE_ERROR
 
 
 def test_commit_flushes_then_ends_the_transaction() -> None:
@@ -220,7 +221,7 @@ def test_commit_flushes_then_ends_the_transaction() -> None:
         {"error_code": ErrorCode.CONCURRENT_TRANSACTIONS}, {"error_code": 0}]})
     assert isinstance(steps[0], Flush) and not steps[0].abort
     assert sent(steps, ApiKey.END_TXN)[0].body["committed"] is True
-    assert tm.state == TxnState.READY and not tm.partitions
+    assert tm.state == ProducerTxnState.READY and not tm.partitions
 
 
 def test_a_transaction_with_nothing_added_ends_without_end_txn() -> None:
@@ -228,7 +229,7 @@ def test_a_transaction_with_nothing_added_ends_without_end_txn() -> None:
     tm.begin()
     tm.start_commit()
     _, steps = drive(end_transaction(tm, True, 0.1), {})
-    assert steps == [Flush(abort=False)] and tm.state == TxnState.READY
+    assert steps == [Flush(abort=False)] and tm.state == ProducerTxnState.READY
 
 
 def test_an_abort_after_a_sequence_error_bumps_the_epoch() -> None:
@@ -236,7 +237,7 @@ def test_an_abort_after_a_sequence_error_bumps_the_epoch() -> None:
     tm.begin()
     tm.added({("t", 0)})
     tm.batch_failed(KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER))
-    assert tm.state == TxnState.ABORTABLE_ERROR
+    assert tm.state == ProducerTxnState.ABORTABLE_ERROR
     tm.start_abort()
     _, steps = drive(end_transaction(tm, False, 0.1), {
         ApiKey.END_TXN: [{"error_code": 0}],
@@ -245,7 +246,7 @@ def test_an_abort_after_a_sequence_error_bumps_the_epoch() -> None:
     assert sent(steps, ApiKey.END_TXN)[0].body["committed"] is False
     bump = sent(steps, ApiKey.INIT_PRODUCER_ID)[0].body
     assert (bump["producer_id"], bump["producer_epoch"]) == (7, 4)
-    assert tm.idempotence.identity.epoch == 5 and tm.state == TxnState.READY
+    assert tm.idempotence.identity.epoch == 5 and tm.state == ProducerTxnState.READY
 
 
 def test_commit_after_a_failed_record_raises_it() -> None:
@@ -267,4 +268,4 @@ def test_a_record_that_never_got_a_sequence_still_makes_the_transaction_abortabl
     tm = ready(manager())
     tm.begin()
     tm.batch_failed(KafkaError(ErrorCode.REQUEST_TIMED_OUT), had_sequence=False)
-    assert tm.state == TxnState.ABORTABLE_ERROR and not tm.epoch_bump_needed
+    assert tm.state == ProducerTxnState.ABORTABLE_ERROR and not tm.epoch_bump_needed

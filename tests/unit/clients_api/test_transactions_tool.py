@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.cli.main import build_parser, normalized_argv
-from broker.cli.transactions import LIST_HEADER, format_table
+from clients.cli.transactions import LIST_HEADER, format_table
 
 
 def test_tables_pad_each_column_to_its_widest_cell_and_end_it_with_a_tab() -> None:
@@ -53,7 +53,7 @@ def test_find_hanging_reports_open_transactions_their_coordinator_does_not_drive
     import argparse
     import time
 
-    from broker.cli.transactions import _find_hanging
+    from clients.cli.transactions import _find_hanging
     from clients.admin.transaction_operations import (
         ProducerState,
         TransactionDescription,
@@ -90,8 +90,8 @@ def test_find_hanging_counts_a_forgotten_transactional_id_and_fails_on_other_err
 
     import pytest
 
-    from broker.cli.main import CommandError
-    from broker.cli.transactions import _find_hanging
+    from clients.cli.main import CommandError
+    from clients.cli.transactions import _find_hanging
     from clients.admin.transaction_operations import ProducerState, TransactionListing
     from clients.protocol import ErrorCode, KafkaError
 
@@ -118,8 +118,8 @@ def test_find_hanging_needs_a_topic_or_a_broker_and_a_partition_needs_its_topic(
 
     import pytest
 
-    from broker.cli.main import CommandError
-    from broker.cli.transactions import _find_hanging
+    from clients.cli.main import CommandError
+    from clients.cli.transactions import _find_hanging
 
     admin = FakeAdmin({}, [], {})
     with pytest.raises(CommandError, match="either --topic or --broker-id"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import format_properties, parse_properties
-from broker.config.properties import PropertiesSyntaxError
+from clients.common.properties import format_properties, parse_properties
+from clients.common.properties import PropertiesSyntaxError
 
 
 def test_separators_comments_and_blanks() -> None:

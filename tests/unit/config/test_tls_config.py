@@ -11,7 +11,7 @@ import trustme
 
 from broker.config import ConfigError, ServerConfig
 from clients.admin import AdminConfig
-from clients.admin.settings import ConfigError as ClientConfigError
+from clients.common.settings import ConfigError as ClientConfigError
 from clients.net.tls import TlsSettings
 from clients.net.tls_context import build_context, openssl_cipher_name
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 from broker.group.engine import GroupEngine
-from broker.group.model import Effects, GroupSettings, GroupWrite
+from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 
-SETTINGS = GroupSettings(num_partitions=4, initial_rebalance_delay_ms=100,
-                         min_session_timeout_ms=100)
+SETTINGS = GroupCoordinatorSettings(num_partitions=4, initial_rebalance_delay_ms=100,
+                                    min_session_timeout_ms=100)
 
 
 def new_engine(**overrides: Any) -> GroupEngine:

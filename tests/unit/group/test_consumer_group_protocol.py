@@ -14,7 +14,7 @@ from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.persistence import group_state
 from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.engine import GroupEngine, PartitionReplay
-from broker.group.model import GroupSettings
+from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, OffsetValue,
                                   build_batch, iter_log)
 from clients.protocol import ApiKey, ErrorCode
@@ -260,7 +260,7 @@ def test_a_stored_group_is_adopted_with_fresh_sessions_after_a_load() -> None:
     batch = bytearray(build_batch([(ConsumerGroupKey(group_id), ConsumerGroupValue(state))], 0))
     replay = PartitionReplay()
     replay.apply(iter_log(batch))
-    engine = GroupEngine(GroupSettings())
+    engine = GroupEngine(GroupCoordinatorSettings())
     assert engine.install(partition, replay, 0) == 1
     fresh = manager()
     fresh.adopt(engine.loaded_consumer_groups, now_ms=100_000)
@@ -282,7 +282,7 @@ def test_a_stored_group_is_adopted_with_fresh_sessions_after_a_load() -> None:
 def test_offsets_of_a_consumer_group_with_members_do_not_expire() -> None:
     m = manager()
     beat(m, "m1", 0)
-    engine = GroupEngine(GroupSettings(offsets_retention_ms=1000))
+    engine = GroupEngine(GroupCoordinatorSettings(offsets_retention_ms=1000))
     engine.active_consumer_groups = m.active
     for group_id in ("g", "other"):
         engine.commit({"group_id": group_id, "topics": [{"name": "a", "partitions": [

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from broker.group.model import Group, GroupState, IllegalStateTransition
+from broker.group.model import Group, ClassicGroupState, IllegalStateTransition
 from broker.group.records import GroupKey
 from clients.protocol import ErrorCode
 from tests.unit.group.engine_helpers import (
@@ -18,7 +18,7 @@ from tests.unit.group.engine_helpers import (
     sync_request,
 )
 
-S = GroupState
+S = ClassicGroupState
 
 
 def join(engine, request, now=0, require_known=False):  # type: ignore[no-untyped-def]

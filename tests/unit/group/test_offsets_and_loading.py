@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.group.model import Effects, GroupState
+from broker.group.model import Effects, ClassicGroupState
 from broker.group.records import GroupKey, OffsetKey, build_batch, iter_entries
 from clients.protocol import ErrorCode
 from tests.unit.group.engine_helpers import (
@@ -14,7 +14,7 @@ from tests.unit.group.engine_helpers import (
     sync_request,
 )
 
-S = GroupState
+S = ClassicGroupState
 DAY_MS = 86_400_000
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from broker.log import LogManager
 from broker.log.config import LogConfig
-from broker.log.partition_log import now_millis
+from clients.clock import wall_clock_ms
 
 from tests.unit.log.helpers import NOW, batch, open_log, read_all
 
@@ -94,7 +94,7 @@ async def test_switching_cleanup_policy_to_compact(tmp_path: Path) -> None:
     log.append_as_leader(batch([b"v" * 50], keys=[b"k"]), 0, NOW)
     log.update_high_watermark(log.log_end_offset)
     # Segments the cleaner emptied date from their file's mtime, so judge from the real clock.
-    assert manager.run_retention(now_millis() + DAY) > 0
+    assert manager.run_retention(wall_clock_ms() + DAY) > 0
     assert log.log_start_offset == 8
     manager.close()
 

@@ -12,7 +12,7 @@ from broker.bootstrap_records import (
     read_bootstrap_records,
     write_bootstrap_records,
 )
-from broker.cli.scram_args import ScramArgumentError, parse_scram_argument
+from clients.cli.scram_args import ScramArgumentError, parse_scram_argument
 from clients.net.sasl import SaslCredentials, sasl_credentials
 from metadata.scram import UserScramCredentialRecord
 

@@ -8,7 +8,7 @@ import uuid
 
 from clients.protocol import ErrorCode
 from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from metadata.acls import AclBinding, AclFilter, AclOperation as Op, AclPermissionType as Perm
+from metadata.acls import StandardAcl, AclFilter, AclOperation as Op, AclPermissionType as Perm
 from metadata.acls import PatternType as Pat, ResourceType as Res
 from metadata.controller.acls import create_acls, delete_acls
 from metadata.delta import apply_records
@@ -66,13 +66,13 @@ def test_create_acls_rejects_invalid_entries_with_invalid_request() -> None:
 
 
 def test_filters_match_as_kafka() -> None:
-    literal = AclBinding(Res.TOPIC, "orders", Pat.LITERAL, "User:a", "*", Op.READ, Perm.ALLOW)
-    wildcard = AclBinding(Res.TOPIC, "*", Pat.LITERAL, "User:a", "*", Op.READ, Perm.ALLOW)
-    prefixed = AclBinding(Res.TOPIC, "ord", Pat.PREFIXED, "User:a", "*", Op.READ, Perm.ALLOW)
-    group = AclBinding(Res.GROUP, "orders", Pat.LITERAL, "User:b", "h", Op.READ, Perm.DENY)
+    literal = StandardAcl(Res.TOPIC, "orders", Pat.LITERAL, "User:a", "*", Op.READ, Perm.ALLOW)
+    wildcard = StandardAcl(Res.TOPIC, "*", Pat.LITERAL, "User:a", "*", Op.READ, Perm.ALLOW)
+    prefixed = StandardAcl(Res.TOPIC, "ord", Pat.PREFIXED, "User:a", "*", Op.READ, Perm.ALLOW)
+    group = StandardAcl(Res.GROUP, "orders", Pat.LITERAL, "User:b", "h", Op.READ, Perm.DENY)
     every = [literal, wildcard, prefixed, group]
 
-    def matched(f: AclFilter) -> list[AclBinding]:
+    def matched(f: AclFilter) -> list[StandardAcl]:
         return [a for a in every if f.matches(a)]
 
     assert matched(AclFilter()) == every

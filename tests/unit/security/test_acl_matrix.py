@@ -10,7 +10,7 @@ import pytest
 
 from metadata.acls import (
     CLUSTER_NAME,
-    AclBinding,
+    StandardAcl,
     AclImage,
     AclOperation as Op,
     AclPermissionType as Perm,
@@ -23,11 +23,11 @@ ALLOW, DENY = Perm.ALLOW, Perm.DENY
 
 
 def acl(rtype: Res, name: str, principal: str, op: Op, perm: Perm = ALLOW,
-        pattern: Pat = Pat.LITERAL, host: str = "*") -> AclBinding:
-    return AclBinding(rtype, name, pattern, principal, host, op, perm)
+        pattern: Pat = Pat.LITERAL, host: str = "*") -> StandardAcl:
+    return StandardAcl(rtype, name, pattern, principal, host, op, perm)
 
 
-def image(*acls: AclBinding) -> AclImage:
+def image(*acls: StandardAcl) -> AclImage:
     return AclImage({uuid.uuid4(): a for a in acls})
 
 

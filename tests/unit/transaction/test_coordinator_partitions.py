@@ -10,7 +10,7 @@ import trio
 
 from broker.coordinator_partitions import led_partitions
 from broker.group.coordinator import GroupCoordinator
-from broker.group.model import GroupSettings
+from broker.group.model import GroupCoordinatorSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.txn.state_manager import TransactionStateManager
 from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
@@ -67,7 +67,8 @@ def offsets_image(leader_epoch: int) -> MetadataImage:
 async def test_the_group_coordinator_loads_only_after_catching_up():
     caught_up = False
     image = offsets_image(leader_epoch=0)
-    groups = GroupCoordinator(BROKER, GroupSettings(num_partitions=1), MemoryLog(),  # type: ignore[arg-type]
+    groups = GroupCoordinator(BROKER, GroupCoordinatorSettings(num_partitions=1),
+                              MemoryLog(),  # type: ignore[arg-type]
                               image=lambda: image, caught_up=lambda: caught_up)
     async with trio.open_nursery() as nursery:
         await nursery.start(groups.run)

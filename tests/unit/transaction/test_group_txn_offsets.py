@@ -5,7 +5,7 @@ control batches end them)."""
 from __future__ import annotations
 
 from broker.group.engine import GroupEngine, PartitionReplay
-from broker.group.model import GroupSettings
+from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import OffsetKey, OffsetValue, build_batch, iter_log
 from clients.protocol import ErrorCode
 from clients.records.batch import Record, encode_batch
@@ -28,7 +28,7 @@ def fetch(engine: GroupEngine, stable: bool) -> dict:
 
 
 def committed_engine(offset: int) -> GroupEngine:
-    engine = GroupEngine(GroupSettings())
+    engine = GroupEngine(GroupCoordinatorSettings())
     result = engine.commit_txn(txn_commit(offset), 1000)
     assert result.codes == {("in", 0): 0}
     assert result.write is not None and result.write.producer == (PID, 0)
@@ -72,7 +72,7 @@ def marker(producer_id: int, committed: bool) -> bytes:
 def replay(data: bytes) -> GroupEngine:
     r = PartitionReplay()
     r.apply(iter_log(data))
-    engine = GroupEngine(GroupSettings())
+    engine = GroupEngine(GroupCoordinatorSettings())
     engine.install(engine.partition_for("g"), r, 0)
     return engine
 

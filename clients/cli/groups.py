@@ -8,13 +8,13 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from broker.cli.admin_tool import (
+from clients.cli.admin_tool import (
     add_command_config,
     add_timeout_option,
     api_timeout_ms,
     command_config,
 )
-from broker.cli.main import CommandError
+from clients.cli.main import CommandError
 
 if TYPE_CHECKING:
     from clients.admin import BlockingAdmin
@@ -107,7 +107,7 @@ def run_groups(args: argparse.Namespace) -> int:
                 admin.delete_groups([args.group])
                 out = f"Deletion of requested consumer groups ('{args.group}') was successful."
             elif args.delete_offsets:
-                from broker.cli.groups_delete_offsets import delete_offsets
+                from clients.cli.groups_delete_offsets import delete_offsets
 
                 lines, error = delete_offsets(admin, args.group, args.topic)
                 out = "\n".join(lines)
@@ -135,7 +135,7 @@ def _state_note(group: str, state: str) -> str | None:
 
 
 def _describe(admin: "BlockingAdmin", group: str, *, members: bool, state: bool) -> str:
-    from broker.cli.groups_view import (
+    from clients.cli.groups_view import (
         DESCRIBE_MEMBERS_HEADER,
         DESCRIBE_OFFSETS_HEADER,
         DESCRIBE_STATE_HEADER,
@@ -196,7 +196,7 @@ def _offsets(admin: "BlockingAdmin", timestamps: Mapping[tuple[str, int], int], 
 
 def _target_function(args: argparse.Namespace, admin: "BlockingAdmin") -> Callable[
         [tuple[str, int], int | None, int, int], int]:
-    from broker.cli.groups_view import clamp, parse_datetime_ms, shifted
+    from clients.cli.groups_view import clamp, parse_datetime_ms, shifted
 
     if args.to_earliest:
         return lambda tp, current, earliest, latest: earliest
@@ -223,7 +223,7 @@ def _target_function(args: argparse.Namespace, admin: "BlockingAdmin") -> Callab
 
 
 def _reset(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
-    from broker.cli.groups_view import INACTIVE_STATES, RESET_HEADER, format_table
+    from clients.cli.groups_view import INACTIVE_STATES, RESET_HEADER, format_table
 
     if not args.topic:
         raise CommandError("--reset-offsets needs --topic")

@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from broker.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
+from clients.cli.main import CommandError
 
 if TYPE_CHECKING:
     from clients.admin.acl_operations import AccessControlEntry, AclBindingFilter
@@ -158,8 +158,7 @@ def _filter_to_entries(args: argparse.Namespace) -> dict["AclBindingFilter", lis
 
 
 def _check_operations(result: dict["AclBindingFilter", list["AccessControlEntry"]]) -> None:
-    from metadata.acls import RESOURCE_OPERATIONS
-    from clients.protocol.acl_types import AclOperation
+    from clients.protocol.acl_types import RESOURCE_OPERATIONS, AclOperation
 
     for acl_filter, entries in result.items():
         valid = set(RESOURCE_OPERATIONS[acl_filter.resource_type]) | {AclOperation.ALL}

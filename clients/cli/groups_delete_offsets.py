@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from broker.cli.main import CommandError
+from clients.cli.main import CommandError
 
 if TYPE_CHECKING:
     from clients.admin import BlockingAdmin

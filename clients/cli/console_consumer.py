@@ -16,9 +16,9 @@ import argparse
 import sys
 from typing import Any, BinaryIO
 
-from broker.cli.admin_tool import add_command_config, command_config
-from broker.cli.main import CommandError
-from broker.cli.properties import parse_pairs, unescape
+from clients.cli.admin_tool import add_command_config, command_config
+from clients.cli.main import CommandError
+from clients.cli.properties import parse_pairs, unescape
 
 CLIENT_ID = "console-consumer"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Iterable
 
-from broker.cli.admin_tool import Outcome
+from clients.cli.admin_tool import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

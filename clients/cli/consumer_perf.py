@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import time
 from typing import Any
 
-from broker.cli.main import CommandError
-from broker.cli.perf_stats import (
+from clients.cli.main import CommandError
+from clients.cli.perf_stats import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
     DEFAULT_DATE_FORMAT,
@@ -19,6 +18,7 @@ from broker.cli.perf_stats import (
     consumer_total_line,
     metrics_lines,
 )
+from clients.clock import wall_clock_ms
 
 CLIENT_ID = "perf-consumer-client"
 DEFAULT_TIMEOUT_MS = 10_000
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
     """--consumer.config, then what the tool sets, as Kafka's tool does."""
-    from broker.cli.admin_tool import read_config_file
+    from clients.cli.admin_tool import read_config_file
 
     settings: dict[str, Any] = read_config_file(args.consumer_config, "--consumer.config") \
         if args.consumer_config else {}
@@ -100,10 +100,6 @@ def run(args: argparse.Namespace) -> int:
     return trio.run(_consume, args, settings, resolve_topics(args, settings))
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class _JoinTimer:
     """The rebalance time: from (re)joining until partitions are assigned again."""
 
@@ -116,11 +112,11 @@ class _JoinTimer:
     def on_revoke(self, partitions: list[tuple[str, int]]) -> None:
         self.assigned -= set(partitions)
         if not self.assigned:
-            self.join_start_ms = _now_ms()
+            self.join_start_ms = wall_clock_ms()
 
     def on_assign(self, partitions: list[tuple[str, int]]) -> None:
         if not self.assigned:
-            elapsed = _now_ms() - self.join_start_ms
+            elapsed = wall_clock_ms() - self.join_start_ms
             self.total_ms += elapsed
             self.this_round_ms += elapsed
         self.assigned |= set(partitions)
@@ -147,16 +143,16 @@ async def _consume(args: argparse.Namespace, settings: dict[str, Any],
                    topics: list[str]) -> int:
     from clients.consumer import Consumer
 
-    start_ms = _now_ms()
+    start_ms = wall_clock_ms()
     timer = _JoinTimer(start_ms)
     messages = bytes_read = last_messages = last_bytes = 0
     async with Consumer(settings) as consumer:
         consumer.subscribe(topics, on_assign=timer.on_assign,
                            on_revoke=timer.on_revoke)
-        now = last_report = last_consumed = _now_ms()
+        now = last_report = last_consumed = wall_clock_ms()
         while messages < args.messages and now - last_consumed <= args.timeout:
             records = await consumer.poll(POLL_MS)
-            now = _now_ms()
+            now = wall_clock_ms()
             if records:
                 last_consumed = now
             for record in records:
@@ -169,7 +165,7 @@ async def _consume(args: argparse.Namespace, settings: dict[str, Any],
                             timer.this_round_ms, args.date_format), flush=True)
                     timer.this_round_ms = 0
                     last_report, last_messages, last_bytes = now, messages, bytes_read
-        end_ms = _now_ms()
+        end_ms = wall_clock_ms()
     if messages < args.messages:
         print(f"WARNING: Exiting before consuming the expected number of messages: timeout "
               f"({args.timeout} ms) exceeded. You can use the --timeout option to increase "

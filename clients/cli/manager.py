@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from broker.cli.admin_tool import add_connection_options, admin_config
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import add_connection_options, admin_config
+from clients.cli.main import CommandError
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 DEFAULT_REFRESH_S = 5

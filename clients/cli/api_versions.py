@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Mapping
 
-from broker.cli.admin_tool import (
+from clients.cli.admin_tool import (
     add_command_config,
     add_timeout_option,
     api_timeout_ms,

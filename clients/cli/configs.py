@@ -1,5 +1,5 @@
 """`raftka configs`: Kafka's kafka-configs.sh for users' SCRAM credentials, client quotas
-(broker.cli.configs_quotas), broker and cluster-default configs (broker.cli.configs_brokers)
+(clients.cli.configs_quotas), broker and cluster-default configs (clients.cli.configs_brokers)
 and topic configs.
 
     raftka configs --bootstrap-server H:P --alter --entity-type users --entity-name alice \\
@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.cli import configs_brokers
-from broker.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
+from clients.cli import configs_brokers
+from clients.cli.admin_tool import Outcome, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-configs"
 ENTITY_TYPES = ("users", "topics", "brokers", "clients")
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace, admin: Any) -> Outcome:
-    from broker.cli import configs_quotas
+    from clients.cli import configs_quotas
 
     types, names = args.entity_types, args.entity_names or []
     if types == ["brokers"]:
@@ -96,10 +96,10 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _users(args: argparse.Namespace, admin: Any) -> Outcome:
-    from broker.cli.scram_args import ScramArgumentError, parse_scram_argument
+    from clients.cli.scram_args import ScramArgumentError, parse_scram_argument
 
     if args.describe:
-        from broker.cli.configs_quotas import describe_lines
+        from clients.cli.configs_quotas import describe_lines
         from clients.protocol import ErrorCode, KafkaError
 
         # As kafka-configs.sh: a user's quotas, then its SCRAM credentials.

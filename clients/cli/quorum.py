@@ -13,8 +13,7 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
-from broker.cli.admin_tool import add_command_config, command_config
-from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
+from clients.cli.admin_tool import add_command_config, command_config
 
 CLIENT_ID = "raftka-metadata-quorum"
 DEFAULT_TIMEOUT_MS = 60_000
@@ -131,7 +130,8 @@ def format_replication(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def metadata_partition(response: Mapping[str, Any], server: str) -> Mapping[str, Any]:
     """The `__cluster_metadata` partition of a DescribeQuorum answer; CommandError on errors."""
-    from broker.cli.main import CommandError
+    from clients.cli.main import CommandError
+    from clients.admin.group_operations import METADATA_PARTITION, METADATA_TOPIC
     from clients.protocol import ErrorCode
 
     def failure(code: int, message: str | None) -> CommandError:
@@ -165,7 +165,7 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
     are asked again until the timeout, which it says once after half a second."""
     import logging
 
-    from broker.cli.main import CommandError
+    from clients.cli.main import CommandError
     from clients.net import (
         BlockingKafkaConnection,
         ClientSecurity,
@@ -173,6 +173,7 @@ def _ask(server: str, timeout_s: float, want_cluster_id: bool,
         KafkaConnectionError,
         parse_bootstrap_servers,
     )
+    from clients.admin.group_operations import METADATA_PARTITION, METADATA_TOPIC
     from clients.admin.retries import RetryBudget
     from clients.net.failure_log import UnreachableNotice
     from clients.net.sasl import sasl_credentials

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.cli.admin_tool import Outcome
+from clients.cli.admin_tool import Outcome
 
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 # Long-valued keys print without a fraction.

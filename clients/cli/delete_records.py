@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-delete-records"
 ERROR_PREFIX = "Error: "
@@ -96,7 +96,7 @@ def result_lines(results: Mapping[tuple[str, int], Any]) -> list[str]:
 # ---- the command ----
 
 def _execute(args: argparse.Namespace, admin: Any) -> tuple[list[str], int]:
-    from broker.config import properties
+    from clients.common import properties
 
     try:
         text = properties.decode_utf8(Path(args.offset_json_file).read_bytes())

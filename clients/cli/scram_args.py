@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from metadata.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
+from clients.protocol.scram_types import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
 
 DEFAULT_ITERATIONS = 4096
 _ENTRY = re.compile(r'\s*([A-Za-z]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^,\]]*)\s*(,|$)')

@@ -16,14 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 if TYPE_CHECKING:
     from clients.net.sasl import SaslCredentials
 
+from clients.common.errors import ConfigError
 from clients.net.security import CLIENT_SECURITY_PROTOCOLS, ClientSecurity
 from clients.net.tls import SSL_DEFAULTS, TlsConfigError
 
 logger = logging.getLogger(__name__)
-
-
-class ConfigError(ValueError):
-    """A client configuration value is missing or invalid; the message names the key."""
 
 
 Parser = Callable[[Any], Any]
@@ -61,7 +58,7 @@ def parse_list(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class ConfigKey:
+class ClientConfigKey:
     """One configuration key; ``default`` None with ``required`` means it must be given."""
 
     name: str
@@ -83,20 +80,20 @@ def one_of(*choices: Any) -> Callable[[Any], str | None]:
     return check
 
 
-COMMON_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("bootstrap.servers", parse_list, required=True),
-    ConfigKey("client.id", parse_str, ""),
-    ConfigKey("request.timeout.ms", parse_int, 30000, check=at_least(0)),
-    ConfigKey("socket.connection.setup.timeout.ms", parse_int, 10000, check=at_least(0)),
-    ConfigKey("retry.backoff.ms", parse_int, 100, check=at_least(0)),
-    ConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
-    ConfigKey("security.protocol", lambda value: parse_str(value).upper(), "PLAINTEXT",
-              check=one_of(*CLIENT_SECURITY_PROTOCOLS)),
-    ConfigKey("sasl.mechanism", parse_str, "GSSAPI"),
-    ConfigKey("sasl.username", parse_str, None),
-    ConfigKey("sasl.password", str, None),
-    ConfigKey("sasl.jaas.config", str, None),
-) + tuple(ConfigKey(name, parse_str, None) for name in SSL_DEFAULTS)
+COMMON_KEYS: tuple[ClientConfigKey, ...] = (
+    ClientConfigKey("bootstrap.servers", parse_list, required=True),
+    ClientConfigKey("client.id", parse_str, ""),
+    ClientConfigKey("request.timeout.ms", parse_int, 30000, check=at_least(0)),
+    ClientConfigKey("socket.connection.setup.timeout.ms", parse_int, 10000, check=at_least(0)),
+    ClientConfigKey("retry.backoff.ms", parse_int, 100, check=at_least(0)),
+    ClientConfigKey("metadata.max.age.ms", parse_int, 300000, check=at_least(0)),
+    ClientConfigKey("security.protocol", lambda value: parse_str(value).upper(), "PLAINTEXT",
+                    check=one_of(*CLIENT_SECURITY_PROTOCOLS)),
+    ClientConfigKey("sasl.mechanism", parse_str, "GSSAPI"),
+    ClientConfigKey("sasl.username", parse_str, None),
+    ClientConfigKey("sasl.password", str, None),
+    ClientConfigKey("sasl.jaas.config", str, None),
+) + tuple(ClientConfigKey(name, parse_str, None) for name in SSL_DEFAULTS)
 
 
 def client_security(values: Mapping[str, Any]) -> ClientSecurity:
@@ -118,7 +115,7 @@ def sasl_credentials_of(values: Mapping[str, Any]) -> "SaslCredentials | None":
         raise ConfigError(f"invalid SASL configuration: {exc}") from None
 
 
-def resolve_config(keys: tuple[ConfigKey, ...], given: Mapping[str, Any] | None,
+def resolve_config(keys: tuple[ClientConfigKey, ...], given: Mapping[str, Any] | None,
                    overrides: Mapping[str, Any], client: str) -> dict[str, Any]:
     """Merge ``given`` and keyword ``overrides`` (underscores for dots) and validate.
 

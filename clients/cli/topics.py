@@ -13,7 +13,7 @@ import argparse
 import base64
 from typing import Any, Sequence
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-topics"
 ERROR_PREFIX = "Error while executing topic command : "
@@ -136,7 +136,7 @@ def check_options(args: argparse.Namespace) -> None:
     if args.config and not (args.create or args.alter):
         raise ValueError("--config can only be used with --create or --alter")
     if args.topic and not (args.create or args.list):
-        from broker.cli.topic_pattern import compile_topic_pattern
+        from clients.cli.topic_pattern import compile_topic_pattern
         compile_topic_pattern(args.topic)  # a bad pattern fails before the cluster is asked
 
 
@@ -151,7 +151,7 @@ def check_create_counts(partitions: int | None, replication_factor: int | None) 
 def _matching(args: argparse.Namespace, described: list[Any], action: str) -> list[Any]:
     """The topics `--topic` matches, as Kafka's tools: an error naming the pattern when
     none does, unless --if-exists."""
-    from broker.cli.topic_pattern import compile_topic_pattern, matching_topics
+    from clients.cli.topic_pattern import compile_topic_pattern, matching_topics
 
     pattern = compile_topic_pattern(_require_topic(args, action))
     by_name = {d.name: d for d in described}

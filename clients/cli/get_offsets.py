@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any, Iterable, Mapping
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 ERROR_PREFIX = "Error occurred: "
 CLIENT_ID = "raftka-get-offsets"
@@ -86,7 +86,7 @@ def select_partitions(described: Iterable[Any], pattern: re.Pattern[str],
                       wanted: set[int] | None, exclude_internal: bool
                       ) -> list[tuple[str, int]]:
     """The (topic, partition)s of the described topics that the filters select, sorted."""
-    from broker.cli.topic_pattern import matching_topics
+    from clients.cli.topic_pattern import matching_topics
 
     described = list(described)
     names = set(matching_topics(pattern, [d.name for d in described], exclude_internal,
@@ -98,7 +98,7 @@ def select_partitions(described: Iterable[Any], pattern: re.Pattern[str],
 # ---- the command ----
 
 def _execute(args: argparse.Namespace, admin: Any) -> list[str]:
-    from broker.cli.topic_pattern import compile_topic_pattern
+    from clients.cli.topic_pattern import compile_topic_pattern
 
     if args.partitions is not None and not args.topic:
         raise ValueError("--partitions can only be used with --topic")

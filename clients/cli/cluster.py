@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-cluster"
 ERROR_PREFIX = "Error: "

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import trio
 
-from clients.admin.cluster import BrokerNode
+from clients.common.cluster import BrokerNode
 from clients.net import (
     PLAINTEXT,
     BlockingKafkaConnection,

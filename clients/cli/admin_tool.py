@@ -38,7 +38,7 @@ def api_timeout_ms(args: argparse.Namespace) -> int:
     if value is None:
         return DEFAULT_API_TIMEOUT_MS
     if value < 0:
-        from broker.cli.main import CommandError
+        from clients.cli.main import CommandError
         raise CommandError(f"--timeout-ms must be at least 0, not {value}")
     return int(value)
 
@@ -75,9 +75,9 @@ def command_config(args: argparse.Namespace) -> dict[str, str]:
 def read_config_file(path: str, option: str) -> dict[str, str]:
     """The properties of the file `option` names; a file that is missing, unreadable, not
     UTF-8 or not valid syntax is a CommandError naming the option and the file."""
-    from broker.cli.main import CommandError
-    from broker.config import load_properties
-    from broker.config.properties import PropertiesSyntaxError
+    from clients.cli.main import CommandError
+    from clients.common.properties import load_properties
+    from clients.common.properties import PropertiesSyntaxError
 
     try:
         return load_properties(path)

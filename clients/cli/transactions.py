@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import TYPE_CHECKING, Sequence
 
-from broker.cli.admin_tool import DEFAULT_API_TIMEOUT_MS, api_timeout_ms
-from broker.cli.main import CommandError
+from clients.cli.admin_tool import DEFAULT_API_TIMEOUT_MS, api_timeout_ms
+from clients.cli.main import CommandError
+from clients.clock import wall_clock_ms
 
 if TYPE_CHECKING:
     from clients.admin import BlockingAdmin
@@ -135,7 +135,7 @@ def _describe(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
     found = admin.describe_transactions([tid])[tid]
     if isinstance(found, KafkaError):
         raise CommandError(f"failed to describe transactional id {tid!r}: {found.message}")
-    now = int(time.time() * 1000)
+    now = wall_clock_ms()
     started = found.start_time_ms
     row = (str(found.coordinator_id), tid, str(found.producer_id), str(found.producer_epoch),
            found.state, str(found.timeout_ms), str(started) if started >= 0 else "None",
@@ -220,7 +220,7 @@ def _find_hanging(admin: "BlockingAdmin", args: argparse.Namespace) -> str:
     if args.partition is not None and args.topic is None:
         raise CommandError("--partition requires --topic")
     partitions = _partitions_to_search(admin, args)
-    now = int(time.time() * 1000)
+    now = wall_clock_ms()
     limit_ms = args.max_transaction_timeout * 60_000
     candidates = []
     # Each partition's producer state as its leader has it: Raftka's DescribeProducers

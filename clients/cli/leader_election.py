@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from broker.cli.admin_tool import ConfigFileAction, add_connection_options, run_admin_tool
+from clients.cli.admin_tool import ConfigFileAction, add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-leader-election"
 ERROR_PREFIX = "Error: "
@@ -86,7 +86,7 @@ def chosen_partitions(args: argparse.Namespace) -> list[tuple[str, int]] | None:
             raise ValueError("Missing required option(s) [partition]")
         return [(args.topic, args.partition)]
     if args.path_to_json_file is not None:
-        from broker.config import properties
+        from clients.common import properties
 
         try:
             text = properties.decode_utf8(Path(args.path_to_json_file).read_bytes())

@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any, Sequence
 
-from broker.cli.admin_tool import add_connection_options, run_admin_tool
+from clients.cli.admin_tool import add_connection_options, run_admin_tool
 
 CLIENT_ID = "raftka-log-dirs"
 ERROR_PREFIX = "Error: "

@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.cli.main import CommandError
-from broker.cli.perf_stats import ProducerStats, ThroughputPacer, metrics_lines
+from clients.cli.main import CommandError
+from clients.cli.perf_stats import ProducerStats, ThroughputPacer, metrics_lines
+from clients.clock import wall_clock_ms
 
 CLIENT_ID = "perf-producer-client"
 DEFAULT_TRANSACTION_ID_PREFIX = "performance-producer-"
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def producer_settings(args: argparse.Namespace) -> dict[str, str]:
     """--producer.config, then --producer-props (each exactly KEY=VALUE, as Kafka)."""
-    from broker.cli.admin_tool import read_config_file
+    from clients.cli.admin_tool import read_config_file
 
     if not args.producer_props and not args.producer_config:
         raise CommandError("Either --producer-props or --producer.config must be specified.")
@@ -138,10 +138,6 @@ def run(args: argparse.Namespace) -> int:
     return trio.run(_produce, args, settings, Payloads(args, from_file), duration_ms)
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 async def _produce(args: argparse.Namespace, settings: dict[str, Any], payloads: Payloads,
                    transaction_ms: int | None) -> int:
     import trio
@@ -151,7 +147,7 @@ async def _produce(args: argparse.Namespace, settings: dict[str, Any], payloads:
     if args.warmup_records > 0:
         print(f"Warmup first {args.warmup_records} records. Steady state results will print "
               "after the complete test summary.")
-    stats = ProducerStats(args.num_records, _now_ms())
+    stats = ProducerStats(args.num_records, wall_clock_ms())
     steady: list[ProducerStats] = []
     failures: list[BaseException] = []
 
@@ -164,7 +160,7 @@ async def _produce(args: argparse.Namespace, settings: dict[str, Any], payloads:
                           file=sys.stderr)
                 failures.append(error)
                 return
-            now = _now_ms()
+            now = wall_clock_ms()
             lines = stats.record(now - sent_ms, size, now)
             for s in steady:
                 lines += s.record(now - sent_ms, size, now)
@@ -181,8 +177,8 @@ async def _produce(args: argparse.Namespace, settings: dict[str, Any], payloads:
             payload = payloads.next(number)
             if transaction_ms is not None and not in_transaction:
                 await producer.begin_transaction()
-                in_transaction, transaction_start = True, _now_ms()
-            sent_ms = _now_ms()
+                in_transaction, transaction_start = True, wall_clock_ms()
+            sent_ms = wall_clock_ms()
             if args.warmup_records > 0 and number == args.warmup_records:
                 steady.append(ProducerStats(args.num_records - args.warmup_records, sent_ms,
                                             steady_state=True))
@@ -198,7 +194,7 @@ async def _produce(args: argparse.Namespace, settings: dict[str, Any], payloads:
         if in_transaction:
             await producer.commit_transaction()
         await producer.flush()
-    end = _now_ms()
+    end = wall_clock_ms()
     print(stats.total_line(end))
     for s in steady:
         print(s.total_line(end))

@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from broker.cli.admin_tool import add_command_config, command_config
-from broker.cli.main import CommandError
-from broker.cli.properties import parse_pairs
+from clients.cli.admin_tool import add_command_config, command_config
+from clients.cli.main import CommandError
+from clients.cli.properties import parse_pairs
 
 CLIENT_ID = "console-producer"
 DEFAULT_LINGER_MS = 1000

@@ -1,0 +1,99 @@
+"""The import rules between the project's packages (docs/architecture.md): `broker` may
+import `clients`, `metadata` and `kraft`; `kraft` may import `metadata`; `metadata` may
+import `clients.protocol` only; `clients` (the admin command line `clients.cli` included)
+imports none of the others. And the packages inside `clients` import each other in no cycle
+(the producer, consumer and admin client share `clients.common` instead). Imports inside
+functions and under `TYPE_CHECKING` count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+from tests.unit.test_imports import PACKAGES, import_cycles, import_graph, module_files
+
+# What each top-level package may import besides itself, by package or module prefix.
+ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
+    "broker": ("clients", "metadata", "kraft"),
+    "kraft": ("metadata",),
+    "metadata": ("clients.protocol",),
+    "clients": (),
+}
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def forbidden_imports(graph: dict[str, set[str]],
+                      allowed: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import that crosses into a package its top-level
+    package may not import."""
+    found = []
+    for name, targets in sorted(graph.items()):
+        top = name.split(".")[0]
+        for target in sorted(targets):
+            if target.split(".")[0] != top and not any(
+                    _within(target, prefix) for prefix in allowed[top]):
+                found.append((name, target))
+    return found
+
+
+def test_each_package_imports_only_what_the_architecture_allows() -> None:
+    graph = import_graph(module_files(REPO_ROOT, PACKAGES))
+    assert set(ALLOWED_IMPORTS) == set(PACKAGES)
+    assert "clients.cli.main" in graph and "broker.cli.main" in graph
+    assert forbidden_imports(graph, ALLOWED_IMPORTS) == []
+
+
+def test_a_forbidden_import_is_found_wherever_it_hides(tmp_path: Path) -> None:
+    for package in ("low", "low/cli", "high"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "high/server.py").write_text("import low.cli.tool\n")
+    (tmp_path / "low/cli/tool.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from high import server\n")
+    (tmp_path / "low/cli/main.py").write_text("def run():\n    from high.server import x\n")
+    (tmp_path / "low/ok.py").write_text("from low.cli import tool\n")
+    graph = import_graph(module_files(tmp_path, ("low", "high")))
+    allowed = {"high": ("low",), "low": ()}
+    assert forbidden_imports(graph, allowed) == [("low.cli.main", "high.server"),
+                                                 ("low.cli.tool", "high.server")]
+    assert forbidden_imports(graph, {"high": ("low.cli",), "low": ("high",)}) == []
+
+
+def package_graph(graph: dict[str, set[str]], within: str) -> dict[str, set[str]]:
+    """The import graph of `within`'s direct subpackages (and top modules), each one node."""
+    def package(name: str) -> str:
+        return ".".join(name.split(".")[:within.count(".") + 2])
+
+    packages: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if not name.startswith(within + "."):
+            continue
+        edges = packages.setdefault(package(name), set())
+        edges.update(package(t) for t in targets
+                     if t.startswith(within + ".") and package(t) != package(name))
+    for targets in list(packages.values()):
+        for target in targets:
+            packages.setdefault(target, set())
+    return packages
+
+
+def test_no_cycle_between_the_packages_of_clients() -> None:
+    graph = package_graph(import_graph(module_files(REPO_ROOT, ("clients",))), "clients")
+    assert {"clients.admin", "clients.common", "clients.consumer", "clients.producer"} <= set(graph)
+    assert import_cycles(graph) == []
+
+
+def test_a_cycle_between_packages_is_found(tmp_path: Path) -> None:
+    for package in ("top", "top/a", "top/b", "top/c"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "top/a/one.py").write_text("def later():\n    from top.b import two\n")
+    (tmp_path / "top/b/two.py").write_text("import top.c.three\n")
+    (tmp_path / "top/c/three.py").write_text("X = 1\n")
+    (tmp_path / "top/c/four.py").write_text("from top.a.one import later\n")
+    modules = import_graph(module_files(tmp_path, ("top",)))
+    assert import_cycles(modules) == []
+    assert import_cycles(package_graph(modules, "top")) == [["top.a", "top.b", "top.c"]]
