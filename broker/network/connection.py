@@ -189,6 +189,9 @@ class Connection:
                     await large.enter(slot)
                     slot.large = True
                 request = await large.decode(codec, frame, self._max_elements)
+                if not slot.large and large.names_many_partitions(request):
+                    await large.enter(slot)
+                    slot.large = True
             else:
                 request = codec.decode_request(frame, max_elements=self._max_elements)
         except codec.UnsupportedVersionError as exc:

@@ -17,6 +17,9 @@ from broker.apis.request import DecodedRequest
 from broker.network.codec import WireCodec
 
 LARGE_REQUEST_BYTES = 1 << 20
+# A large Produce naming more partitions than this takes the lane too, and is answered from
+# a worker thread: its answer lists every partition it names.
+MANY_PARTITIONS = 1000
 _PRODUCE = 0
 
 
@@ -51,6 +54,15 @@ class LargeRequests:
 
     def leave(self, owner: object) -> None:
         self._lane.release_on_behalf_of(owner)
+
+    @staticmethod
+    def names_many_partitions(request: DecodedRequest) -> bool:
+        """Whether a decoded Produce names more than MANY_PARTITIONS partitions."""
+        body = request.body
+        if request.api_key != _PRODUCE or not isinstance(body, dict):
+            return False
+        return sum(len(topic.get("partition_data") or ())
+                   for topic in body.get("topic_data") or ()) > MANY_PARTITIONS
 
     @staticmethod
     async def decode(codec: WireCodec, frame: memoryview, max_elements: int | None

@@ -37,6 +37,8 @@ from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_s
 
 logger = logging.getLogger(__name__)
 
+_ONE_BATCH = "produce requests must carry exactly one record batch per partition"
+
 VALID_ACKS = (-1, 0, 1)
 ZSTD = 4
 
@@ -126,6 +128,14 @@ async def append_records(replicas: ReplicaManager, entries: Sequence[AppendEntry
     for entry in entries:
         if entry.error_code:
             continue
+        # Told apart without raising: a hostile request may name 200,000 such partitions.
+        if replicas.is_unknown(entry.topic, entry.partition):
+            entry.fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                       f"unknown partition {entry.topic}-{entry.partition}")
+            continue
+        if client and not entry.records:
+            entry.fail(ErrorCode.INVALID_RECORD, _ONE_BATCH)
+            continue
         try:
             partition = replicas.leader_partition(entry.topic, entry.partition)
             log = partition.log
@@ -193,7 +203,7 @@ def _client_batch(records: Any, transactional_id: str | None,
     """The one v2 batch Kafka allows per partition from Produce v3 on, writable for
     stamping."""
     if records is None or len(records) == 0:
-        raise InvalidRecord("produce requests must carry exactly one record batch per partition")
+        raise InvalidRecord(_ONE_BATCH)
     buf = _stampable(records)
     try:
         size = peek_batch_size(buf, 0)
@@ -203,7 +213,7 @@ def _client_batch(records: Any, transactional_id: str | None,
     except CorruptRecordError as exc:
         raise CorruptMessage(str(exc)) from None
     if size != len(buf):
-        raise InvalidRecord("produce requests must carry exactly one record batch per partition")
+        raise InvalidRecord(_ONE_BATCH)
     if header.compression == ZSTD and not zstd_allowed:
         exc = InvalidRecord("zstd needs produce v7 or later")
         exc.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE

@@ -92,6 +92,14 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
+    def is_unknown(self, topic: str, partition: int) -> bool:
+        """Whether `leader_partition` would answer UNKNOWN_TOPIC_OR_PARTITION: told without
+        raising, for requests that name a great many partitions."""
+        if (topic, partition) in self._partitions:
+            return False
+        topic_image = self._image.topic(topic)
+        return topic_image is None or partition not in topic_image.partitions
+
     def leader_partition(self, topic: str, partition: int,
                          current_leader_epoch: int = -1) -> Partition:
         """The local leader replica, or a ReplicaError carrying Kafka's error code."""

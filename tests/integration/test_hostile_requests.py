@@ -268,6 +268,34 @@ def test_offset_fetch_for_a_hundred_thousand_partitions(cluster: Cluster) -> Non
     assert {(p["error_code"], p["committed_offset"]) for p in partitions} == {(0, -1)}
 
 
+def test_a_produce_naming_a_hundred_thousand_partitions(cluster: Cluster) -> None:
+    response = hostile(cluster, ApiKey.PRODUCE, 7, {
+        "acks": 1, "timeout_ms": 30_000, "transactional_id": None, "topic_data": [
+            {"name": "no-such-topic", "partition_data": [{"index": p, "records": None}
+                                                         for p in range(MANY)]}]})
+    partitions = response["responses"][0]["partition_responses"]
+    assert len(partitions) == MANY
+    assert {p["error_code"] for p in partitions} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_a_request_naming_more_elements_than_the_bound_closes_its_connection(
+        cluster: Cluster) -> None:
+    # raftka.socket.request.max.elements (200,000): refused while it is decoded.
+    frame = encode_request(ApiKey.METADATA, 9, 1, "hostile-test", {
+        "topics": [{"name": f"too-many-{i}"} for i in range(250_000)],
+        "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    pid = read_pid(cluster.info.nodes[0])
+    assert pid is not None
+    with Watch(cluster.port, pid) as watch:
+        assert watch.answered_once.wait(30), watch.failure
+        with socket.create_connection((HOST, cluster.port), timeout=60) as sock:
+            with pytest.raises((EOFError, ConnectionResetError)):
+                exchange(sock, frame)
+    assert watch.failure is None, watch.failure
+    assert watch.slowest_s < ANSWER_BOUND_S
+    assert watch.peak_rss_mb < RSS_BOUND_MB
+
+
 # -- nothing acknowledged is lost ------------------------------------------------------------
 
 def test_every_acknowledged_record_is_still_there(cluster: Cluster) -> None:

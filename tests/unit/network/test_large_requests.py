@@ -15,7 +15,7 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.request import RequestRouter
 from broker.config import Listener
 from broker.network import NetworkServer, ServerSettings
-from broker.network.large_requests import LARGE_REQUEST_BYTES
+from broker.network.large_requests import LARGE_REQUEST_BYTES, MANY_PARTITIONS
 from tests.unit.network.test_server import api_versions_frame, decode_api_versions
 from tests.unit.network.wire import connect, read_frame
 
@@ -179,3 +179,27 @@ async def test_a_request_naming_more_elements_than_the_bound_closes_its_connecti
     assert handled == []
     assert any(f"METADATA v12 request names more than {TOPICS - 1} array elements" in r.message
                and "raftka.socket.request.max.elements" in r.message for r in caplog.records)
+
+
+async def test_a_large_produce_naming_many_partitions_is_answered_off_the_loop() -> None:
+    router = RequestRouter()
+
+    async def produce(request: Any, ctx: Any) -> dict:
+        return {"responses": [{"name": "t", "partition_responses": [
+            {"index": p["index"], "error_code": 3, "base_offset": -1, "log_append_time_ms": -1,
+             "log_start_offset": -1, "record_errors": [], "error_message": None}
+            for p in request.body["topic_data"][0]["partition_data"]]}], "throttle_time_ms": 0}
+
+    router.register(PRODUCE, produce)
+    codec = ThreadNotingCodec()
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": p, "records": b"\0" * 1100}
+                                         for p in range(MANY_PARTITIONS + 1)]}]}
+    payload = protocol.encode_request(PRODUCE, 9, 1, "big", body)
+    assert len(payload) > LARGE_REQUEST_BYTES
+    async with serving(router, codec) as (server, address):
+        async with await connect(address) as stream:
+            await stream.send_all(len(payload).to_bytes(4, "big") + payload)
+            assert await read_frame(stream, timeout=30) is not None
+    assert [(step, on_main) for step, api, on_main in codec.threads if api == PRODUCE] == [
+        ("decode", False), ("encode", False)]
