@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import threading
 import uuid
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 
 import clients.protocol as protocol
 from broker.apis.api_versions import install_api_versions
 from broker.apis.request import RequestRouter
-from broker.config import Listener
-from broker.network import NetworkServer, ServerSettings
 from broker.network.large_requests import LARGE_REQUEST_BYTES, MANY_PARTITIONS
 from tests.unit.network.test_server import api_versions_frame, decode_api_versions
-from tests.unit.network.wire import connect, read_frame
+from tests.unit.network.wire import connect, read_frame, running_server
 
 METADATA = 3
 PRODUCE = 0
@@ -58,17 +55,8 @@ def large_metadata_frame(correlation_id: int) -> bytes:
     return len(payload).to_bytes(4, "big") + payload
 
 
-@asynccontextmanager
-async def serving(router: RequestRouter, codec: ThreadNotingCodec
-                  ) -> AsyncIterator[tuple[NetworkServer, tuple[str, int]]]:
-    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router,
-                           ServerSettings(shutdown_grace_s=2.0), codec=codec)  # type: ignore[arg-type]
-    async with trio.open_nursery() as nursery:
-        addresses = await nursery.start(server.serve)
-        try:
-            yield server, addresses["PLAINTEXT"]
-        finally:
-            server.stop()
+def serving(router: RequestRouter, codec: ThreadNotingCodec) -> Any:
+    return running_server(router, codec=codec)
 
 
 async def test_large_requests_run_one_at_a_time_off_the_loop_while_small_ones_are_answered(
@@ -163,19 +151,13 @@ async def test_a_request_naming_more_elements_than_the_bound_closes_its_connecti
         return {}
 
     router.register(METADATA, metadata)
-    server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router,
-                           ServerSettings(shutdown_grace_s=2.0, max_request_elements=TOPICS - 1))
-    async with trio.open_nursery() as nursery:
-        address = (await nursery.start(server.serve))["PLAINTEXT"]
-        try:
-            async with await connect(address) as stream:
-                await stream.send_all(large_metadata_frame(1))
-                assert await read_frame(stream, timeout=60) is None  # closed, not answered
-            async with await connect(address) as other:  # the node serves the others
-                await other.send_all(api_versions_frame(5))
-                assert decode_api_versions(await read_frame(other))._header.correlation_id == 5
-        finally:
-            server.stop()
+    async with running_server(router, max_request_elements=TOPICS - 1) as (_, address):
+        async with await connect(address) as stream:
+            await stream.send_all(large_metadata_frame(1))
+            assert await read_frame(stream, timeout=60) is None  # closed, not answered
+        async with await connect(address) as other:  # the node serves the others
+            await other.send_all(api_versions_frame(5))
+            assert decode_api_versions(await read_frame(other))._header.correlation_id == 5
     assert handled == []
     assert any(f"METADATA v12 request names more than {TOPICS - 1} array elements" in r.message
                and "raftka.socket.request.max.elements" in r.message for r in caplog.records)

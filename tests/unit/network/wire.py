@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 import trio
 
@@ -13,11 +13,11 @@ from broker.network import NetworkServer, ServerSettings
 
 
 @asynccontextmanager
-async def running_server(router: RequestRouter, **settings: object
+async def running_server(router: RequestRouter, *, codec: Any = None, **settings: object
                          ) -> AsyncIterator[tuple[NetworkServer, tuple[str, int]]]:
     settings.setdefault("shutdown_grace_s", 2.0)
     server = NetworkServer([Listener("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], router,
-                           ServerSettings(**settings))  # type: ignore[arg-type]
+                           ServerSettings(**settings), codec=codec)  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         addresses = await nursery.start(server.serve)
         try:
