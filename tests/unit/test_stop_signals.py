@@ -20,7 +20,7 @@ from tests.conftest import REPO_ROOT
 CHILD = textwrap.dedent("""
     import sys, time
     import trio
-    from broker.cli.errors import configure_logging
+    from clients.cli.errors import configure_logging
     from broker.cli.stop_signals import StopSignals
     from broker.forced_exit import register_flush
 
