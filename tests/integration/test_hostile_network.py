@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 import pytest
 
 from broker.launcher import start_node
+from broker.launcher.layout import NodeInfo
 from broker.launcher.processes import exit_code, is_running, read_pid
 from broker.testing.waiting import wait_for
 from clients.protocol import ApiKey, decode_response, encode_request
@@ -466,13 +467,19 @@ def test_long_polling_consumers_do_not_hold_the_request_backlog(node: Node) -> N
 
 # -- stopping a busy node --------------------------------------------------------------------
 
-def starving_produce(partitions: int = 200_000) -> bytes:
-    """One Produce naming a great many partitions: minutes of work to some brokers and, here,
-    seconds during which the event loop runs nothing else."""
+STARVED = "starved"
+
+
+def starving_produce(appends: int = 150_000) -> bytes:
+    """One Produce appending a batch of 20 keyed records to one partition of a compacted topic
+    `appends` times over (within raftka.socket.request.max.elements): each append checks its
+    records' keys, and a Produce's appends run without a break, so once they start the
+    node's event loop runs nothing else for many seconds."""
+    records = batch([b"starving"] * 20)
     return frame_of(ApiKey.PRODUCE, 7, 1, {
         "acks": 1, "timeout_ms": 30000, "transactional_id": None,
-        "topic_data": [{"name": "no-such-topic", "partition_data": [
-            {"index": p, "records": None} for p in range(partitions)]}]})
+        "topic_data": [{"name": STARVED, "partition_data": [
+            {"index": 0, "records": records} for _ in range(appends)]}]})
 
 
 @contextmanager
@@ -483,6 +490,8 @@ def busy_node(tmp_path_factory: pytest.TempPathFactory, name: str
     with running_cluster(tmp_path_factory.mktemp(name), nodes=1,
                          overrides=NODE_CONFIG) as cluster:
         produce_durable(cluster)
+        cluster.create_topic(STARVED, partitions=1, replication_factor=1,
+                             configs={"cleanup.policy": "compact"})
         info = cluster.info.nodes[0]
         pid = read_pid(info)
         assert pid is not None
@@ -500,11 +509,11 @@ def busy_node(tmp_path_factory: pytest.TempPathFactory, name: str
 
         flooders = threads(flood, 8)
         with connect(cluster.port, timeout=60) as huge:
-            working_from = cpu_seconds(pid)
             huge.sendall(starving_produce())
-            # The node is inside the huge request once it has spent CPU time on it.
-            wait_for(lambda: cpu_seconds(pid) >= working_from + 0.3,
-                     "the node to work on the huge request", timeout=30, interval=0.02)
+            # The node's loop is held once the appends have started (it decodes the frame
+            # in a worker thread first, the loop free).
+            wait_for(lambda: starved_bytes(info) > 0, "the huge request's appends to start",
+                     timeout=60, interval=0.02)
             try:
                 yield cluster, pid
             finally:
@@ -513,10 +522,9 @@ def busy_node(tmp_path_factory: pytest.TempPathFactory, name: str
                     thread.join(timeout=10)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time the process has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def starved_bytes(info: NodeInfo) -> int:
+    """Bytes in the log of the partition the huge request appends to."""
+    return sum(path.stat().st_size for path in info.dir.rglob(f"{STARVED}-0/*.log"))
 
 
 def wait_exit(info: object, pid: int, timeout: float) -> float:
