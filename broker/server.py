@@ -51,7 +51,6 @@ from broker.log.manager import LogManager
 from broker.metadata_bridge import MetadataBridge
 from broker.metrics.broker_collector import BrokerCollector
 from broker.metrics.remote_offsets import RemoteEndOffsets, admin_end_offsets
-from broker.metrics.stats import RequestStats
 from broker.network import NetworkServer, ServerSettings
 from broker.producer_id_manager import BlockSource, ProducerIdManager, controller_block_source
 from broker.replica.alter_partition import AlterPartitionManager
@@ -60,6 +59,7 @@ from broker.replica.manager import ReplicaManager
 from broker.replica.replication_quota import ReplicationQuotas, apply_throttle_config
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replica_fetcher.settings import inter_broker_sasl
+from broker.stats.counters import RequestStats
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.marker_sender import BrokerChannels, MarkerSender
 from broker.txn.state_manager import TransactionStateManager

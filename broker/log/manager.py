@@ -27,7 +27,7 @@ from broker.log.errors import KafkaStorageError, LogDirLockedError
 from broker.log.log_dir import LogDir
 from broker.log.partition_log import PartitionLog, partition_dir_name
 from broker.open_files import descriptors_in_use, log_descriptor_ceiling
-from broker.metrics.histogram import Histogram
+from broker.stats.histogram import Histogram
 from clients.clock import wall_clock_ms
 from metadata.topic_names import METADATA_DIR_NAME
 

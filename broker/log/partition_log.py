@@ -30,7 +30,7 @@ from broker.log.timestamps import offset_for_timestamp
 from broker.log.txn_index import AbortedTxn, collect_aborted
 from broker.log.validation import validate_leader_batch
 from broker.log.validator import RecordPolicy, validate_records
-from broker.metrics.histogram import Histogram
+from broker.stats.histogram import Histogram
 from clients.clock import wall_clock_ms
 from clients.records.errors import CorruptRecordError
 from clients.records.header import (

@@ -1,2 +1,3 @@
-"""Each node's metrics for Prometheus: hot-path counters (`stats`), collectors that read the
-broker's and the controller's live state at scrape time, and the `/metrics` endpoint."""
+"""Each node's metrics for Prometheus: collectors that read the broker's and the controller's
+live state (and the hot-path counters of `broker.stats`) at scrape time, and the `/metrics`
+endpoint."""

@@ -23,9 +23,9 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from broker.metrics.histogram import Histogram
-from broker.metrics.stats import RequestStats
 from broker.group.model import ClassicGroupState
+from broker.stats.counters import RequestStats
+from broker.stats.histogram import Histogram
 from clients.protocol import ErrorCode
 
 if TYPE_CHECKING:

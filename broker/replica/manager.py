@@ -17,10 +17,10 @@ import trio
 
 from broker.log.manager import LogManager
 from broker.log.partition_log import PartitionLog
-from broker.metrics.stats import BrokerTopicStats, ReplicaStats
-from broker.replica.purgatory import Purgatory
 from broker.replica.errors import NotLeaderOrFollower, OfflineReplica, UnknownTopicOrPartition
 from broker.replica.partition import Partition
+from broker.replica.purgatory import Purgatory
+from broker.stats.counters import BrokerTopicStats, ReplicaStats
 from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta, PartitionChange, apply_records
 from metadata.image import MetadataImage

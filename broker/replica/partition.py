@@ -16,7 +16,6 @@ from typing import Any, Callable
 from broker.log.errors import InvalidTxnState
 from broker.log.partition_log import PartitionLog
 from broker.log.results import AppendResult
-from broker.metrics.stats import BrokerTopicStats, ReplicaStats
 from broker.replica.errors import (
     FencedLeaderEpoch,
     NotEnoughReplicas,
@@ -25,6 +24,7 @@ from broker.replica.errors import (
 )
 from broker.replica.follower_state import UNKNOWN_OFFSET, FollowerState
 from broker.replica.txn_verification import VerificationGuard
+from broker.stats.counters import BrokerTopicStats, ReplicaStats
 from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 from metadata.image import PartitionRegistration

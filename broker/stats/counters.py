@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from broker.metrics.histogram import Histogram
+from broker.stats.histogram import Histogram
 from clients.protocol import ApiKey
 from clients.protocol.message import Message
 
