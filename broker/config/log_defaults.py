@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from functools import lru_cache
 
+from broker.config.compression_type import codec_problem
 from broker.config.definitions import ConfigKey
 from broker.config.errors import ConfigError
 
@@ -59,8 +60,6 @@ def validate_log_defaults(raw: dict[str, str]) -> None:
     if not raw:
         return
     from metadata import topic_configs
-
-    from broker.log.validator import codec_problem
 
     for key, value in raw.items():
         try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from broker.config.compression_type import codec_problem
 from broker.config.definitions import SERVER_KEYS, ConfigKey, parse_value
 from broker.config.dynamic import dynamic_broker_keys
 from broker.config.log_defaults import log_default_keys, validate_log_defaults
-from broker.log.validator import codec_problem
 from metadata.controller.configs import InvalidReconfiguration, NotDynamicConfig
 from metadata.settings import ControllerSettings
 

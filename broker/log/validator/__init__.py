@@ -11,15 +11,14 @@ ProduceResponse v8+ reports them (KIP-467); nothing of such a batch is appended.
 from __future__ import annotations
 
 from broker.log import errors
-from broker.log.validator.policy import RecordPolicy, codec_problem, target_codec
+from broker.log.validator.policy import RecordPolicy
 from broker.log.validator.records import RecordError, check_records
 from clients.records import compression
 from clients.records.batch import LOG_APPEND_TIME, CREATE_TIME, assemble_batch
 from clients.records.errors import CorruptRecordError, UnsupportedCompressionError
 from clients.records.header import BATCH_HEADER_SIZE, BatchHeader, crc_is_valid
 
-__all__ = ["RecordError", "RecordPolicy", "check_records", "codec_problem", "target_codec",
-           "validate_records"]
+__all__ = ["RecordError", "RecordPolicy", "check_records", "validate_records"]
 
 Batches = bytearray | memoryview
 
