@@ -1,13 +1,17 @@
 """The import rules between the project's packages (docs/architecture.md): `broker` may
 import `clients`, `metadata` and `kraft`; `kraft` may import `metadata`; `metadata` may
 import `clients.protocol` only; `clients` (the admin command line `clients.cli` included)
-imports none of the others. And the packages inside `clients` import each other in no cycle
-(the producer, consumer and admin client share `clients.common` instead). Imports inside
-functions and under `TYPE_CHECKING` count."""
+imports none of the others. And inside each of them the packages (and top-level modules:
+`broker.log`, `broker.replica`, `broker.periodic`, `clients.common`, `metadata.controller`,
+...) import each other in no cycle: the producer, consumer and admin client share
+`clients.common`, the log and replica layers count in `broker.stats`, not in the collectors
+of `broker.metrics`. Imports inside functions and under `TYPE_CHECKING` count."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.unit.test_imports import PACKAGES, import_cycles, import_graph, module_files
@@ -62,10 +66,15 @@ def test_a_forbidden_import_is_found_wherever_it_hides(tmp_path: Path) -> None:
     assert forbidden_imports(graph, {"high": ("low.cli",), "low": ("high",)}) == []
 
 
+def package_of(name: str, within: str) -> str:
+    """The direct subpackage (or top module) of `within` that holds module `name`."""
+    return ".".join(name.split(".")[:within.count(".") + 2])
+
+
 def package_graph(graph: dict[str, set[str]], within: str) -> dict[str, set[str]]:
     """The import graph of `within`'s direct subpackages (and top modules), each one node."""
     def package(name: str) -> str:
-        return ".".join(name.split(".")[:within.count(".") + 2])
+        return package_of(name, within)
 
     packages: dict[str, set[str]] = {}
     for name, targets in graph.items():
@@ -80,10 +89,46 @@ def package_graph(graph: dict[str, set[str]], within: str) -> dict[str, set[str]
     return packages
 
 
-def test_no_cycle_between_the_packages_of_clients() -> None:
-    graph = package_graph(import_graph(module_files(REPO_ROOT, ("clients",))), "clients")
-    assert {"clients.admin", "clients.common", "clients.consumer", "clients.producer"} <= set(graph)
-    assert import_cycles(graph) == []
+def package_cycles(graph: dict[str, set[str]], within: str) -> list[str]:
+    """Each cycle between `within`'s packages, as a line naming them and a line for every
+    package-to-package import inside it, with the module imports that make that arrow."""
+    packages = package_graph(graph, within)
+    report = []
+    for cycle in import_cycles(packages):
+        members = set(cycle)
+        report.append("cycle: " + " <-> ".join(cycle))
+        for source in cycle:
+            for target in sorted(packages[source] & members):
+                edges = sorted(f"{name} -> {imported}" for name, imports in graph.items()
+                               if package_of(name, within) == source
+                               for imported in imports
+                               if package_of(imported, within) == target)
+                report.append(f"  {source} -> {target}: " + ", ".join(edges))
+    return report
+
+
+@pytest.fixture(scope="module")
+def project_graph() -> dict[str, set[str]]:
+    return import_graph(module_files(REPO_ROOT, PACKAGES))
+
+
+@pytest.mark.parametrize("top", PACKAGES)
+def test_no_cycle_between_the_packages_inside(project_graph: dict[str, set[str]],
+                                              top: str) -> None:
+    assert len(package_graph(project_graph, top)) > 5
+    report = package_cycles(project_graph, top)
+    assert not report, "\n".join(report)
+
+
+def test_the_rooms_named_in_the_architecture_are_packages_of_the_graph(
+        project_graph: dict[str, set[str]]) -> None:
+    broker = package_graph(project_graph, "broker")
+    assert {"broker.group", "broker.log", "broker.metrics", "broker.periodic", "broker.replica",
+            "broker.stats"} <= set(broker)
+    clients = set(package_graph(project_graph, "clients"))
+    assert {"clients.admin", "clients.common", "clients.consumer", "clients.producer"} <= clients
+    # The hot paths' counters stand below everything else of the broker.
+    assert broker["broker.stats"] == set()
 
 
 def test_a_cycle_between_packages_is_found(tmp_path: Path) -> None:
@@ -97,3 +142,11 @@ def test_a_cycle_between_packages_is_found(tmp_path: Path) -> None:
     modules = import_graph(module_files(tmp_path, ("top",)))
     assert import_cycles(modules) == []
     assert import_cycles(package_graph(modules, "top")) == [["top.a", "top.b", "top.c"]]
+    assert package_cycles(modules, "top") == [
+        "cycle: top.a <-> top.b <-> top.c",
+        "  top.a -> top.b: top.a.one -> top.b.two",
+        "  top.b -> top.c: top.b.two -> top.c.three",
+        "  top.c -> top.a: top.c.four -> top.a.one",
+    ]
+    (tmp_path / "top/c/four.py").write_text("X = 2\n")
+    assert package_cycles(import_graph(module_files(tmp_path, ("top",))), "top") == []
