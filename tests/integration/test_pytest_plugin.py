@@ -95,8 +95,10 @@ def test_session_clusters_are_shared(raftka_session_cluster):
 
 
 def readme_example() -> str:
-    """The README's plugin example, as a helper the application's test runs first."""
-    section = (REPO_ROOT / "README.md").read_text().split("### Clusters in your tests", 1)[1]
+    """The documented plugin example (docs/python-api.md), as a helper the application's test
+    runs first."""
+    section = (REPO_ROOT / "docs" / "python-api.md").read_text().split(
+        "## Clusters in your tests", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "def test_orders(raftka_cluster):" in example
     return example.replace("def test_orders(", "def readme_example(") + "\n\n"

@@ -1,4 +1,4 @@
-"""The README's "Growing a cluster" story runs as written: a fourth broker joins a running
+"""The "Growing a cluster" story of docs/operations.md runs as written: a fourth broker joins a running
 3-node cluster, a topic is reassigned onto it with `raftka reassign-partitions`, and a
 preferred leader election gives it leaders. Only the ports (moved into the test range) and
 the path of the scripts differ."""
@@ -26,7 +26,7 @@ PARTITIONS = 4
 
 
 def readme_story() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "operations.md").read_text()
     section = text[text.index("\n## Growing a cluster\n"):]
     section = section[:section.index("\n## ", 1)]
     match = re.search(r"```sh\n(.*?)```", section, re.S)

@@ -1,4 +1,4 @@
-"""The README's security worked example runs as written: real openssl certificates, a node
+"""The security worked example of docs/security.md runs as written: real openssl certificates, a node
 with a SASL_SSL listener, SCRAM users and ACLs set up through the CLI; alice produces, bob
 consumes in group billing, and bob may not produce."""
 
@@ -29,10 +29,10 @@ PORT_OFFSETS = (0, 1, 1001)
 
 
 def readme_blocks() -> list[str]:
-    """The sh blocks of the Security section's worked example, in order."""
-    text = (REPO_ROOT / "README.md").read_text()
-    start = text.index("### A worked example", text.index("## Security"))
-    section = text[start:text.index("\n### ", start + 1)]
+    """The sh blocks of the Security page's worked example, in order."""
+    text = (REPO_ROOT / "docs" / "security.md").read_text()
+    start = text.index("\n## A worked example\n")
+    section = text[start:text.index("\n## ", start + 1)]
     return re.findall(r"```sh\n(.*?)```", section, re.S)
 
 

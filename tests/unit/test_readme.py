@@ -1,4 +1,5 @@
-"""The README documents every config key and every command a user can run."""
+"""The README and the pages under docs/ document every config key and every command a user
+can run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from metadata.topic_configs import TOPIC_CONFIGS
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text()
+# What a user reads: the README and the pages it links to under docs/.
+DOCUMENTED = README + "".join(
+    page.read_text() for page in sorted((REPO_ROOT / "docs").glob("*.md")))
 
 
 def all_config_keys() -> list[str]:
@@ -24,12 +28,12 @@ def all_config_keys() -> list[str]:
 
 @pytest.mark.parametrize("key", all_config_keys())
 def test_every_config_key_is_documented(key: str) -> None:
-    assert f"`{key}`" in README
+    assert f"`{key}`" in DOCUMENTED
 
 
 @pytest.mark.parametrize("key", sorted({key.name for key in PRODUCER_KEYS + CONSUMER_KEYS}))
 def test_every_client_config_key_is_documented(key: str) -> None:
-    assert f"`{key}`" in README
+    assert f"`{key}`" in DOCUMENTED
 
 
 def subcommands(parser: argparse.ArgumentParser, prefix: str = "raftka") -> list[str]:
@@ -44,15 +48,16 @@ def subcommands(parser: argparse.ArgumentParser, prefix: str = "raftka") -> list
 
 @pytest.mark.parametrize("command", subcommands(build_parser()))
 def test_every_command_is_documented(command: str) -> None:
-    assert f"`{command}" in README
+    assert f"`{command}" in DOCUMENTED
 
 
 @pytest.mark.parametrize("script", ["quickstart", "test", "bootstrap-quorum", "start-node",
                                     "stop-quorum", "bench-codec", "bench-log", "bench",
-                                    "derive-protocol", "generate-messages"])
+                                    "derive-protocol", "generate-messages",
+                                    "generate-config-docs"])
 def test_every_script_is_documented_and_exists(script: str) -> None:
     assert (REPO_ROOT / "scripts" / script).exists()
-    assert f"./scripts/{script}" in README
+    assert f"./scripts/{script}" in DOCUMENTED
 
 
 def test_the_minimal_single_node_config_is_the_shipped_sample() -> None:
