@@ -149,7 +149,7 @@ def test_kafka_python_wrong_password(cluster: SaslCluster,
             topic, bootstrap_servers=cluster.sasl_bootstrap, group_id=None,
             security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
             sasl_plain_username="carol", sasl_plain_password="wrong",
-            request_timeout_ms=5000, consumer_timeout_ms=3000)
+            request_timeout_ms=5000, consumer_timeout_ms=3000, bootstrap_timeout_ms=5000)
         received.extend(consumer)
     assert received == []
     # kafka-python logs the broker's refusal and reports it as a failed bootstrap.
