@@ -17,8 +17,9 @@ from broker.apis.request import DecodedRequest
 from broker.network.codec import WireCodec
 
 LARGE_REQUEST_BYTES = 1 << 20
-# A large Produce naming more partitions than this takes the lane too, and is answered from
-# a worker thread: its answer lists every partition it names.
+# A Produce naming more partitions than this takes the lane too, is handled before its
+# connection's next request is read, and is answered from a worker thread: its answer lists
+# every partition it names, and its appends let the other connections run every so often.
 MANY_PARTITIONS = 1000
 _PRODUCE = 0
 
@@ -56,10 +57,12 @@ class LargeRequests:
         self._lane.release_on_behalf_of(owner)
 
     @staticmethod
-    def names_many_partitions(request: DecodedRequest) -> bool:
-        """Whether a decoded Produce names more than MANY_PARTITIONS partitions."""
+    def names_many_partitions(request: DecodedRequest, frame_size: int) -> bool:
+        """Whether a decoded Produce names more than MANY_PARTITIONS partitions (each takes
+        at least 8 bytes of its frame, so a smaller frame is not looked into)."""
         body = request.body
-        if request.api_key != _PRODUCE or not isinstance(body, dict):
+        if (frame_size <= MANY_PARTITIONS * 8 or request.api_key != _PRODUCE
+                or not isinstance(body, dict)):
             return False
         return sum(len(topic.get("partition_data") or ())
                    for topic in body.get("topic_data") or ()) > MANY_PARTITIONS

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import trio
+import trio.testing
 
 import clients.protocol as protocol
 from broker.apis.api_versions import install_api_versions
@@ -185,3 +186,34 @@ async def test_a_large_produce_naming_many_partitions_is_answered_off_the_loop()
             assert await read_frame(stream, timeout=30) is not None
     assert [(step, on_main) for step, api, on_main in codec.threads if api == PRODUCE] == [
         ("decode", False), ("encode", False)]
+
+
+async def test_a_produce_naming_many_partitions_is_handled_before_the_next_request_is_read(
+        ) -> None:
+    router = RequestRouter()
+    events: list[str] = []
+
+    async def produce(request: Any, ctx: Any) -> dict:
+        partitions = len(request.body["topic_data"][0]["partition_data"])
+        events.append(f"start {partitions}")
+        # Every other task runs until it blocks: a request read meanwhile would start here.
+        await trio.testing.wait_all_tasks_blocked()
+        events.append(f"end {partitions}")
+        return {"responses": [], "throttle_time_ms": 0}
+
+    router.register(PRODUCE, produce)
+
+    def frame(correlation_id: int, partitions: int) -> bytes:
+        body = {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": p, "records": b"\0" * 8}
+                                             for p in range(partitions)]}]}
+        payload = protocol.encode_request(PRODUCE, 9, correlation_id, "many", body)
+        return len(payload).to_bytes(4, "big") + payload
+
+    async with running_server(router) as (_, address):
+        async with await connect(address) as stream:
+            await stream.send_all(frame(1, MANY_PARTITIONS + 1) + frame(2, 1))
+            assert await read_frame(stream, timeout=30) is not None
+            assert await read_frame(stream, timeout=30) is not None
+    assert events == [f"start {MANY_PARTITIONS + 1}", f"end {MANY_PARTITIONS + 1}",
+                      "start 1", "end 1"]
