@@ -470,16 +470,16 @@ def test_long_polling_consumers_do_not_hold_the_request_backlog(node: Node) -> N
 STARVED = "starved"
 
 
-def starving_produce(appends: int = 150_000) -> bytes:
-    """One Produce appending a batch of 20 keyed records to one partition of a compacted topic
-    `appends` times over (within raftka.socket.request.max.elements): each append checks its
-    records' keys, and a Produce's appends run without a break, so once they start the
-    node's event loop runs nothing else for many seconds."""
-    records = batch([b"starving"] * 20)
+def starving_produce(partitions: int = 1000, records: int = 3000) -> bytes:
+    """One Produce of a batch of `records` keyed records to partition 0 of a compacted topic,
+    named `partitions` times over (not more than the 1,000 past which a Produce's appends let
+    other connections run): the log checks every record's key, and a Produce's appends run
+    without a break, so once they start the node's event loop runs nothing else for seconds."""
+    batched = batch([b"starving"] * records)
     return frame_of(ApiKey.PRODUCE, 7, 1, {
         "acks": 1, "timeout_ms": 30000, "transactional_id": None,
         "topic_data": [{"name": STARVED, "partition_data": [
-            {"index": 0, "records": records} for _ in range(appends)]}]})
+            {"index": 0, "records": batched} for _ in range(partitions)]}]})
 
 
 @contextmanager
