@@ -22,6 +22,7 @@ from broker.apis.request import (
 )
 from broker.apis.request import RequestRouter
 from broker import parking
+from broker.handled_alone import HANDLED_ALONE
 from broker.network.backlog import Charge, MemoryPool, RequestBacklog
 from broker.network.codec import WireCodec
 from broker.network.framing import FrameError, FrameReader, ReaderIdle
@@ -185,9 +186,8 @@ class Connection:
         large = self._large
         try:
             if large is not None and large.off_loop(frame):
-                if large.needs_lane(frame):
-                    await large.enter(slot)
-                    slot.large = True
+                await large.enter(slot)
+                slot.large = True
                 request = await large.decode(codec, frame, self._max_elements)
             else:
                 request = codec.decode_request(frame, max_elements=self._max_elements)
@@ -286,9 +286,11 @@ class Connection:
     async def _process(self, request: DecodedRequest, slot: _Slot,
                        admission: Charge) -> None:
         token = parking.RELEASE.set(admission.release)
+        alone = HANDLED_ALONE.set(slot.large)
         try:
             await self._handle(request, slot)
         finally:
+            HANDLED_ALONE.reset(alone)
             parking.RELEASE.reset(token)
             admission.release()
             self._leave_large(slot)

@@ -1,10 +1,11 @@
-"""Large requests: a frame of more than `LARGE_REQUEST_BYTES`. One that is not a Produce
-names very many topics, partitions or resources: decoding it, and encoding its answer, takes
-seconds of pure Python, and its decoded form is about ten times its frame. So a server
-handles such requests one at a time, and decodes and encodes them in a worker thread, where
-the interpreter's switch interval lets the event loop, and so every other client, run. A
-large Produce is mostly record batches, which stay opaque bytes: it is only decoded in a
-worker thread (a hostile one may name millions of partitions), and runs beside the others."""
+"""Large requests: a frame of more than `LARGE_REQUEST_BYTES`, or a Produce naming more than
+`MANY_PARTITIONS` partitions. One that names very many topics, partitions or resources takes
+seconds of pure Python to decode and answer, and its decoded form is about ten times its
+frame; a large Produce's appends check every record of a compacted topic. So a server
+handles such requests one at a time, decodes and encodes them in a worker thread, where the
+interpreter's switch interval lets the event loop, and so every other client, run, and
+handles each before its connection's next request is read (broker.handled_alone), so that
+its appends may let the other connections run midway."""
 
 from __future__ import annotations
 
@@ -43,11 +44,6 @@ class LargeRequests:
     def off_loop(self, frame: memoryview) -> bool:
         """Whether `frame` is decoded in a worker thread."""
         return len(frame) > self.threshold
-
-    @staticmethod
-    def needs_lane(frame: memoryview) -> bool:
-        """Whether a large `frame` is handled alone (and answered from a worker thread)."""
-        return _api_key(frame) != _PRODUCE
 
     async def enter(self, owner: object) -> None:
         """Wait for the lane; `owner` holds it until `leave(owner)`."""

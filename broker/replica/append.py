@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import trio
 
 from broker.log.errors import CorruptMessage, InvalidRecord, KafkaStorageError
+from broker.handled_alone import handled_alone
 from broker.log.flush_plan import flush_off_loop
 from broker.log.partition_log import PartitionLog
 from broker.replica.append_verification import verify_transactional_entries
@@ -38,8 +39,9 @@ from clients.records.header import BATCH_HEADER_SIZE, parse_header, peek_batch_s
 logger = logging.getLogger(__name__)
 
 _ONE_BATCH = "produce requests must carry exactly one record batch per partition"
-# Appends between two checkpoints of a request naming very many partitions.
+# Appends, and bytes of batches, between two checkpoints of a request handled alone.
 _YIELD_EVERY = 1000
+_YIELD_AFTER_BYTES = 1 << 20
 
 VALID_ACKS = (-1, 0, 1)
 ZSTD = 4
@@ -127,13 +129,18 @@ async def append_records(replicas: ReplicaManager, entries: Sequence[AppendEntry
     timestamp = wall_clock_ms()
     pending: list[_Pending] = []
     flushes: list[tuple[AppendEntry, PartitionLog]] = []
+    alone = handled_alone()
+    since_checkpoint = 0
     for index, entry in enumerate(entries):
-        if index % _YIELD_EVERY == _YIELD_EVERY - 1:
-            # A Produce naming this many partitions is handled before its connection's next
-            # request is read (broker.network.large_requests), so no later request of the
-            # same producer overtakes the appends left; markers and coordinator writes do
-            # not depend on an order between their partitions.
+        if alone and (since_checkpoint >= _YIELD_AFTER_BYTES
+                      or index % _YIELD_EVERY == _YIELD_EVERY - 1):
+            # The request is handled before its connection's next one is read
+            # (broker.handled_alone), so no later request of the same producer overtakes
+            # the appends left.
             await trio.sleep(0)
+            since_checkpoint = 0
+        if entry.records is not None:
+            since_checkpoint += len(entry.records)
         if entry.error_code:
             continue
         # Told apart without raising: a hostile request may name 200,000 such partitions.

@@ -13,6 +13,7 @@ import trio.testing
 import clients.protocol as protocol
 from broker.apis.api_versions import install_api_versions
 from broker.apis.request import RequestRouter
+from broker.handled_alone import handled_alone
 from broker.network.large_requests import LARGE_REQUEST_BYTES, MANY_PARTITIONS
 from tests.unit.network.test_server import api_versions_frame, decode_api_versions
 from tests.unit.network.wire import connect, read_frame, running_server
@@ -110,15 +111,18 @@ async def test_large_requests_run_one_at_a_time_off_the_loop_while_small_ones_ar
     assert small == {True}
 
 
-async def test_a_large_produce_is_decoded_off_the_loop_and_runs_beside_others() -> None:
+async def test_a_large_produce_is_decoded_off_the_loop_and_handled_alone() -> None:
     router = RequestRouter()
     release = trio.Event()
     running = 0
+    most_at_once = 0
 
     async def produce(request: Any, ctx: Any) -> dict:
-        nonlocal running
+        nonlocal running, most_at_once
         running += 1
+        most_at_once = max(most_at_once, running)
         await release.wait()
+        running -= 1
         return {"responses": [], "throttle_time_ms": 0}
 
     router.register(PRODUCE, produce)
@@ -131,14 +135,17 @@ async def test_a_large_produce_is_decoded_off_the_loop_and_runs_beside_others() 
         for stream in streams:
             await stream.send_all(len(payload).to_bytes(4, "big") + payload)
         with trio.fail_after(30):
-            while running < 2:  # both large produces are handled at once
+            # One is handled, the other waits for the lane (its records may be appended
+            # with checkpoints between them, so no two run at once).
+            while running < 1 or server.large_requests.waiting < 1:
                 await trio.sleep(0.01)
         release.set()
         for stream in streams:
             assert await read_frame(stream, timeout=30) is not None
             await stream.aclose()
+    assert most_at_once == 1
     assert [(step, on_main) for step, api, on_main in codec.threads if api == PRODUCE] == [
-        ("decode", False), ("decode", False), ("encode", True), ("encode", True)]
+        ("decode", False), ("encode", False)] * 2
 
 
 async def test_a_request_naming_more_elements_than_the_bound_closes_its_connection(
@@ -217,3 +224,28 @@ async def test_a_produce_naming_many_partitions_is_handled_before_the_next_reque
             assert await read_frame(stream, timeout=30) is not None
     assert events == [f"start {MANY_PARTITIONS + 1}", f"end {MANY_PARTITIONS + 1}",
                       "start 1", "end 1"]
+
+
+async def test_only_a_large_request_is_handled_alone() -> None:
+    router = RequestRouter()
+    seen: dict[int, bool] = {}
+
+    async def produce(request: Any, ctx: Any) -> dict:
+        seen[request.correlation_id] = handled_alone()
+        return {"responses": [], "throttle_time_ms": 0}
+
+    router.register(PRODUCE, produce)
+
+    def frame(correlation_id: int, size: int) -> bytes:
+        body = {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": b"\0" * size}]}]}
+        payload = protocol.encode_request(PRODUCE, 9, correlation_id, "c", body)
+        return len(payload).to_bytes(4, "big") + payload
+
+    async with running_server(router) as (_, address):
+        async with await connect(address) as stream:
+            await stream.send_all(frame(1, LARGE_REQUEST_BYTES + 1) + frame(2, 100))
+            for _ in range(2):
+                assert await read_frame(stream, timeout=30) is not None
+    # The large one lets other connections run while it appends; the small one may not.
+    assert seen == {1: True, 2: False}
