@@ -83,13 +83,7 @@ def parse_ip_overrides(text: str, key: str = OVERRIDES_KEY) -> dict[str, int]:
             raise ConfigError(key, f"{entry!r} is not host:count")
         if not _VALID_HOST.match(host):
             raise ConfigError(key, f"{host!r} is not a valid host name or address")
-        try:
-            value = int(count.strip(), 10)
-        except ValueError:
-            raise ConfigError(key, f"{entry!r}: {count.strip()!r} is not a count") from None
-        if not 0 <= value <= 2**31 - 1:
-            raise ConfigError(key, f"{entry!r}: the count must be between 0 and 2147483647")
-        overrides[host] = value
+        overrides[host] = _connection_count(key, count, f"{entry!r}: ")
     return overrides
 
 
@@ -132,14 +126,19 @@ def listener_max_connections(originals: Mapping[str, str],
         if name not in names:
             logger.warning("%s names no listener in listeners; ignored", key)
             continue
-        try:
-            value = int(raw.strip(), 10)
-        except ValueError:
-            raise ConfigError(key, f"expected an integer, got {raw!r}") from None
-        if not 0 <= value <= 2**31 - 1:
-            raise ConfigError(key, f"value {value} is outside [0, 2147483647]")
-        limits[name] = value
+        limits[name] = _connection_count(key, raw)
     return limits
+
+
+def _connection_count(key: str, text: str, where: str = "") -> int:
+    """A connection limit: an integer from 0 to 2,147,483,647 (ConfigError naming `key`)."""
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise ConfigError(key, f"{where}{text.strip()!r} is not an integer") from None
+    if not 0 <= value <= 2**31 - 1:
+        raise ConfigError(key, f"{where}{value} is outside [0, 2147483647]")
+    return value
 
 
 def is_listener_network_key(key: str) -> bool:
