@@ -14,6 +14,9 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import trio
 
+from clients.protocol.codec import is_typed
+from clients.protocol.messages import request_class
+
 logger = logging.getLogger(__name__)
 
 # Kafka's principal of an unauthenticated connection (KafkaPrincipal.ANONYMOUS).
@@ -92,10 +95,20 @@ RequestObserver = Callable[["DecodedRequest", "dict | None", float], None]
 
 class ErrorBody(Protocol):
     """Builds an API's response carrying `code` everywhere Kafka puts a request-wide error,
-    from the request body (empty when it could not be decoded) at `version`."""
+    from the request body (every field at its default when it could not be decoded) at
+    `version`. The body is the API's request message class for the APIs in
+    `clients.protocol.TYPED_REQUESTS`, else a dict."""
 
-    def __call__(self, body: Mapping[str, Any], version: int, code: int,
-                 message: str | None = None) -> dict[str, Any]: ...
+    def __call__(self, body: Any, version: int, code: int,
+                 message: str | None = None) -> Any: ...
+
+
+def _empty_body(api_key: int) -> Any:
+    """The body of a request that could not be decoded: every field at its default, in the
+    form the API's handlers read."""
+    if is_typed(api_key):
+        return request_class(api_key)()
+    return {}
 
 
 def default_error_body(body: Mapping[str, Any], version: int, code: int,
@@ -144,7 +157,7 @@ class RequestRouter:
                    version: int = 0) -> dict:
         builder = self._error_bodies.get(int(api_key), default_error_body)
         if request is None:
-            return builder({}, version, error_code)
+            return builder(_empty_body(api_key), version, error_code)
         return builder(request.body, request.api_version, error_code)
 
     def api_keys(self) -> frozenset[int]:

@@ -8,14 +8,16 @@ Typical use::
 
 Schemas come from Kafka's definitions (``definitions/``, built by ``schemas``); the advertised
 APIs and versions are ``supported``; ``messages`` holds the classes generated from the same
-definitions, which the APIs in ``TYPED_APIS`` decode into.
+definitions, which the requests of the APIs in ``TYPED_REQUESTS`` (and the responses of those
+in ``TYPED_RESPONSES``) decode into.
 """
 
 from clients.protocol.api_keys import ApiKey, api_name
 from clients.protocol.schemas import APIS
-from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_APIS
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_REQUESTS, TYPED_RESPONSES
 from clients.protocol.codec import (
     Request,
+    as_message,
     chunks_size,
     decode_request,
     decode_response,
@@ -39,10 +41,12 @@ __all__ = [
     "ProtocolError",
     "Request",
     "SUPPORTED_VERSIONS",
-    "TYPED_APIS",
+    "TYPED_REQUESTS",
+    "TYPED_RESPONSES",
     "UnsupportedVersionError",
     "ZERO_UUID",
     "api_name",
+    "as_message",
     "chunks_size",
     "decode_request",
     "decode_response",

@@ -10,9 +10,10 @@ already delimits the request, and newer clients may append fields an older schem
 
 Decoded ``bytes`` and ``records`` fields are zero-copy ``memoryview`` slices of the frame.
 
-Bodies: the APIs in :data:`~clients.protocol.supported.TYPED_APIS` decode into the generated
-message classes (:mod:`clients.protocol.messages`), the others into dicts; ``typed=`` overrides
-that per call. Encoding takes either form.
+Bodies: requests of the APIs in :data:`~clients.protocol.supported.TYPED_REQUESTS` and responses
+of those in ``TYPED_RESPONSES`` decode into the generated message classes
+(:mod:`clients.protocol.messages`), the others into dicts; ``typed=`` overrides that per call.
+Encoding takes either form.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.messages import request_class, response_class
 from clients.protocol.schemas import APIS
-from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_APIS
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_REQUESTS, TYPED_RESPONSES
 from clients.protocol.arrays import TooManyElements, element_bound
 from clients.protocol.compiler import Compiled, compile_struct
 from clients.protocol.exceptions import ProtocolError, UnsupportedVersionError
@@ -63,9 +64,10 @@ def is_supported(api_key: int, api_version: int) -> bool:
     return bounds is not None and bounds[0] <= api_version <= bounds[1]
 
 
-def is_typed(api_key: int) -> bool:
-    """Whether ``api_key``'s bodies decode into the generated message classes by default."""
-    return api_key in TYPED_APIS
+def is_typed(api_key: int, request: bool = True) -> bool:
+    """Whether ``api_key``'s request (or response) bodies decode into the generated message
+    classes by default."""
+    return api_key in (TYPED_REQUESTS if request else TYPED_RESPONSES)
 
 
 def _compiled(
@@ -73,11 +75,11 @@ def _compiled(
 ) -> tuple[Compiled, bool]:
     """The compiled body codec and whether the version is flexible (cached).
 
-    ``typed``: the reader builds message class instances (by default for TYPED_APIS); every
-    writer takes both forms.
+    ``typed``: the reader builds message class instances (by default as :func:`is_typed`
+    says); every writer takes both forms.
     """
     if typed is None:
-        typed = api_key in TYPED_APIS
+        typed = is_typed(api_key, request)
     cache_key = (api_key, api_version, request, typed)
     entry = _cache.get(cache_key)
     if entry is None:
@@ -135,7 +137,7 @@ def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = N
     if not is_supported(api_key, api_version):
         raise UnsupportedVersionError(api_key, api_version, correlation_id)
     if typed is None:
-        typed = api_key in TYPED_APIS
+        typed = api_key in TYPED_REQUESTS
     codec, flexible = _compiled(api_key, api_version, True, typed)
     # Every element takes at least a byte: a shorter frame cannot pass the bound.
     bound = (element_bound(max_elements, str(max_elements))
@@ -161,7 +163,7 @@ def decode_response(
 ) -> tuple[int, Any]:
     """Decode a response frame to (correlation id, body); ``typed`` as for decode_request."""
     if typed is None:
-        typed = api_key in TYPED_APIS
+        typed = api_key in TYPED_RESPONSES
     codec, flexible = _compiled(api_key, api_version, False, typed)
     buf = memoryview(frame)
     try:
@@ -257,6 +259,19 @@ def encode_response_chunks(
     if start < len(out):
         chunks.append(bytes(view[start:]))
     return chunks
+
+
+def as_message(api_key: int, api_version: int, body: Any, request: bool = True) -> Any:
+    """``body`` (a dict, or a message) as its generated message class at ``api_version``: what
+    the typed reader makes of it on the wire, fields absent at that version at their defaults.
+    For callers and tests that spell a body as a dict."""
+    codec, _ = _compiled(api_key, api_version, request, False)
+    out = bytearray()
+    what = f"API {api_key} v{api_version} {'request' if request else 'response'}"
+    data = _join(out, _encode_body(codec, body, out, what))
+    typed_codec, _ = _compiled(api_key, api_version, request, True)
+    message, _ = typed_codec.read(memoryview(data), 0)
+    return message
 
 
 def chunks_size(chunks: list[Any]) -> int:

@@ -65,7 +65,14 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
-# The APIs whose bodies the codec decodes into the generated message classes
-# (clients.protocol.messages); the others still decode into dicts. Handlers and clients move
-# over API by API, and an API joins this set when all of its users read attributes.
-TYPED_APIS: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS})
+# The APIs whose request bodies the codec decodes into the generated message classes
+# (clients.protocol.messages): their handlers read attributes. The others' requests still
+# decode into dicts; handlers move over API family by API family.
+TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.API_VERSIONS,
+    ApiKey.DESCRIBE_LOG_DIRS,
+})
+
+# The APIs whose response bodies decode into the message classes by default: the ones every
+# client that reads them reads attributes from.
+TYPED_RESPONSES: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS})

@@ -9,10 +9,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from clients.protocol import SUPPORTED_VERSIONS, TYPED_APIS, ApiKey
+from clients.protocol import (
+    SUPPORTED_VERSIONS, TYPED_REQUESTS, TYPED_RESPONSES, ApiKey, as_message)
+from clients.protocol.exceptions import ProtocolError
+from clients.protocol.messages import request_class
 from clients.protocol.defaults import field_default
 from clients.protocol.generator import render_modules, stale_modules
 from clients.protocol.message import Message
+from clients.protocol.exceptions import ProtocolError
 from clients.protocol.messages import request_class, response_class
 from clients.protocol.messages.headers import RequestHeaderData, ResponseHeaderData
 from clients.protocol.schema import Array, Field, Struct
@@ -109,8 +113,21 @@ def test_instances_compare_by_value_and_print_their_fields() -> None:
 
 
 def test_the_typed_apis_are_advertised() -> None:
-    assert TYPED_APIS <= set(SUPPORTED_VERSIONS)
-    assert ApiKey.API_VERSIONS in TYPED_APIS
+    assert TYPED_REQUESTS <= set(SUPPORTED_VERSIONS)
+    assert TYPED_RESPONSES <= set(SUPPORTED_VERSIONS)
+    assert ApiKey.API_VERSIONS in TYPED_REQUESTS & TYPED_RESPONSES
+
+
+def test_as_message_reads_a_dict_body_as_the_typed_reader_would() -> None:
+    body = {"topics": [{"topic": "t", "partitions": [0, 2]}]}
+    message = as_message(ApiKey.DESCRIBE_LOG_DIRS, 4, body)
+    assert isinstance(message, request_class(ApiKey.DESCRIBE_LOG_DIRS))
+    assert message.topics[0].topic == "t" and message.topics[0].partitions == [0, 2]
+    assert as_message(ApiKey.DESCRIBE_LOG_DIRS, 4, message) == message
+    # Fields left out, or that the version lacks, take their defaults.
+    assert as_message(ApiKey.LIST_GROUPS, 0, {}).states_filter == []
+    with pytest.raises(ProtocolError, match="states_filter"):
+        as_message(ApiKey.LIST_GROUPS, 0, {"states_filter": ["Stable"]})
 
 
 def _builds_schemas(tree: ast.Module) -> list[str]:
