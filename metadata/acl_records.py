@@ -4,47 +4,26 @@ their replay: the ACL part of a MetadataDelta."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import ClassVar
 
 from metadata.acls import StandardAcl, AclImage
 from metadata.errors import MetadataReplayError
+from metadata.record_classes import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+
+__all__ = ["AccessControlEntryRecord", "AclChanges", "RemoveAccessControlEntryRecord",
+           "acl_binding", "acl_entry_record"]
 
 
-@dataclass(frozen=True, slots=True)
-class AccessControlEntryRecord:
-    """Adds one ACL under a cluster-unique id."""
-
-    API_KEY: ClassVar[int] = 18
-    VERSION: ClassVar[int] = 0
-
-    id: uuid.UUID
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-
-    @classmethod
-    def of(cls, acl_id: uuid.UUID, acl: StandardAcl) -> AccessControlEntryRecord:
-        return cls(acl_id, acl.resource_type, acl.resource_name, acl.pattern_type,
-                   acl.principal, acl.host, acl.operation, acl.permission_type)
-
-    def binding(self) -> StandardAcl:
-        return StandardAcl(self.resource_type, self.resource_name, self.pattern_type,
-                           self.principal, self.host, self.operation, self.permission_type)
+def acl_entry_record(acl_id: uuid.UUID, acl: StandardAcl) -> AccessControlEntryRecord:
+    """The record that adds `acl` under the cluster-unique `acl_id`."""
+    return AccessControlEntryRecord(acl_id, acl.resource_type, acl.resource_name,
+                                    acl.pattern_type, acl.principal, acl.host, acl.operation,
+                                    acl.permission_type)
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveAccessControlEntryRecord:
-    """Removes the ACL with this id."""
-
-    API_KEY: ClassVar[int] = 19
-    VERSION: ClassVar[int] = 0
-
-    id: uuid.UUID
+def acl_binding(record: AccessControlEntryRecord) -> StandardAcl:
+    """The ACL a record adds."""
+    return StandardAcl(record.resource_type, record.resource_name, record.pattern_type,
+                       record.principal, record.host, record.operation, record.permission_type)
 
 
 class AclChanges:
@@ -65,7 +44,7 @@ class AclChanges:
     def replay_add(self, record: AccessControlEntryRecord) -> None:
         if self.current(record.id) is not None:
             raise MetadataReplayError(f"an ACL with id {record.id} already exists")
-        self.added[record.id] = record.binding()
+        self.added[record.id] = acl_binding(record)
 
     def replay_remove(self, record: RemoveAccessControlEntryRecord) -> None:
         if self.current(record.id) is None:
@@ -83,5 +62,5 @@ class AclChanges:
 
 def acl_records(acls: AclImage) -> list[AccessControlEntryRecord]:
     """Records that rebuild `acls` (snapshots), in a stable order."""
-    return [AccessControlEntryRecord.of(acl_id, acl)
+    return [acl_entry_record(acl_id, acl)
             for acl_id, acl in sorted(acls.by_id.items(), key=lambda item: item[0].bytes)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+
+from metadata.record_classes import ClientQuotaRecord, EntityData
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -21,27 +22,6 @@ REQUEST_PERCENTAGE = "request_percentage"
 # Kafka's quota keys of user and client-id entities: name -> whether the value is a Long.
 QUOTA_KEYS: dict[str, bool] = {PRODUCER_BYTE_RATE: True, CONSUMER_BYTE_RATE: True,
                                REQUEST_PERCENTAGE: False}
-
-
-@dataclass(frozen=True, slots=True)
-class EntityData:
-    """One component of a quota entity (ClientQuotaRecord.Entity)."""
-
-    entity_type: str
-    entity_name: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClientQuotaRecord:
-    """Sets (or, with `remove`, deletes) one quota key of one entity."""
-
-    API_KEY: ClassVar[int] = 14
-    VERSION: ClassVar[int] = 0
-
-    entity: tuple[EntityData, ...]
-    key: str
-    value: float
-    remove: bool
 
 
 QuotaEntity = tuple[tuple[str, str | None], ...]

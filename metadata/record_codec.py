@@ -46,30 +46,27 @@ def decode_record(data: bytes) -> MetadataRecord:
         raise MetadataRecordError(f"unknown metadata record type {api_key!r}")
     if type(version) is not int or not 0 <= version <= cls.VERSION:
         raise MetadataRecordError(f"unsupported version {version!r} of {cls.__name__}")
-    return _struct_codec(cls)[1](fields)
+    return _struct_codec(cls)[1](fields, version)
 
 
 @cache
 def _struct_codec(cls: type) -> tuple[_Encoder, _Decoder]:
     hints = typing.get_type_hints(cls)
-    fields = [f for f in dataclasses.fields(cls)]
-    codecs = {f.name: _value_codec(hints[f.name]) for f in fields}
-    required = {
-        f.name
-        for f in fields
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
+    codecs = {f.name: _value_codec(hints[f.name]) for f in dataclasses.fields(cls)}
+    # Every field of the stored version is written, so every one must be there; the fields
+    # added since (FIELDS_SINCE) take their defaults when the record is of an older version.
+    since: dict[str, int] = getattr(cls, "FIELDS_SINCE", {})
 
     def encode(obj: Any) -> dict[str, Any]:
         return {name: enc(getattr(obj, name)) for name, (enc, _) in codecs.items()}
 
-    def decode(raw: Any) -> Any:
+    def decode(raw: Any, version: int = 0) -> Any:
         if not isinstance(raw, dict):
             raise MetadataRecordError(f"{cls.__name__}: fields must be a map")
         unknown = raw.keys() - codecs.keys()
         if unknown:
             raise MetadataRecordError(f"{cls.__name__}: unknown fields {sorted(map(str, unknown))}")
-        missing = required - raw.keys()
+        missing = {name for name in codecs if since.get(name, 0) <= version} - raw.keys()
         if missing:
             raise MetadataRecordError(f"{cls.__name__}: missing fields {sorted(missing)}")
         kwargs = {}

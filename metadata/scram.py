@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
 
 # The mechanism ids and iteration bounds are the wire's (as Kafka's metadata module uses the
 # clients' ScramMechanism), re-exported here.
@@ -20,41 +19,11 @@ from clients.protocol.scram_types import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
 )
+from metadata.record_classes import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
 __all__ = ["MAX_ITERATIONS", "MECHANISM_IDS", "MECHANISM_NAMES", "MIN_ITERATIONS",
            "SCRAM_SHA_256", "SCRAM_SHA_512", "RemoveUserScramCredentialRecord", "ScramCredential",
            "ScramKey", "UserScramCredentialRecord", "credential_records", "merge_credentials"]
-
-
-@dataclass(frozen=True, slots=True)
-class UserScramCredentialRecord:
-    """Creates or replaces one user's credential for one mechanism."""
-
-    API_KEY: ClassVar[int] = 11
-    VERSION: ClassVar[int] = 0
-
-    name: str
-    mechanism: int
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-    def __repr__(self) -> str:
-        # Keys stay out of logs and tracebacks.
-        return (f"UserScramCredentialRecord(name={self.name!r}, "
-                f"mechanism={self.mechanism}, iterations={self.iterations})")
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveUserScramCredentialRecord:
-    """Deletes one user's credential for one mechanism."""
-
-    API_KEY: ClassVar[int] = 22
-    VERSION: ClassVar[int] = 0
-
-    name: str
-    mechanism: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import uuid
 from typing import Any, Callable
 
 from clients.protocol import ErrorCode
-from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from metadata.acl_records import RemoveAccessControlEntryRecord, acl_entry_record
 from metadata.acls import StandardAcl, AclFilter, AclValidationError, PatternType
 from metadata.controller import Decision
 from metadata.image import MetadataImage
@@ -54,7 +54,7 @@ def create_acls(image: MetadataImage, request: dict[str, Any], now_ms: int, *,
                 acl_id = new_id()
             taken.add(acl_id)
             existing.add(acl)
-            records.append(AccessControlEntryRecord.of(acl_id, acl))
+            records.append(acl_entry_record(acl_id, acl))
         results.append({"error_code": ErrorCode.NONE, "error_message": None})
     return records, {"throttle_time_ms": 0, "results": results}
 

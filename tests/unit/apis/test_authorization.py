@@ -25,7 +25,7 @@ from metadata.settings import ControllerSettings
 from broker.apis.request import ANONYMOUS_PRINCIPAL
 from clients.net import KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode
-from metadata.acl_records import AccessControlEntryRecord
+from metadata.acl_records import AccessControlEntryRecord, acl_entry_record
 from metadata.acls import CLUSTER_NAME, StandardAcl, AclOperation as Op
 from metadata.acls import AclPermissionType as Perm, PatternType as Pat, ResourceType as Res
 from tests.unit.apis.batches import batch, fetch_body, produce_body
@@ -80,7 +80,7 @@ def grant(rtype: Res, name: str, op: Op, *, pattern: Pat = Pat.LITERAL,
           perm: Perm = Perm.ALLOW, principal: str = ANONYMOUS_PRINCIPAL,
           host: str = "*") -> AccessControlEntryRecord:
     acl = StandardAcl(rtype, name, pattern, principal, host, op, perm)
-    return AccessControlEntryRecord.of(uuid.uuid4(), acl)
+    return acl_entry_record(uuid.uuid4(), acl)
 
 
 OPEN_ACLS = [grant(Res.TOPIC, "open", Op.ALL, pattern=Pat.PREFIXED),

@@ -14,6 +14,7 @@ from metadata.acl_records import AccessControlEntryRecord, RemoveAccessControlEn
 from metadata.client_quotas import ClientQuotaRecord, EntityData
 from metadata.errors import MetadataRecordError
 from metadata.record_codec import decode_record, encode_record
+from metadata.record_generator import MODULE_PATH, RECORD_VERSIONS, is_current, render_module
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from metadata.records import (
     RECORD_CLASSES,
@@ -168,6 +169,42 @@ BAD_INPUTS = {
 def test_bad_input_raises_metadata_record_error(data: bytes) -> None:
     with pytest.raises(MetadataRecordError):
         decode_record(data)
+
+
+def test_the_record_classes_are_what_the_generator_writes() -> None:
+    """metadata/record_classes.py is generated from the committed description: after changing
+    the description or RECORD_VERSIONS, run scripts/generate-messages and commit."""
+    assert is_current()
+
+
+def test_no_record_class_is_written_by_hand() -> None:
+    """Every record class comes from the generated module, and none is defined elsewhere."""
+    assert {cls.__module__ for cls in RECORD_CLASSES} == {"metadata.record_classes"}
+    assert {cls.__name__ for cls in RECORD_CLASSES} == set(RECORD_VERSIONS)
+    for cls in RECORD_CLASSES:
+        assert cls.VERSION == RECORD_VERSIONS[cls.__name__]
+    repository = MODULE_PATH.parent.parent
+    definitions = {f"class {name}{end}" for name in RECORD_VERSIONS for end in ("(", ":")}
+    written = [f"{path.relative_to(repository)}: {line}"
+               for package in ("metadata", "broker", "clients", "kraft")
+               for path in sorted((repository / package).rglob("*.py")) if path != MODULE_PATH
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if any(line.startswith(d) for d in definitions)]
+    assert written == []
+
+
+def test_the_version_table_decides_the_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(RECORD_VERSIONS, "RegisterBrokerRecord", 2)
+    assert "is_migrating_zk_broker: bool = False" in render_module()
+    assert not is_current()
+
+
+def test_credentials_stay_out_of_repr() -> None:
+    record = UserScramCredentialRecord(name="alice", mechanism=2, salt=b"salt",
+                                       stored_key=b"stored", server_key=b"server",
+                                       iterations=4096)
+    assert "stored" not in repr(record) and "server" not in repr(record)
+    assert "alice" in repr(record)
 
 
 def test_encoding_a_foreign_object_raises() -> None:
