@@ -71,6 +71,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.INIT_PRODUCER_ID,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every
