@@ -73,11 +73,13 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.ADD_PARTITIONS_TO_TXN,
     ApiKey.API_VERSIONS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DESCRIBE_PRODUCERS,
     ApiKey.DESCRIBE_TRANSACTIONS,
     ApiKey.END_TXN,
     ApiKey.INIT_PRODUCER_ID,
     ApiKey.LIST_TRANSACTIONS,
     ApiKey.TXN_OFFSET_COMMIT,
+    ApiKey.WRITE_TXN_MARKERS,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every
