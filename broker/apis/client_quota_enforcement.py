@@ -115,7 +115,16 @@ class ClientQuotaEnforcement:
             body, throttle = await self._timed(inner, request, ctx)
             if throttle > 0:
                 mute(ctx.scratch, throttle)
-                if body is not None and "throttle_time_ms" in body:
-                    body["throttle_time_ms"] = throttle
+                _set_throttle(body, throttle)
             return body
         return handle
+
+
+def _set_throttle(body: Any, throttle: int) -> None:
+    """Put `throttle` in a response that has a throttle_time_ms field: a dict, or a
+    generated message (the typed APIs answer with one)."""
+    if isinstance(body, dict):
+        if "throttle_time_ms" in body:
+            body["throttle_time_ms"] = throttle
+    elif body is not None and "throttle_time_ms" in getattr(type(body), "__slots__", ()):
+        body.throttle_time_ms = throttle

@@ -5,12 +5,16 @@ COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Protocol
+from typing import Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.init_producer_id import (
+    InitProducerIdRequestData,
+    InitProducerIdResponseData,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +43,11 @@ class InitProducerIdHandler:
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.INIT_PRODUCER_ID, self.handle, init_producer_id_error)
 
-    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        producer_id = int(body.get("producer_id", -1))
-        epoch = int(body.get("producer_epoch", -1))
-        transactional_id = body.get("transactional_id")
+    async def handle(self, request: DecodedRequest,
+                     ctx: RequestContext) -> InitProducerIdResponseData:
+        body: InitProducerIdRequestData = request.body
+        producer_id, epoch = body.producer_id, body.producer_epoch
+        transactional_id = body.transactional_id
         if (producer_id < 0) != (epoch < 0) or transactional_id == "":
             return init_producer_id_error(body, request.api_version, ErrorCode.INVALID_REQUEST)
         code = self._authorization_error(ctx, transactional_id)
@@ -52,13 +56,12 @@ class InitProducerIdHandler:
         if transactional_id is not None and self._transactions is not None:
             expected = None if producer_id < 0 else (producer_id, epoch)
             code, new_id, new_epoch = await self._transactions.init_producer_id(
-                transactional_id, int(body.get("transaction_timeout_ms", 0)), expected)
+                transactional_id, body.transaction_timeout_ms, expected)
             if code == ErrorCode.PRODUCER_FENCED and request.api_version < 4:
                 code = ErrorCode.INVALID_PRODUCER_EPOCH  # v4 added PRODUCER_FENCED
             if code:
                 return init_producer_id_error(body, request.api_version, code)
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                    "producer_id": new_id, "producer_epoch": new_epoch}
+            return InitProducerIdResponseData(producer_id=new_id, producer_epoch=new_epoch)
         if transactional_id is not None:
             # No transaction coordinator on this broker. A retriable answer would leave the producer
             # retrying until its timeout; clients treat this one as fatal (InitProducerId
@@ -70,8 +73,7 @@ class InitProducerIdHandler:
         except ProducerIdsUnavailable as exc:
             logger.warning("cannot hand out a producer id: %s", exc)
             return init_producer_id_error(body, request.api_version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": new_id,
-                "producer_epoch": 0}
+        return InitProducerIdResponseData(producer_id=new_id, producer_epoch=0)
 
     def _authorization_error(self, ctx: RequestContext, transactional_id: str | None) -> int:
         """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
@@ -87,7 +89,6 @@ class InitProducerIdHandler:
         return ErrorCode.NONE
 
 
-def init_producer_id_error(body: Mapping[str, Any], version: int, error_code: int,
-                           message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": error_code, "producer_id": -1,
-            "producer_epoch": -1}
+def init_producer_id_error(body: InitProducerIdRequestData, version: int, error_code: int,
+                           message: str | None = None) -> InitProducerIdResponseData:
+    return InitProducerIdResponseData(error_code=error_code, producer_id=-1, producer_epoch=-1)

@@ -10,8 +10,9 @@ needs CLUSTER_ACTION, and the describing APIs show only what the principal may D
 
 from __future__ import annotations
 
+import copy
 import logging
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
@@ -19,12 +20,36 @@ from broker.group.coordinator import GroupCoordinator
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.txn.coordinator import TransactionCoordinator
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequestData,
+    AddOffsetsToTxnResponseData,
+)
+from clients.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequestData,
+    AddPartitionsToTxnResponseData,
+)
+from clients.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequestData,
+    DescribeTransactionsResponseData,
+)
+from clients.protocol.messages.end_txn import EndTxnRequestData, EndTxnResponseData
+from clients.protocol.messages.list_transactions import (
+    ListTransactionsRequestData,
+    ListTransactionsResponseData,
+)
+from clients.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequestData,
+    TxnOffsetCommitResponseData,
+)
 from metadata.describe import INTERNAL_TOPICS
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+AddPartitions = AddPartitionsToTxnResponseData
+TxnOffsets = TxnOffsetCommitResponseData
+TxnState = DescribeTransactionsResponseData.TransactionState
 
 
 def fenced_for_version(code: int, version: int, first_with_fenced: int = 2) -> int:
@@ -44,16 +69,19 @@ def txn_offset_commit_code(code: int, version: int) -> int:
     return int(code)
 
 
-def _wanted(topics: list[dict[str, Any]] | None) -> list[TopicPartition]:
-    return [(t["name"], p) for t in topics or () for p in t.get("partitions") or ()]
+def _wanted(topics: Iterable[AddPartitionsToTxnRequestData.AddPartitionsToTxnTopic]
+            ) -> list[TopicPartition]:
+    return [(t.name, p) for t in topics for p in t.partitions]
 
 
-def _topic_results(codes: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+def _topic_results(codes: Mapping[TopicPartition, int]
+                   ) -> list[AddPartitions.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitions.AddPartitionsToTxnPartitionResult]] = {}
     for (topic, partition), code in codes.items():
-        by_topic.setdefault(topic, []).append({"partition_index": partition,
-                                               "partition_error_code": int(code)})
-    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
+        by_topic.setdefault(topic, []).append(AddPartitions.AddPartitionsToTxnPartitionResult(
+            partition_index=partition, partition_error_code=int(code)))
+    return [AddPartitions.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
+            for t, ps in by_topic.items()]
 
 
 class TransactionHandlers:
@@ -115,176 +143,185 @@ class TransactionHandlers:
                                                       wanted)
         return {tp: code for tp in wanted}
 
-    async def add_partitions_to_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
+    async def add_partitions_to_txn(self, request: DecodedRequest,
+                                    ctx: RequestContext) -> AddPartitionsToTxnResponseData:
+        body: AddPartitionsToTxnRequestData = request.body
+        version = request.api_version
         if version < 4:
-            transactional_id = body.get("v3_and_below_transactional_id") or ""
-            wanted = _wanted(body.get("v3_and_below_topics"))
+            transactional_id = body.v3_and_below_transactional_id
+            wanted = _wanted(body.v3_and_below_topics)
             refused = self._txn_id_refusal(ctx, AclOperation.WRITE, transactional_id)
             if refused:
                 return add_partitions_to_txn_error(body, version, refused)
-            codes = await self._add(transactional_id, int(body["v3_and_below_producer_id"]),
-                                    int(body["v3_and_below_producer_epoch"]), wanted, False,
+            codes = await self._add(transactional_id, body.v3_and_below_producer_id,
+                                    body.v3_and_below_producer_epoch, wanted, False,
                                     self._writable(ctx, {t for t, _ in wanted}))
             codes = {tp: fenced_for_version(c, version) for tp, c in codes.items()}
-            return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(codes)}
+            return AddPartitionsToTxnResponseData(
+                results_by_topic_v3_and_below=_topic_results(codes))
         # The batched form comes from brokers verifying transactional produce (KIP-890).
         if not self._authz.cluster(ctx, AclOperation.CLUSTER_ACTION):
             return add_partitions_to_txn_error(body, version,
                                                ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         results = []
-        for txn in body.get("transactions") or ():
-            codes = await self._add(txn["transactional_id"], int(txn["producer_id"]),
-                                    int(txn["producer_epoch"]), _wanted(txn.get("topics")),
-                                    bool(txn.get("verify_only", False)))
-            results.append({"transactional_id": txn["transactional_id"],
-                            "topic_results": _topic_results(codes)})
-        return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+        for txn in body.transactions:
+            codes = await self._add(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                    _wanted(txn.topics), txn.verify_only)
+            results.append(AddPartitions.AddPartitionsToTxnResult(
+                transactional_id=txn.transactional_id, topic_results=_topic_results(codes)))
+        return AddPartitionsToTxnResponseData(results_by_transaction=results)
 
-    async def add_offsets_to_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        group_id = body.get("group_id") or ""
-        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE,
-                                        body.get("transactional_id") or "")
-                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP, group_id))
+    async def add_offsets_to_txn(self, request: DecodedRequest,
+                                 ctx: RequestContext) -> AddOffsetsToTxnResponseData:
+        body: AddOffsetsToTxnRequestData = request.body
+        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE, body.transactional_id)
+                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP,
+                                          body.group_id))
         if refused:
-            return {"throttle_time_ms": 0, "error_code": int(refused)}
-        partition = self.groups.engine.partition_for(group_id)
+            return AddOffsetsToTxnResponseData(error_code=int(refused))
+        partition = self.groups.engine.partition_for(body.group_id)
         code = await self.transactions.add_partitions(
-            body.get("transactional_id") or "", int(body["producer_id"]),
-            int(body["producer_epoch"]), [(CONSUMER_OFFSETS_TOPIC, partition)])
-        return {"throttle_time_ms": 0,
-                "error_code": fenced_for_version(code, request.api_version)}
+            body.transactional_id, body.producer_id, body.producer_epoch,
+            [(CONSUMER_OFFSETS_TOPIC, partition)])
+        return AddOffsetsToTxnResponseData(
+            error_code=fenced_for_version(code, request.api_version))
 
-    async def end_txn(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        refused = self._txn_id_refusal(ctx, AclOperation.WRITE, body.get("transactional_id") or "")
+    async def end_txn(self, request: DecodedRequest, ctx: RequestContext) -> EndTxnResponseData:
+        body: EndTxnRequestData = request.body
+        refused = self._txn_id_refusal(ctx, AclOperation.WRITE, body.transactional_id)
         if refused:
-            return {"throttle_time_ms": 0, "error_code": int(refused)}
+            return EndTxnResponseData(error_code=int(refused))
         code = await self.transactions.end_transaction(
-            body.get("transactional_id") or "", int(body["producer_id"]),
-            int(body["producer_epoch"]), bool(body["committed"]))
-        return {"throttle_time_ms": 0,
-                "error_code": fenced_for_version(code, request.api_version)}
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
+        return EndTxnResponseData(error_code=fenced_for_version(code, request.api_version))
 
-    async def txn_offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        group_id = body.get("group_id") or ""
-        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE,
-                                        body.get("transactional_id") or "")
-                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP, group_id))
+    async def txn_offset_commit(self, request: DecodedRequest,
+                                ctx: RequestContext) -> TxnOffsetCommitResponseData:
+        body: TxnOffsetCommitRequestData = request.body
+        version = request.api_version
+        refused = (self._txn_id_refusal(ctx, AclOperation.WRITE, body.transactional_id)
+                   or self._authz.refusal(ctx, AclOperation.READ, ResourceType.GROUP,
+                                          body.group_id))
         if refused:
             return txn_offset_commit_error(body, version, refused)
-        readable = self._topics_allowed(ctx, AclOperation.READ,
-                                        (t["name"] for t in body.get("topics") or ()))
-        allowed = [t for t in body.get("topics") or () if t["name"] in readable]
-        denied = [t for t in body.get("topics") or () if t["name"] not in readable]
+        readable = self._topics_allowed(ctx, AclOperation.READ, (t.name for t in body.topics))
+        allowed = [t for t in body.topics if t.name in readable]
+        denied = [t for t in body.topics if t.name not in readable]
         codes: dict[TopicPartition, int] = {
-            (t["name"], p["partition_index"]): ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            for t in denied for p in t.get("partitions") or ()}
+            (t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            for t in denied for p in t.partitions}
         if allowed or not denied:
-            allowed_body = {**body, "topics": allowed}
-            code = txn_offset_commit_code(self.groups.coordinator_error(group_id), version)
+            allowed_body = copy.copy(body)
+            allowed_body.topics = allowed
+            code = txn_offset_commit_code(self.groups.coordinator_error(body.group_id), version)
             if code:
                 return _merge_topics(txn_offset_commit_error(allowed_body, version, code), codes)
             codes.update((await self.groups.commit_txn_offsets(allowed_body,
                                                                self._topic_exists)).codes)
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[TxnOffsets.TxnOffsetCommitResponsePartition]] = {}
         for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append(
-                {"partition_index": partition, "error_code": txn_offset_commit_code(c, version)})
-        return {"throttle_time_ms": 0,
-                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+            topics.setdefault(topic, []).append(TxnOffsets.TxnOffsetCommitResponsePartition(
+                partition_index=partition, error_code=txn_offset_commit_code(c, version)))
+        return TxnOffsetCommitResponseData(topics=[
+            TxnOffsets.TxnOffsetCommitResponseTopic(name=name, partitions=parts)
+            for name, parts in topics.items()])
 
     def _topic_exists(self, topic: str) -> bool:
         return self._image().topic(topic) is not None
 
-    async def describe_transactions(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        ids = request.body.get("transactional_ids") or ()
-        return {"throttle_time_ms": 0,
-                "transaction_states": [self._describe(ctx, t) for t in ids]}
+    async def describe_transactions(self, request: DecodedRequest, ctx: RequestContext
+                                    ) -> DescribeTransactionsResponseData:
+        body: DescribeTransactionsRequestData = request.body
+        return DescribeTransactionsResponseData(
+            transaction_states=[self._describe(ctx, t) for t in body.transactional_ids])
 
-    def _describe(self, ctx: RequestContext, transactional_id: str) -> dict[str, Any]:
+    def _describe(self, ctx: RequestContext, transactional_id: str) -> TxnState:
         refused = self._txn_id_refusal(ctx, AclOperation.DESCRIBE, transactional_id)
         if refused:
             return _txn_state_error(transactional_id, refused)
         state = self.transactions.describe(transactional_id)
-        if self._authz.enabled and state.get("topics"):
+        if self._authz.enabled and state.topics:
             # As Kafka: partitions of topics the principal may not describe are left out.
             visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
-                                           (t["topic"] for t in state["topics"]))
-            state = {**state, "topics": [t for t in state["topics"] if t["topic"] in visible]}
+                                           (t.topic for t in state.topics))
+            state.topics = [t for t in state.topics if t.topic in visible]
         return state
 
-    async def list_transactions(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
+    async def list_transactions(self, request: DecodedRequest,
+                                ctx: RequestContext) -> ListTransactionsResponseData:
+        body: ListTransactionsRequestData = request.body
         unknown, found = self.transactions.list_transactions(
-            list(body.get("state_filters") or ()), list(body.get("producer_id_filters") or ()),
-            int(body.get("duration_filter", -1)))
+            list(body.state_filters), list(body.producer_id_filters), body.duration_filter)
         if self._authz.enabled:
             visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE,
                                                 ResourceType.TRANSACTIONAL_ID,
-                                                {s["transactional_id"] for s in found})
-            found = [s for s in found if s["transactional_id"] in visible]
-        return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": unknown,
-                "transaction_states": found}
+                                                {s.transactional_id for s in found})
+            found = [s for s in found if s.transactional_id in visible]
+        return ListTransactionsResponseData(unknown_state_filters=unknown,
+                                            transaction_states=found)
 
 
-def add_partitions_to_txn_error(body: Mapping[str, Any], version: int, code: int,
-                                message: str | None = None) -> dict:
+def add_partitions_to_txn_error(body: AddPartitionsToTxnRequestData, version: int, code: int,
+                                message: str | None = None) -> AddPartitionsToTxnResponseData:
     if version < 4:
-        codes = {tp: code for tp in _wanted(body.get("v3_and_below_topics"))}
-        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(codes)}
-    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": []}
+        codes = {tp: code for tp in _wanted(body.v3_and_below_topics)}
+        return AddPartitionsToTxnResponseData(results_by_topic_v3_and_below=_topic_results(codes))
+    return AddPartitionsToTxnResponseData(error_code=code)
 
 
-def top_level_error(body: Mapping[str, Any], version: int, code: int,
-                    message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code}
+def add_offsets_to_txn_error(body: AddOffsetsToTxnRequestData, version: int, code: int,
+                             message: str | None = None) -> AddOffsetsToTxnResponseData:
+    return AddOffsetsToTxnResponseData(error_code=code)
 
 
-def txn_offset_commit_error(body: Mapping[str, Any], version: int, code: int,
-                            message: str | None = None) -> dict:
-    topics = [{"name": t["name"], "partitions": [
-        {"partition_index": p["partition_index"], "error_code": code}
-        for p in t.get("partitions") or ()]} for t in body.get("topics") or ()]
-    return {"throttle_time_ms": 0, "topics": topics}
+def end_txn_error(body: EndTxnRequestData, version: int, code: int,
+                  message: str | None = None) -> EndTxnResponseData:
+    return EndTxnResponseData(error_code=code)
 
 
-def _merge_topics(response: dict, codes: Mapping[TopicPartition, int]) -> dict:
+def txn_offset_commit_error(body: TxnOffsetCommitRequestData, version: int, code: int,
+                            message: str | None = None) -> TxnOffsetCommitResponseData:
+    return TxnOffsetCommitResponseData(topics=[
+        TxnOffsets.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            TxnOffsets.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                        error_code=code)
+            for p in t.partitions])
+        for t in body.topics])
+
+
+def _merge_topics(response: TxnOffsetCommitResponseData,
+                  codes: Mapping[TopicPartition, int]) -> TxnOffsetCommitResponseData:
     """`response` (a TxnOffsetCommit answer) with the partitions of `codes` added."""
     for (topic, partition), code in codes.items():
-        entry = next((t for t in response["topics"] if t["name"] == topic), None)
+        entry = next((t for t in response.topics if t.name == topic), None)
         if entry is None:
-            entry = {"name": topic, "partitions": []}
-            response["topics"].append(entry)
-        entry["partitions"].append({"partition_index": partition, "error_code": int(code)})
+            entry = TxnOffsets.TxnOffsetCommitResponseTopic(name=topic, partitions=[])
+            response.topics.append(entry)
+        entry.partitions.append(TxnOffsets.TxnOffsetCommitResponsePartition(
+            partition_index=partition, error_code=int(code)))
     return response
 
 
-def _txn_state_error(transactional_id: str, code: int) -> dict[str, Any]:
-    return {"error_code": int(code), "transactional_id": transactional_id,
-            "transaction_state": "", "transaction_timeout_ms": 0,
-            "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1,
-            "topics": []}
+def _txn_state_error(transactional_id: str, code: int) -> TxnState:
+    return TxnState(error_code=int(code), transactional_id=transactional_id,
+                    transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1)
 
 
-def describe_transactions_error(body: Mapping[str, Any], version: int, code: int,
-                                message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "transaction_states": [
-        _txn_state_error(t, code) for t in body.get("transactional_ids") or ()]}
+def describe_transactions_error(body: DescribeTransactionsRequestData, version: int, code: int,
+                                message: str | None = None) -> DescribeTransactionsResponseData:
+    return DescribeTransactionsResponseData(transaction_states=[
+        _txn_state_error(t, code) for t in body.transactional_ids])
 
 
-def list_transactions_error(body: Mapping[str, Any], version: int, code: int,
-                            message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": [],
-            "transaction_states": []}
+def list_transactions_error(body: ListTransactionsRequestData, version: int, code: int,
+                            message: str | None = None) -> ListTransactionsResponseData:
+    return ListTransactionsResponseData(error_code=code)
 
 
 TRANSACTION_ERRORS: dict[int, ErrorBody] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn_error,
-    ApiKey.ADD_OFFSETS_TO_TXN: top_level_error,
-    ApiKey.END_TXN: top_level_error,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn_error,
+    ApiKey.END_TXN: end_txn_error,
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit_error,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions_error,
     ApiKey.LIST_TRANSACTIONS: list_transactions_error,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Awaitable, Mapping, Protocol
+from typing import Awaitable, Protocol
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
@@ -22,6 +22,14 @@ from broker.replica.append import AppendEntry, AppendOrigin, TxnMarker, append_r
 from broker.replica.errors import PARTITION_ERRORS, error_code_of
 from broker.replica.manager import ReplicaManager
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.describe_producers import (
+    DescribeProducersRequestData,
+    DescribeProducersResponseData,
+)
+from clients.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequestData,
+    WriteTxnMarkersResponseData,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +38,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TOPIC_REFUSED_MESSAGE = "Topic authorization failed."
 # Kafka waits request.timeout.ms (its default) for a marker to replicate.
 DEFAULT_MARKER_TIMEOUT_MS = 30_000
+
+Marker = WriteTxnMarkersRequestData.WritableTxnMarker
+Markers = WriteTxnMarkersResponseData
+Producers = DescribeProducersResponseData
 
 
 class OffsetsMarkerListener(Protocol):
@@ -58,20 +70,21 @@ class TxnMarkerHandlers:
 
     # -- WriteTxnMarkers -----------------------------------------------------------------
 
-    async def handle_write_txn_markers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        markers = request.body.get("markers") or ()
+    async def handle_write_txn_markers(self, request: DecodedRequest,
+                                       ctx: RequestContext) -> WriteTxnMarkersResponseData:
+        body: WriteTxnMarkersRequestData = request.body
         # (marker, append entry) of every partition named, in request order.
-        appends: list[tuple[Mapping[str, Any], AppendEntry]] = []
-        for marker in markers:
-            txn_marker = TxnMarker(bool(marker["transaction_result"]), int(marker["producer_id"]),
-                                   int(marker["producer_epoch"]), int(marker["coordinator_epoch"]))
-            for topic in marker.get("topics") or ():
-                for index in topic.get("partition_indexes") or ():
-                    entry = AppendEntry(topic["name"], index, marker=txn_marker)
-                    if self._replicas.get_partition(topic["name"], index) is None:
+        appends: list[tuple[Marker, AppendEntry]] = []
+        for marker in body.markers:
+            txn_marker = TxnMarker(marker.transaction_result, marker.producer_id,
+                                   marker.producer_epoch, marker.coordinator_epoch)
+            for topic in marker.topics:
+                for index in topic.partition_indexes:
+                    entry = AppendEntry(topic.name, index, marker=txn_marker)
+                    if self._replicas.get_partition(topic.name, index) is None:
                         # As Kafka: no local replica at all is UNKNOWN_TOPIC_OR_PARTITION.
                         entry.fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   f"no replica of {topic['name']}-{index} on this broker")
+                                   f"no replica of {topic.name}-{index} on this broker")
                     appends.append((marker, entry))
         # Markers are written with acks=all semantics (min.insync.replicas, then the HW).
         await append_records(self._replicas, [entry for _, entry in appends], -1,
@@ -79,85 +92,88 @@ class TxnMarkerHandlers:
         for marker, entry in appends:
             if entry.error_code:
                 logger.info("%s marker for producer %d on %s-%d failed: %s",
-                            "COMMIT" if marker["transaction_result"] else "ABORT",
-                            marker["producer_id"], entry.topic, entry.partition,
+                            "COMMIT" if marker.transaction_result else "ABORT",
+                            marker.producer_id, entry.topic, entry.partition,
                             entry.error_message or ErrorCode.from_code(entry.error_code).name)
             elif entry.topic == OFFSETS_TOPIC:
                 await self._tell_offsets_listener(marker, entry)
         answers = iter(entry for _, entry in appends)
-        return {"markers": [
-            {"producer_id": marker["producer_id"], "topics": [
-                {"name": topic["name"], "partitions": [
-                    {"partition_index": index, "error_code": next(answers).error_code}
-                    for index in topic.get("partition_indexes") or ()]}
-                for topic in marker.get("topics") or ()]}
-            for marker in markers]}
+        return WriteTxnMarkersResponseData(markers=[
+            Markers.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+                Markers.WritableTxnMarkerTopicResult(name=topic.name, partitions=[
+                    Markers.WritableTxnMarkerPartitionResult(
+                        partition_index=index, error_code=next(answers).error_code)
+                    for index in topic.partition_indexes])
+                for topic in marker.topics])
+            for marker in body.markers])
 
-    async def _tell_offsets_listener(self, marker: Mapping[str, Any], entry: AppendEntry) -> None:
+    async def _tell_offsets_listener(self, marker: Marker, entry: AppendEntry) -> None:
         listener = self.offsets_listener
         if listener is None:
             return
         try:
-            outcome = listener.on_offsets_marker(entry.partition, int(marker["producer_id"]),
-                                                 bool(marker["transaction_result"]))
+            outcome = listener.on_offsets_marker(entry.partition, marker.producer_id,
+                                                 marker.transaction_result)
             if inspect.isawaitable(outcome):
                 await outcome
         except Exception:  # noqa: BLE001 - answered as Kafka does: the coordinator retries
             logger.exception("group coordinator failed to complete the transaction of producer %d",
-                             marker["producer_id"])
+                             marker.producer_id)
             entry.fail(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     # -- DescribeProducers ---------------------------------------------------------------
 
-    async def handle_describe_producers(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        topics = []
-        asked = request.body.get("topics") or ()
+    async def handle_describe_producers(self, request: DecodedRequest, ctx: RequestContext
+                                        ) -> DescribeProducersResponseData:
+        body: DescribeProducersRequestData = request.body
         readable = self._authz.allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
-                                             {t["name"] for t in asked})
-        for topic in asked:
+                                             {t.name for t in body.topics})
+        topics = []
+        for topic in body.topics:
             entries = []
-            for index in topic.get("partition_indexes") or ():
-                entry = _producers_entry(index)
-                if topic["name"] not in readable:
-                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    entry["error_message"] = TOPIC_REFUSED_MESSAGE
+            for index in topic.partition_indexes:
+                entry = Producers.PartitionResponse(partition_index=index)
+                if topic.name not in readable:
+                    entry.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    entry.error_message = TOPIC_REFUSED_MESSAGE
                     entries.append(entry)
                     continue
                 try:
-                    partition = self._replicas.leader_partition(topic["name"], index)
+                    partition = self._replicas.leader_partition(topic.name, index)
                 except PARTITION_ERRORS as exc:
-                    entry["error_code"] = error_code_of(exc)
-                    entry["error_message"] = str(exc)
+                    entry.error_code = error_code_of(exc)
+                    entry.error_message = str(exc)
                 else:
-                    entry["active_producers"] = [
-                        {"producer_id": e.producer_id, "producer_epoch": e.epoch,
-                         "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
-                         "coordinator_epoch": e.coordinator_epoch,
-                         "current_txn_start_offset": e.current_txn_first_offset}
+                    entry.active_producers = [
+                        Producers.ProducerState(
+                            producer_id=e.producer_id, producer_epoch=e.epoch,
+                            last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
+                            coordinator_epoch=e.coordinator_epoch,
+                            current_txn_start_offset=e.current_txn_first_offset)
                         for e in partition.log.producer_state.producers.values()]
                 entries.append(entry)
-            topics.append({"name": topic["name"], "partitions": entries})
-        return {"throttle_time_ms": 0, "topics": topics}
+            topics.append(Producers.TopicResponse(name=topic.name, partitions=entries))
+        return DescribeProducersResponseData(topics=topics)
 
 
-def _producers_entry(index: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": int(code), "error_message": None,
-            "active_producers": []}
+def write_txn_markers_error_body(body: WriteTxnMarkersRequestData, version: int,
+                                 error_code: int, message: str | None = None
+                                 ) -> WriteTxnMarkersResponseData:
+    return WriteTxnMarkersResponseData(markers=[
+        Markers.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+            Markers.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                Markers.WritableTxnMarkerPartitionResult(partition_index=p,
+                                                         error_code=error_code)
+                for p in t.partition_indexes])
+            for t in m.topics])
+        for m in body.markers])
 
 
-def write_txn_markers_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                                 message: str | None = None) -> dict:
-    return {"markers": [
-        {"producer_id": m["producer_id"], "topics": [
-            {"name": t["name"], "partitions": [{"partition_index": p, "error_code": error_code}
-                                               for p in t.get("partition_indexes") or ()]}
-            for t in m.get("topics") or ()]}
-        for m in body.get("markers") or ()]}
-
-
-def describe_producers_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                                  message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [_producers_entry(p, error_code)
-                                           for p in t.get("partition_indexes") or ()]}
-        for t in body.get("topics") or ()]}
+def describe_producers_error_body(body: DescribeProducersRequestData, version: int,
+                                  error_code: int, message: str | None = None
+                                  ) -> DescribeProducersResponseData:
+    return DescribeProducersResponseData(topics=[
+        Producers.TopicResponse(name=t.name, partitions=[
+            Producers.PartitionResponse(partition_index=p, error_code=error_code)
+            for p in t.partition_indexes])
+        for t in body.topics])

@@ -26,6 +26,7 @@ from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
 from broker.parking import parked
 from clients.protocol import ErrorCode
+from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 from clients.records.errors import RecordsError
 from clients.clock import wall_clock_ms
 from metadata.delta import MetadataDelta
@@ -336,7 +337,7 @@ class GroupCoordinator:
             await self.write(result.write)
         return result
 
-    async def commit_txn_offsets(self, request: dict[str, Any],
+    async def commit_txn_offsets(self, request: TxnOffsetCommitRequestData,
                                  topic_exists: Callable[[str], bool] | None = None
                                  ) -> CommitResult:
         """TxnOffsetCommit: written in the producer's transaction, pending until its marker."""

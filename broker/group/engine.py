@@ -20,6 +20,7 @@ from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
+from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 
 LoadedEntry = tuple[int, RecordKey, Any]
 
@@ -67,7 +68,7 @@ class GroupEngine:
                               metadata_max_bytes=self.settings.offset_metadata_max_bytes,
                               topic_exists=topic_exists, touch=self.membership.touch)
 
-    def commit_txn(self, request: dict[str, Any], now_ms: int,
+    def commit_txn(self, request: TxnOffsetCommitRequestData, now_ms: int,
                    topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
         return commit_txn_offsets(self.groups, request, now_ms,
                                   partition_for=self.partition_for,

@@ -5,30 +5,32 @@ the group's `__consumer_offsets` partition, then committed or dropped. Pure.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from broker.group.membership import validate_member
 from broker.group.model import Effects, Group, ClassicGroupState, GroupWrite
-from broker.group.offsets import CommitResult, commit_error, requested_partitions
+from broker.group.offsets import CommitResult, commit_error
 from broker.group.records import OffsetKey, OffsetValue
 from clients.protocol import ErrorCode
+from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 
 
-def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: int, *,
+def commit_txn_offsets(groups: dict[str, Group], request: TxnOffsetCommitRequestData,
+                       now_ms: int, *,
                        partition_for: Callable[[str], int], metadata_max_bytes: int,
                        topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
     """Validate a TxnOffsetCommit; once its transactional batch is written the offsets are
     pending under the producer id, until the producer's marker commits or aborts them."""
-    group_id = request.get("group_id") or ""
-    generation = int(request.get("generation_id", -1))
-    member_id = request.get("member_id") or ""
-    instance_id = request.get("group_instance_id")
-    producer = (int(request["producer_id"]), int(request["producer_epoch"]))
-    wanted = requested_partitions(request)
+    group_id = request.group_id
+    generation = request.generation_id
+    member_id = request.member_id
+    instance_id = request.group_instance_id
+    producer = (request.producer_id, request.producer_epoch)
+    wanted = [(t.name, p) for t in request.topics for p in t.partitions]
     result = CommitResult()
 
     def fail_all(code: int) -> CommitResult:
-        result.codes = {(topic, p["partition_index"]): code for topic, p in wanted}
+        result.codes = {(topic, p.partition_index): code for topic, p in wanted}
         return result
 
     if not group_id:
@@ -50,8 +52,8 @@ def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms
             return fail_all(ErrorCode.ILLEGAL_GENERATION)
     entries: list[tuple[OffsetKey, OffsetValue]] = []
     for topic, p in wanted:
-        tp = (topic, p["partition_index"])
-        metadata = p.get("committed_metadata") or ""
+        tp = (topic, p.partition_index)
+        metadata = p.committed_metadata or ""
         if topic_exists is not None and not topic_exists(topic):
             result.codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         elif len(metadata) > metadata_max_bytes:
@@ -59,9 +61,8 @@ def commit_txn_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms
         else:
             result.codes[tp] = ErrorCode.NONE
             entries.append((OffsetKey(group_id, *tp),
-                            OffsetValue(int(p["committed_offset"]),
-                                        int(p.get("committed_leader_epoch", -1)), metadata,
-                                        now_ms)))
+                            OffsetValue(p.committed_offset, p.committed_leader_epoch,
+                                        metadata, now_ms)))
     if not entries:
         return result
 

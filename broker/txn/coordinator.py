@@ -253,14 +253,14 @@ class TransactionCoordinator:
 
     # -- views ---------------------------------------------------------------------------
 
-    def describe(self, transactional_id: str) -> dict[str, Any]:
+    def describe(self, transactional_id: str) -> views.Described:
         """One DescribeTransactions entry."""
         code = self.state.coordinator_error(transactional_id)
         entry = None if code else self.state.entries.get(transactional_id)
         return views.describe(transactional_id, entry, code)
 
     def list_transactions(self, states: list[str], producer_ids: list[int],
-                          duration_ms: int) -> tuple[list[str], list[dict[str, Any]]]:
+                          duration_ms: int) -> tuple[list[str], list[views.Listed]]:
         """(unknown state filters, ListTransactions entries)."""
         return views.list_transactions(self.state.loaded_entries(), states, producer_ids,
                                        duration_ms, self._clock())

@@ -69,8 +69,17 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # (clients.protocol.messages): their handlers read attributes. The others' requests still
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.ADD_OFFSETS_TO_TXN,
+    ApiKey.ADD_PARTITIONS_TO_TXN,
     ApiKey.API_VERSIONS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DESCRIBE_PRODUCERS,
+    ApiKey.DESCRIBE_TRANSACTIONS,
+    ApiKey.END_TXN,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.LIST_TRANSACTIONS,
+    ApiKey.TXN_OFFSET_COMMIT,
+    ApiKey.WRITE_TXN_MARKERS,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

@@ -14,6 +14,7 @@ from broker.quota.manager import ClientQuotaManager, ClientQuotas
 from broker.quota.muting import THROTTLED_UNTIL
 from broker.quota.rate import SampledRate, throttle_time_ms
 from clients.protocol import ApiKey
+from clients.protocol.messages.end_txn import EndTxnResponseData
 from metadata.client_quotas import CLIENT_ID, USER, entity_of
 from metadata.image import MetadataImage, frozen_map
 
@@ -107,8 +108,13 @@ def _router(image: MetadataImage) -> RequestRouter:
         await trio.sleep(0.1)  # waiting is not request time
         return {"throttle_time_ms": 0, "error_code": 0}
 
+    async def busy_typed(request: object, ctx: object) -> EndTxnResponseData:
+        await busy(request, ctx)
+        return EndTxnResponseData()
+
     router.register(ApiKey.DESCRIBE_GROUPS, busy)
     router.register(ApiKey.LIST_GROUPS, idle)
+    router.register(ApiKey.END_TXN, busy_typed)
     ClientQuotaEnforcement(ClientQuotas(lambda: image, samples=2)).install(router)
     return router
 
@@ -121,6 +127,14 @@ async def test_request_time_over_request_percentage_is_throttled_and_muted() -> 
     # 50 ms in a one-second window is 5% of a second per second, against 1%.
     assert 0 < body["throttle_time_ms"] <= 1000
     assert connection.scratch[THROTTLED_UNTIL] > trio.current_time()
+
+
+async def test_a_typed_response_over_request_percentage_carries_the_throttle() -> None:
+    image = _image({((CLIENT_ID, "busy"),): {"request_percentage": 1.0}})
+    connection = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
+    body = await _router(image).dispatch(_Request(ApiKey.END_TXN, "busy"), connection)
+    assert isinstance(body, EndTxnResponseData)
+    assert 0 < body.throttle_time_ms <= 1000
 
 
 async def test_waiting_is_not_request_time_and_unquoted_clients_run_free() -> None:

@@ -101,7 +101,7 @@ async def test_a_transaction_left_prepared_is_finished_by_the_new_coordinator():
         # Still prepared until every marker is written: the producer is asked to wait.
         assert await coord.end_transaction("t", 7, 2, True) == ErrorCode.CONCURRENT_TRANSACTIONS
         markers.release.set()
-        await wait_until(lambda: coord.describe("t")["transaction_state"] == "CompleteCommit")
+        await wait_until(lambda: coord.describe("t").transaction_state == "CompleteCommit")
         assert markers.sent == [(7, 2, True, 4, frozenset({("out", 0), ("out", 1)}))]
         assert log.states()[-1] == ("t", TxnState.COMPLETE_COMMIT)
         assert await coord.end_transaction("t", 7, 2, True) == 0  # a retry
@@ -125,13 +125,13 @@ async def test_transitions_are_written_before_they_are_answered():
         log.fail_with = ErrorCode.NOT_ENOUGH_REPLICAS
         assert await coord.end_transaction("t", pid, 0, True) == \
             ErrorCode.COORDINATOR_NOT_AVAILABLE
-        assert coord.describe("t")["transaction_state"] == "Ongoing"
+        assert coord.describe("t").transaction_state == "Ongoing"
         log.fail_with = None
         # A second producer fences the first: the epoch is bumped and the transaction
         # aborted with it; the new producer retries until the abort is complete.
         code, _, _ = await coord.init_producer_id("t", 60_000, None)
         assert code == ErrorCode.CONCURRENT_TRANSACTIONS
-        await wait_until(lambda: coord.describe("t")["transaction_state"] == "CompleteAbort")
+        await wait_until(lambda: coord.describe("t").transaction_state == "CompleteAbort")
         assert markers.sent == [(pid, 1, False, 4, frozenset({("out", 0)}))]
         assert await coord.add_partitions("t", pid, 0, [("out", 1)]) == ErrorCode.PRODUCER_FENCED
         assert await coord.init_producer_id("t", 60_000, None) == (0, pid, 2)
@@ -171,16 +171,16 @@ async def test_timed_out_transactions_are_aborted_and_idle_ids_expire():
         await coord.add_partitions("t", pid, 0, [("out", 0)])
         now[0] += 1000
         await coord.abort_timed_out()
-        assert coord.describe("t")["transaction_state"] == "Ongoing"  # not past it yet
+        assert coord.describe("t").transaction_state == "Ongoing"  # not past it yet
         now[0] += 1
         await coord.abort_timed_out()
-        await wait_until(lambda: coord.describe("t")["transaction_state"] == "CompleteAbort")
-        assert coord.describe("t")["producer_epoch"] == 1  # the idle producer is fenced
+        await wait_until(lambda: coord.describe("t").transaction_state == "CompleteAbort")
+        assert coord.describe("t").producer_epoch == 1  # the idle producer is fenced
         await coord.expire_ids()
-        assert coord.describe("t")["error_code"] == 0
+        assert coord.describe("t").error_code == 0
         now[0] += 10_000
         await coord.expire_ids()
-        assert coord.describe("t")["error_code"] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        assert coord.describe("t").error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
         assert log.states()[-1] == ("t", None)  # a tombstone
         nursery.cancel_scope.cancel()
 
@@ -203,7 +203,7 @@ async def test_requests_while_loading_hear_coordinator_load_in_progress():
         assert coord.state.coordinator_error("t") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         assert (await coord.init_producer_id("t", 60_000, None))[0] == \
             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        assert coord.describe("t")["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert coord.describe("t").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         readable[0] = True
         await wait_until(lambda: coord.state.coordinator_error("t") == 0)
         assert (await coord.init_producer_id("t", 60_000, None))[0] == 0

@@ -7,19 +7,21 @@ from __future__ import annotations
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import OffsetKey, OffsetValue, build_batch, iter_log
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 from clients.records.batch import Record, encode_batch
 
 PID = 77
 
 
-def txn_commit(offset: int, producer_id: int = PID) -> dict:
-    return {"group_id": "g", "transactional_id": "t", "producer_id": producer_id,
-            "producer_epoch": 0, "generation_id": -1, "member_id": "",
-            "group_instance_id": None,
-            "topics": [{"name": "in", "partitions": [
-                {"partition_index": 0, "committed_offset": offset,
-                 "committed_metadata": ""}]}]}
+def txn_commit(offset: int, producer_id: int = PID) -> TxnOffsetCommitRequestData:
+    return as_message(ApiKey.TXN_OFFSET_COMMIT, 3, {
+        "group_id": "g", "transactional_id": "t", "producer_id": producer_id,
+        "producer_epoch": 0, "generation_id": -1, "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": "in", "partitions": [
+            {"partition_index": 0, "committed_offset": offset,
+             "committed_metadata": ""}]}]})
 
 
 def fetch(engine: GroupEngine, stable: bool) -> dict:
