@@ -19,6 +19,7 @@ from broker.quota.manager import ClientQuotas
 from broker.quota.muting import mute
 from broker.quota.task_time import TaskTimeMeter
 from clients.protocol import ApiKey
+from clients.protocol.message import Message
 from clients.protocol.primitives import value_size
 
 # Not subject to the request-time quota: connection set-up and what brokers send each other.
@@ -56,7 +57,7 @@ class ClientQuotaEnforcement:
                 router.wrap(api_key, self._other)
 
     async def _timed(self, inner: Handler, request: DecodedRequest, ctx: RequestContext
-                     ) -> tuple[dict | None, int]:
+                     ) -> tuple[Any, int]:
         """The handler's answer and the request-time throttle of its client."""
         if self._quotas.request.quota(ctx.principal, ctx.client_id) is None:
             if self._meter.installed and not self._quotas.request.any_quota():
@@ -72,7 +73,7 @@ class ClientQuotaEnforcement:
         return body, self._quotas.request.record(ctx.principal, ctx.client_id, seconds * 100)
 
     def _produce(self, inner: Handler) -> Handler:
-        async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
+        async def handle(request: DecodedRequest, ctx: RequestContext) -> Any:
             # Counted first: a request that waits for replicas lets go of its records.
             size = produce_bytes(request.body)
             body, request_throttle = await self._timed(inner, request, ctx)
@@ -88,7 +89,7 @@ class ClientQuotaEnforcement:
         return handle
 
     def _fetch(self, inner: Handler) -> Handler:
-        async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
+        async def handle(request: DecodedRequest, ctx: RequestContext) -> Any:
             body = request.body
             if int(body.get("replica_id", -1)) >= 0:
                 return await inner(request, ctx)
@@ -115,7 +116,10 @@ class ClientQuotaEnforcement:
             body, throttle = await self._timed(inner, request, ctx)
             if throttle > 0:
                 mute(ctx.scratch, throttle)
-                if body is not None and "throttle_time_ms" in body:
+                if isinstance(body, Message):
+                    if "throttle_time_ms" in body.__slots__:
+                        body.throttle_time_ms = throttle
+                elif body is not None and "throttle_time_ms" in body:
                     body["throttle_time_ms"] = throttle
             return body
         return handle

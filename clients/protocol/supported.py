@@ -70,7 +70,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
+    ApiKey.DELETE_RECORDS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

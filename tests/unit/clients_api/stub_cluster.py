@@ -163,14 +163,14 @@ class StubCluster:
 
     def _list_offsets(self, node_id: int, request: Request) -> dict[str, Any]:
         topics = []
-        for topic in request.body["topics"]:
+        for topic in request.body.topics:
             parts = []
-            for p in topic["partitions"]:
-                state = self.partitions[(topic["name"], p["partition_index"])]
-                offset = 0 if p["timestamp"] == -2 else state.next_offset
-                parts.append({"partition_index": p["partition_index"], "error_code": 0,
+            for p in topic.partitions:
+                state = self.partitions[(topic.name, p.partition_index)]
+                offset = 0 if p.timestamp == -2 else state.next_offset
+                parts.append({"partition_index": p.partition_index, "error_code": 0,
                               "timestamp": -1, "offset": offset})
-            topics.append({"name": topic["name"], "partitions": parts})
+            topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
 
 
