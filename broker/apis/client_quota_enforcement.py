@@ -20,6 +20,7 @@ from broker.quota.muting import mute
 from broker.quota.task_time import TaskTimeMeter
 from clients.protocol import ApiKey
 from clients.protocol.message import Message
+from clients.protocol.messages.produce import ProduceRequestData
 from clients.protocol.primitives import value_size
 
 # Not subject to the request-time quota: connection set-up and what brokers send each other.
@@ -27,10 +28,9 @@ _EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUT
                      ApiKey.WRITE_TXN_MARKERS})
 
 
-def produce_bytes(body: dict[str, Any]) -> int:
+def produce_bytes(body: ProduceRequestData) -> int:
     """Bytes of record batches in a Produce request."""
-    return sum(value_size(p.get("records") or b"")
-               for t in body.get("topic_data") or () for p in t.get("partition_data") or ())
+    return sum(value_size(p.records or b"") for t in body.topic_data for p in t.partition_data)
 
 
 def fetch_bytes(body: dict[str, Any]) -> int:
@@ -77,14 +77,14 @@ class ClientQuotaEnforcement:
             # Counted first: a request that waits for replicas lets go of its records.
             size = produce_bytes(request.body)
             body, request_throttle = await self._timed(inner, request, ctx)
-            if int(request.body.get("acks", 1)) == 0:
+            if request.body.acks == 0:
                 request_throttle = 0
             throttle = max(request_throttle, self._quotas.produce.record(
                 ctx.principal, ctx.client_id, size))
             if throttle > 0:
                 mute(ctx.scratch, throttle)
                 if body is not None:
-                    body["throttle_time_ms"] = throttle
+                    body.throttle_time_ms = throttle
             return body
         return handle
 

@@ -74,6 +74,7 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.LIST_OFFSETS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    ApiKey.PRODUCE,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

@@ -171,12 +171,12 @@ class GoldenServer:
                      "replica_nodes": [0], "isr_nodes": [0]}]} for name in names],
             }
         if key == ApiKey.PRODUCE:
-            if body["acks"] == 0:
+            if body.acks == 0:
                 return None
             return {"responses": [
-                {"name": t["name"], "partition_responses": [
-                    {"index": p["index"], "base_offset": 0} for p in t["partition_data"]]}
-                for t in body["topic_data"]]}
+                {"name": t.name, "partition_responses": [
+                    {"index": p.index, "base_offset": 0} for p in t.partition_data]}
+                for t in body.topic_data]}
         if key == ApiKey.FETCH:
             return self._fetch(body)
         if key == ApiKey.FIND_COORDINATOR:

@@ -60,12 +60,12 @@ def check_produce(server: GoldenServer, client_id: str, key: bytes, value: bytes
     captured = produce[0]
     body = captured.request.body
     assert 3 <= captured.request.api_version <= 9
-    assert body["acks"] == 1
-    [topic] = body["topic_data"]
-    assert topic["name"] == TOPIC
-    [partition] = topic["partition_data"]
-    assert partition["index"] == 0
-    records = partition["records"]
+    assert body.acks == 1
+    [topic] = body.topic_data
+    assert topic.name == TOPIC
+    [partition] = topic.partition_data
+    assert partition.index == 0
+    records = partition.records
     assert isinstance(records, memoryview)
     [(_, header)] = list(iter_batches(records))
     assert header.records_count == 1 and header.magic == 2

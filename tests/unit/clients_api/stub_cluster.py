@@ -95,10 +95,10 @@ class StubCluster:
         if self.on_produce is not None:
             self.on_produce(node_id, request)
         responses = []
-        for topic in request.body["topic_data"]:
+        for topic in request.body.topic_data:
             results = []
-            for p in topic["partition_data"]:
-                tp = (topic["name"], p["index"])
+            for p in topic.partition_data:
+                tp = (topic.name, p.index)
                 state = self.partitions.get(tp)
                 code = self.produce_errors.pop(0) if self.produce_errors else 0
                 if state is None:
@@ -106,14 +106,14 @@ class StubCluster:
                 elif state.leader != node_id:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if code == 0:
-                    code = self._check_sequence(tp, bytes(p["records"]))
+                    code = self._check_sequence(tp, bytes(p.records))
                 base = -1
                 if code == 0:
                     base = state.next_offset
-                    self.append(*tp, bytes(p["records"]))
-                results.append({"index": p["index"], "error_code": code, "base_offset": base})
-            responses.append({"name": topic["name"], "partition_responses": results})
-        if request.body["acks"] == 0:
+                    self.append(*tp, bytes(p.records))
+                results.append({"index": p.index, "error_code": code, "base_offset": base})
+            responses.append({"name": topic.name, "partition_responses": results})
+        if request.body.acks == 0:
             return None
         return {"responses": responses}
 
