@@ -20,6 +20,7 @@ from broker.quota.muting import mute
 from broker.quota.task_time import TaskTimeMeter
 from clients.protocol import ApiKey
 from clients.protocol.message import Message
+from clients.protocol.messages.fetch import FetchRequestData
 from clients.protocol.messages.produce import ProduceRequestData
 from clients.protocol.primitives import value_size
 
@@ -90,14 +91,14 @@ class ClientQuotaEnforcement:
 
     def _fetch(self, inner: Handler) -> Handler:
         async def handle(request: DecodedRequest, ctx: RequestContext) -> Any:
-            body = request.body
-            if int(body.get("replica_id", -1)) >= 0:
+            fetch: FetchRequestData = request.body
+            if fetch.replica_id >= 0:
                 return await inner(request, ctx)
             cap = self._quotas.fetch.max_value_in_window(ctx.principal, ctx.client_id)
-            if cap is not None and int(body.get("max_bytes", 0)) > cap:
+            if cap is not None and fetch.max_bytes > cap:
                 # No response bigger than the quota allows in one window (Kafka's cap).
-                body["max_bytes"] = max(int(cap), 1)
-                body["min_bytes"] = min(int(body.get("min_bytes", 0)), body["max_bytes"])
+                fetch.max_bytes = max(int(cap), 1)
+                fetch.min_bytes = min(fetch.min_bytes, fetch.max_bytes)
             body, request_throttle = await self._timed(inner, request, ctx)
             if body is None or body.get("error_code"):
                 return body

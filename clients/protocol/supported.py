@@ -72,6 +72,7 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
     ApiKey.DELETE_RECORDS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.FETCH,
     ApiKey.LIST_OFFSETS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH,
     ApiKey.PRODUCE,

@@ -75,12 +75,12 @@ class MemoryBroker:
     async def handle_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         """No records, ever: the high watermark is the count of offsets handed out."""
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
-                "responses": [{"topic": t["topic"], "partitions": [
-                    {"partition_index": p["partition"], "error_code": ErrorCode.NONE,
-                     "high_watermark": self.next_offsets.get((t["topic"], p["partition"]), 0),
+                "responses": [{"topic": t.topic, "partitions": [
+                    {"partition_index": p.partition, "error_code": ErrorCode.NONE,
+                     "high_watermark": self.next_offsets.get((t.topic, p.partition), 0),
                      "last_stable_offset": -1, "log_start_offset": 0, "records": b""}
-                    for p in t.get("partitions") or ()]}
-                    for t in request.body.get("topics") or ()]}
+                    for p in t.partitions]}
+                    for t in request.body.topics]}
 
     async def handle_produce(self, request: DecodedRequest,
                              ctx: RequestContext) -> dict | None:

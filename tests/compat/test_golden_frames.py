@@ -79,11 +79,11 @@ def check_fetch(server: GoldenServer, client_id: str) -> None:
     captured = fetch[0]
     body = captured.request.body
     assert 4 <= captured.request.api_version <= 12
-    assert body["replica_id"] == -1
-    [topic] = body["topics"]
-    assert topic["topic"] == TOPIC
-    [partition] = topic["partitions"]
-    assert partition["partition"] == 0 and partition["fetch_offset"] == 0
+    assert body.replica_id == -1
+    [topic] = body.topics
+    assert topic.topic == TOPIC
+    [partition] = topic.partitions
+    assert partition.partition == 0 and partition.fetch_offset == 0
     assert_reencodes_identically(captured)
 
 

@@ -138,27 +138,27 @@ class StubCluster:
 
     def _fetch(self, node_id: int, request: Request) -> dict[str, Any]:
         responses = []
-        for topic in request.body["topics"]:
+        for topic in request.body.topics:
             parts = []
-            for p in topic["partitions"]:
-                state = self.partitions.get((topic["topic"], p["partition"]))
+            for p in topic.partitions:
+                state = self.partitions.get((topic.topic, p.partition))
                 if state is None or state.leader != node_id:
-                    parts.append({"partition_index": p["partition"],
+                    parts.append({"partition_index": p.partition,
                                   "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                   "high_watermark": -1, "records": None})
                     continue
-                offset = p["fetch_offset"]
+                offset = p.fetch_offset
                 if offset > state.next_offset:
-                    parts.append({"partition_index": p["partition"],
+                    parts.append({"partition_index": p.partition,
                                   "error_code": ErrorCode.OFFSET_OUT_OF_RANGE,
                                   "high_watermark": state.next_offset, "records": None})
                     continue
                 data = b"".join(b for base, b in state.batches
                                 if _last_offset(b) >= offset)
-                parts.append({"partition_index": p["partition"], "error_code": 0,
+                parts.append({"partition_index": p.partition, "error_code": 0,
                               "high_watermark": state.next_offset,
-                              "records": data[:p["partition_max_bytes"]]})
-            responses.append({"topic": topic["topic"], "partitions": parts})
+                              "records": data[:p.partition_max_bytes]})
+            responses.append({"topic": topic.topic, "partitions": parts})
         return {"responses": responses}
 
     def _list_offsets(self, node_id: int, request: Request) -> dict[str, Any]:
