@@ -19,6 +19,8 @@ from broker.quota.manager import ClientQuotas
 from broker.quota.muting import mute
 from broker.quota.task_time import TaskTimeMeter
 from clients.protocol import ApiKey
+from clients.protocol.messages.fetch import FetchRequestData
+from clients.protocol.messages.produce import ProduceRequestData
 from clients.protocol.primitives import value_size
 
 # Not subject to the request-time quota: connection set-up and what brokers send each other.
@@ -26,10 +28,9 @@ _EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUT
                      ApiKey.WRITE_TXN_MARKERS})
 
 
-def produce_bytes(body: dict[str, Any]) -> int:
+def produce_bytes(body: ProduceRequestData) -> int:
     """Bytes of record batches in a Produce request."""
-    return sum(value_size(p.get("records") or b"")
-               for t in body.get("topic_data") or () for p in t.get("partition_data") or ())
+    return sum(value_size(p.records or b"") for t in body.topic_data for p in t.partition_data)
 
 
 def fetch_bytes(body: dict[str, Any]) -> int:
@@ -56,7 +57,7 @@ class ClientQuotaEnforcement:
                 router.wrap(api_key, self._other)
 
     async def _timed(self, inner: Handler, request: DecodedRequest, ctx: RequestContext
-                     ) -> tuple[dict | None, int]:
+                     ) -> tuple[Any, int]:
         """The handler's answer and the request-time throttle of its client."""
         if self._quotas.request.quota(ctx.principal, ctx.client_id) is None:
             if self._meter.installed and not self._quotas.request.any_quota():
@@ -72,31 +73,31 @@ class ClientQuotaEnforcement:
         return body, self._quotas.request.record(ctx.principal, ctx.client_id, seconds * 100)
 
     def _produce(self, inner: Handler) -> Handler:
-        async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
+        async def handle(request: DecodedRequest, ctx: RequestContext) -> Any:
             # Counted first: a request that waits for replicas lets go of its records.
             size = produce_bytes(request.body)
             body, request_throttle = await self._timed(inner, request, ctx)
-            if int(request.body.get("acks", 1)) == 0:
+            if request.body.acks == 0:
                 request_throttle = 0
             throttle = max(request_throttle, self._quotas.produce.record(
                 ctx.principal, ctx.client_id, size))
             if throttle > 0:
                 mute(ctx.scratch, throttle)
                 if body is not None:
-                    body["throttle_time_ms"] = throttle
+                    body.throttle_time_ms = throttle
             return body
         return handle
 
     def _fetch(self, inner: Handler) -> Handler:
-        async def handle(request: DecodedRequest, ctx: RequestContext) -> dict | None:
-            body = request.body
-            if int(body.get("replica_id", -1)) >= 0:
+        async def handle(request: DecodedRequest, ctx: RequestContext) -> Any:
+            fetch: FetchRequestData = request.body
+            if fetch.replica_id >= 0:
                 return await inner(request, ctx)
             cap = self._quotas.fetch.max_value_in_window(ctx.principal, ctx.client_id)
-            if cap is not None and int(body.get("max_bytes", 0)) > cap:
+            if cap is not None and fetch.max_bytes > cap:
                 # No response bigger than the quota allows in one window (Kafka's cap).
-                body["max_bytes"] = max(int(cap), 1)
-                body["min_bytes"] = min(int(body.get("min_bytes", 0)), body["max_bytes"])
+                fetch.max_bytes = max(int(cap), 1)
+                fetch.min_bytes = min(fetch.min_bytes, fetch.max_bytes)
             body, request_throttle = await self._timed(inner, request, ctx)
             if body is None or body.get("error_code"):
                 return body

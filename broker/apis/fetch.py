@@ -11,7 +11,7 @@ data, and which replica serves it is the replica manager's (`broker.replica.fetc
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
@@ -19,9 +19,9 @@ from broker.replica.fetch import FetchParams, empty_entry, fetch_messages
 from broker.replica.fetch_session import FetchSessionCache
 from broker.replica.manager import ReplicaManager
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.fetch import FetchRequestData
 
 INVALID_SESSION_ID = 0
-_INT32_MAX = 2**31 - 1
 # From this version a consumer's fetch carries client metadata (KIP-392).
 _CLIENT_METADATA_VERSION = 11
 
@@ -46,28 +46,27 @@ class FetchHandler:
         return self._authz.allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
     async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        replica_id = int(body.get("replica_id", -1))
+        body: FetchRequestData = request.body
+        replica_id = body.replica_id
         context = self._sessions.context(body, replica_id)
         if context.error_code != ErrorCode.NONE:
             return {"throttle_time_ms": 0, "error_code": context.error_code,
                     "session_id": INVALID_SESSION_ID, "responses": []}
         topics = context.topics
-        names = {t["topic"] for t in topics}
+        names = {t.topic for t in topics}
         readable = self._readable(ctx, replica_id, names)
-        rack_id = body.get("rack_id") or None
+        rack_id = body.rack_id or None
         client_metadata = request.api_version >= _CLIENT_METADATA_VERSION
         params = FetchParams(
-            replica_id, int(body.get("max_wait_ms", 0)), int(body.get("min_bytes", 0)),
-            int(body.get("max_bytes", _INT32_MAX)), int(body.get("isolation_level", 0)),
+            replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, body.isolation_level,
             client_metadata=client_metadata, rack_id=rack_id,
             listener_name=ctx.listener_name if rack_id is not None else None)
         if len(readable) == len(names):
             responses = await fetch_messages(self._replicas, params, topics)
         else:
             read = iter(await fetch_messages(
-                self._replicas, params, [t for t in topics if t["topic"] in readable]))
-            responses = [next(read) if t["topic"] in readable else _refused(t, params)
+                self._replicas, params, [t for t in topics if t.topic in readable]))
+            responses = [next(read) if t.topic in readable else _refused(t, params)
                          for t in topics]
         if context.session is not None:
             responses = context.session.answer(responses, context.incremental)
@@ -75,19 +74,18 @@ class FetchHandler:
                 "session_id": context.session_id, "responses": responses}
 
 
-def _refused(topic: Mapping[str, Any], params: FetchParams) -> dict[str, Any]:
+def _refused(topic: FetchRequestData.FetchTopic, params: FetchParams) -> dict[str, Any]:
     """A topic the request may not read: TOPIC_AUTHORIZATION_FAILED for each partition."""
-    return {"topic": topic["topic"], "partitions": [
-        {**empty_entry(p["partition"], params.isolation_level),
+    return {"topic": topic.topic, "partitions": [
+        {**empty_entry(p.partition, params.isolation_level),
          "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-        for p in topic.get("partitions") or ()]}
+        for p in topic.partitions]}
 
 
-def fetch_error_body(body: Mapping[str, Any], version: int, error_code: int,
+def fetch_error_body(body: FetchRequestData, version: int, error_code: int,
                      message: str | None = None) -> dict:
     """The top-level error with every requested partition carrying it too."""
-    topics = body.get("topics") or []
     return {"throttle_time_ms": 0, "error_code": error_code, "session_id": INVALID_SESSION_ID,
-            "responses": [{"topic": t["topic"], "partitions": [
-                {**empty_entry(p["partition"], 0), "error_code": error_code}
-                for p in t.get("partitions") or ()]} for t in topics]}
+            "responses": [{"topic": t.topic, "partitions": [
+                {**empty_entry(p.partition, 0), "error_code": error_code}
+                for p in t.partitions]} for t in body.topics]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Iterable
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, Slicer, error_code_of
@@ -13,8 +13,23 @@ from broker.replica.errors import OffsetNotAvailable, ReplicaError
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.delete_records import (
+    DeleteRecordsRequestData,
+    DeleteRecordsResponseData,
+)
+from clients.protocol.messages.list_offsets import ListOffsetsRequestData, ListOffsetsResponseData
+from clients.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequestData,
+    OffsetForLeaderEpochResponseData,
+)
 
 logger = logging.getLogger(__name__)
+
+ListOffsetsPartition = ListOffsetsRequestData.ListOffsetsPartition
+ListOffsetsAnswer = ListOffsetsResponseData.ListOffsetsPartitionResponse
+EpochAnswer = OffsetForLeaderEpochResponseData.EpochEndOffset
+DeleteRecordsPartition = DeleteRecordsRequestData.DeleteRecordsPartition
+DeleteAnswer = DeleteRecordsResponseData.DeleteRecordsPartitionResult
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -25,26 +40,26 @@ _FIRST_VERSION_WITH_MAX_TIMESTAMP = 7
 _FIRST_VERSION_WITH_LEADER_EPOCH = 4
 
 
-def _list_offsets_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
-    return {"partition_index": partition, "error_code": code, "timestamp": -1, "offset": -1,
-            "leader_epoch": -1}
+def _list_offsets_entry(partition: int, code: int = ErrorCode.NONE) -> ListOffsetsAnswer:
+    return ListOffsetsAnswer(partition_index=partition, error_code=code)
 
 
-def _epoch_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
-    return {"error_code": code, "partition": partition, "leader_epoch": -1, "end_offset": -1}
+def _epoch_entry(partition: int, code: int = ErrorCode.NONE) -> EpochAnswer:
+    return EpochAnswer(error_code=code, partition=partition)
 
 
-def _delete_entry(partition: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
-    return {"partition_index": partition, "low_watermark": -1, "error_code": code}
+def _delete_entry(partition: int, code: int = ErrorCode.NONE) -> DeleteAnswer:
+    return DeleteAnswer(partition_index=partition, low_watermark=-1, error_code=code)
 
 
-def _duplicate_partitions(topics: list[dict[str, Any]]) -> set[tuple[str, int]]:
+def _duplicate_partitions(
+        topics: Iterable[ListOffsetsRequestData.ListOffsetsTopic]) -> set[tuple[str, int]]:
     """Partitions named more than once (Kafka answers each with INVALID_REQUEST)."""
     seen: set[tuple[str, int]] = set()
     duplicates: set[tuple[str, int]] = set()
     for topic in topics:
-        for p in topic.get("partitions") or ():
-            key = (topic["name"], p["partition_index"])
+        for p in topic.partitions:
+            key = (topic.name, p.partition_index)
             (duplicates if key in seen else seen).add(key)
     return duplicates
 
@@ -57,9 +72,8 @@ class OffsetHandlers:
         self._authz = authz
 
     def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
-                        topics: list[dict[str, Any]], key: str = "name") -> set[str]:
-        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
-                                         (t[key] for t in topics))
+                        names: Iterable[str]) -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC, names)
 
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.LIST_OFFSETS, self.handle_list_offsets, list_offsets_error_body)
@@ -70,46 +84,49 @@ class OffsetHandlers:
 
     # -- ListOffsets ---------------------------------------------------------------------
 
-    async def handle_list_offsets(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        replica_id = int(body.get("replica_id", CONSUMER_REPLICA_ID))
-        isolation_level = int(body.get("isolation_level", 0))
-        duplicates = _duplicate_partitions(body.get("topics") or [])
-        describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, body.get("topics") or [])
+    async def handle_list_offsets(self, request: DecodedRequest,
+                                  ctx: RequestContext) -> ListOffsetsResponseData:
+        body: ListOffsetsRequestData = request.body
+        version = request.api_version
+        duplicates = _duplicate_partitions(body.topics)
+        describable = self._topics_allowed(ctx, AclOperation.DESCRIBE,
+                                           (t.name for t in body.topics))
         topics = []
         slicer = Slicer()
-        for topic in body.get("topics") or ():
+        for topic in body.topics:
             entries = []
-            for p in topic.get("partitions") or ():
+            for p in topic.partitions:
                 await slicer.tick()
-                entry = _list_offsets_entry(p["partition_index"])
-                if topic["name"] not in describable:
-                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                elif (topic["name"], p["partition_index"]) in duplicates:
-                    entry["error_code"] = ErrorCode.INVALID_REQUEST
+                entry = _list_offsets_entry(p.partition_index)
+                if topic.name not in describable:
+                    entry.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif (topic.name, p.partition_index) in duplicates:
+                    entry.error_code = ErrorCode.INVALID_REQUEST
                 else:
-                    self._list_offset(topic["name"], p, entry, version, replica_id, isolation_level)
+                    self._list_offset(topic.name, p, entry, version, body.replica_id,
+                                      body.isolation_level)
                 entries.append(entry)
-            topics.append({"name": topic["name"], "partitions": entries})
-        return {"throttle_time_ms": 0, "topics": topics}
+            topics.append(ListOffsetsResponseData.ListOffsetsTopicResponse(
+                name=topic.name, partitions=entries))
+        return ListOffsetsResponseData(topics=topics)
 
-    def _list_offset(self, topic: str, p: dict[str, Any], entry: dict[str, Any], version: int,
-                     replica_id: int, isolation_level: int) -> None:
-        timestamp = int(p["timestamp"])
+    def _list_offset(self, topic: str, p: ListOffsetsPartition, entry: ListOffsetsAnswer,
+                     version: int, replica_id: int, isolation_level: int) -> None:
+        timestamp = p.timestamp
         if timestamp == MAX_TIMESTAMP and version < _FIRST_VERSION_WITH_MAX_TIMESTAMP:
-            entry["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+            entry.error_code = ErrorCode.UNSUPPORTED_VERSION
             return
         try:
-            partition = self._replicas.leader_partition(topic, p["partition_index"],
-                                                        int(p.get("current_leader_epoch", -1)))
+            partition = self._replicas.leader_partition(topic, p.partition_index,
+                                                        p.current_leader_epoch)
             found = self._offset_for(partition, timestamp, replica_id, isolation_level)
         except PARTITION_ERRORS as exc:
-            entry["error_code"] = error_code_of(exc)
+            entry.error_code = error_code_of(exc)
             return
         if found is not None:
-            entry["timestamp"], entry["offset"], leader_epoch = found
+            entry.timestamp, entry.offset, leader_epoch = found
             if version >= _FIRST_VERSION_WITH_LEADER_EPOCH:  # older responses lack the field
-                entry["leader_epoch"] = leader_epoch
+                entry.leader_epoch = leader_epoch
 
     @staticmethod
     def _offset_for(partition: Partition, timestamp: int, replica_id: int,
@@ -145,96 +162,105 @@ class OffsetHandlers:
 
     # -- OffsetForLeaderEpoch ------------------------------------------------------------
 
-    async def handle_offset_for_leader_epoch(self, request: DecodedRequest,
-                                             ctx: RequestContext) -> dict:
-        requested = request.body.get("topics") or []
+    async def handle_offset_for_leader_epoch(
+            self, request: DecodedRequest,
+            ctx: RequestContext) -> OffsetForLeaderEpochResponseData:
+        body: OffsetForLeaderEpochRequestData = request.body
         if self._authz.cluster(ctx, AclOperation.CLUSTER_ACTION):
-            describable = {t["topic"] for t in requested}
+            describable = {t.topic for t in body.topics}
         else:
-            describable = self._topics_allowed(ctx, AclOperation.DESCRIBE, requested, "topic")
+            describable = self._topics_allowed(ctx, AclOperation.DESCRIBE,
+                                               (t.topic for t in body.topics))
         topics = []
         slicer = Slicer()
-        for topic in requested:
+        for topic in body.topics:
             entries = []
-            for p in topic.get("partitions") or ():
+            for p in topic.partitions:
                 await slicer.tick()
-                entry = _epoch_entry(p["partition"])
-                if topic["topic"] not in describable:
-                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    entries.append(entry)
+                entry = _epoch_entry(p.partition)
+                entries.append(entry)
+                if topic.topic not in describable:
+                    entry.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     continue
                 try:
                     partition = self._replicas.leader_partition(
-                        topic["topic"], p["partition"], int(p.get("current_leader_epoch", -1)))
+                        topic.topic, p.partition, p.current_leader_epoch)
                     log = partition.log
-                    epoch, end_offset = log.epoch_cache.end_offset_for(int(p["leader_epoch"]),
-                                                                       log.log_end_offset)
-                    entry.update(leader_epoch=epoch, end_offset=end_offset)
+                    entry.leader_epoch, entry.end_offset = log.epoch_cache.end_offset_for(
+                        p.leader_epoch, log.log_end_offset)
                 except PARTITION_ERRORS as exc:
-                    entry["error_code"] = error_code_of(exc)
-                entries.append(entry)
-            topics.append({"topic": topic["topic"], "partitions": entries})
-        return {"throttle_time_ms": 0, "topics": topics}
+                    entry.error_code = error_code_of(exc)
+            topics.append(OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResult(
+                topic=topic.topic, partitions=entries))
+        return OffsetForLeaderEpochResponseData(topics=topics)
 
     # -- DeleteRecords -------------------------------------------------------------------
 
     async def handle_delete_records(self, request: DecodedRequest,
-                                    ctx: RequestContext) -> dict:
-        deletable = self._topics_allowed(ctx, AclOperation.DELETE,
-                                         request.body.get("topics") or [])
+                                    ctx: RequestContext) -> DeleteRecordsResponseData:
+        body: DeleteRecordsRequestData = request.body
+        deletable = self._topics_allowed(ctx, AclOperation.DELETE, (t.name for t in body.topics))
         topics = []
         slicer = Slicer()
-        for topic in request.body.get("topics") or ():
+        for topic in body.topics:
             entries = []
-            for p in topic.get("partitions") or ():
+            for p in topic.partitions:
                 await slicer.tick()
-                entry = _delete_entry(p["partition_index"])
-                if topic["name"] not in deletable:
-                    entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    entries.append(entry)
+                entry = _delete_entry(p.partition_index)
+                entries.append(entry)
+                if topic.name not in deletable:
+                    entry.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     continue
                 try:
-                    entry["low_watermark"] = self._delete_records(topic["name"], p)
+                    entry.low_watermark = self._delete_records(topic.name, p)
                 except PARTITION_ERRORS as exc:
-                    entry["error_code"] = error_code_of(exc)
-                entries.append(entry)
-            topics.append({"name": topic["name"], "partitions": entries})
-        return {"throttle_time_ms": 0, "topics": topics}
+                    entry.error_code = error_code_of(exc)
+            topics.append(DeleteRecordsResponseData.DeleteRecordsTopicResult(
+                name=topic.name, partitions=entries))
+        return DeleteRecordsResponseData(topics=topics)
 
-    def _delete_records(self, topic: str, p: dict[str, Any]) -> int:
-        partition = self._replicas.leader_partition(topic, p["partition_index"])
+    def _delete_records(self, topic: str, p: DeleteRecordsPartition) -> int:
+        index = p.partition_index
+        partition = self._replicas.leader_partition(topic, index)
         log = partition.log
         if log.config.compact and not log.config.delete:
-            raise ReplicaError(f"records of {topic}-{p['partition_index']} cannot be deleted: "
+            raise ReplicaError(f"records of {topic}-{index} cannot be deleted: "
                                "the topic is compacted", ErrorCode.POLICY_VIOLATION)
-        offset = int(p["offset"])
+        offset = p.offset
         if offset != -1 and (offset < 0 or offset > log.high_watermark):
-            raise OffsetOutOfRange(f"cannot delete records of {topic}-{p['partition_index']} "
+            raise OffsetOutOfRange(f"cannot delete records of {topic}-{index} "
                                    f"before {offset}: the high watermark is {log.high_watermark}")
         low_watermark = log.delete_records_before(offset)
-        logger.info("%s-%d: log start offset now %d", topic, p["partition_index"], low_watermark)
+        logger.info("%s-%d: log start offset now %d", topic, index, low_watermark)
         return low_watermark
 
 
-def list_offsets_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                            message: str | None = None) -> dict:
-    topics = body.get("topics") or []
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [_list_offsets_entry(p["partition_index"], error_code)
-                                           for p in t.get("partitions") or ()]} for t in topics]}
+def list_offsets_error_body(body: ListOffsetsRequestData, version: int, error_code: int,
+                            message: str | None = None) -> ListOffsetsResponseData:
+    """Every partition of the request with `error_code`."""
+    return ListOffsetsResponseData(topics=[
+        ListOffsetsResponseData.ListOffsetsTopicResponse(
+            name=t.name,
+            partitions=[_list_offsets_entry(p.partition_index, error_code) for p in t.partitions])
+        for t in body.topics])
 
 
-def offset_for_leader_epoch_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                                       message: str | None = None) -> dict:
-    topics = body.get("topics") or []
-    return {"throttle_time_ms": 0, "topics": [
-        {"topic": t["topic"], "partitions": [_epoch_entry(p["partition"], error_code)
-                                             for p in t.get("partitions") or ()]} for t in topics]}
+def offset_for_leader_epoch_error_body(
+        body: OffsetForLeaderEpochRequestData, version: int, error_code: int,
+        message: str | None = None) -> OffsetForLeaderEpochResponseData:
+    """Every partition of the request with `error_code`."""
+    return OffsetForLeaderEpochResponseData(topics=[
+        OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResult(
+            topic=t.topic,
+            partitions=[_epoch_entry(p.partition, error_code) for p in t.partitions])
+        for t in body.topics])
 
 
-def delete_records_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                              message: str | None = None) -> dict:
-    topics = body.get("topics") or []
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [_delete_entry(p["partition_index"], error_code)
-                                           for p in t.get("partitions") or ()]} for t in topics]}
+def delete_records_error_body(body: DeleteRecordsRequestData, version: int, error_code: int,
+                              message: str | None = None) -> DeleteRecordsResponseData:
+    """Every partition of the request with `error_code`."""
+    return DeleteRecordsResponseData(topics=[
+        DeleteRecordsResponseData.DeleteRecordsTopicResult(
+            name=t.name,
+            partitions=[_delete_entry(p.partition_index, error_code) for p in t.partitions])
+        for t in body.topics])

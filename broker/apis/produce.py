@@ -15,8 +15,6 @@ partition is in the transaction (KIP-890); the log refuses a stale producer epoc
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import trio
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
@@ -25,28 +23,26 @@ from broker.replica.append import AppendEntry, AppendOrigin, append_records
 from broker.replica.manager import ReplicaManager
 from broker.replica.txn_verification import TransactionVerifier
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.produce import ProduceRequestData, ProduceResponseData
+
+PartitionAnswer = ProduceResponseData.PartitionProduceResponse
+RecordError = ProduceResponseData.BatchIndexAndErrorMessage
 
 _FIRST_VERSION_WITH_ZSTD = 7
 # A request naming more partitions lets the other tasks run between appending and answering.
 _YIELD_AFTER_PARTITIONS = 1000
 
 
-def _partition_entry(index: int) -> dict[str, Any]:
-    return {"index": index, "error_code": ErrorCode.NONE, "base_offset": -1,
-            "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
-            "error_message": None}
-
-
-def _answer(entry: AppendEntry) -> dict[str, Any]:
+def _answer(entry: AppendEntry) -> PartitionAnswer:
     """The partition's response: its offsets, or its error with the records the log's
     validator refused (ProduceResponse v8+ record_errors, KIP-467)."""
     refused = entry.record_errors
-    return {"index": entry.partition, "error_code": entry.error_code,
-            "base_offset": entry.base_offset, "log_append_time_ms": entry.log_append_time_ms,
-            "log_start_offset": entry.log_start_offset,
-            "record_errors": [{"batch_index": index, "batch_index_error_message": text}
-                              for index, text in refused] if refused else [],
-            "error_message": entry.error_message}
+    return PartitionAnswer(
+        index=entry.partition, error_code=entry.error_code, base_offset=entry.base_offset,
+        log_append_time_ms=entry.log_append_time_ms, log_start_offset=entry.log_start_offset,
+        record_errors=[RecordError(batch_index=index, batch_index_error_message=text)
+                       for index, text in refused] if refused else [],
+        error_message=entry.error_message)
 
 
 class ProduceHandler:
@@ -61,31 +57,31 @@ class ProduceHandler:
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.PRODUCE, self.handle, produce_error_body)
 
-    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict | None:
-        body, version = request.body, request.api_version
-        acks = int(body["acks"])
-        transactional_id = body.get("transactional_id")
+    async def handle(self, request: DecodedRequest,
+                     ctx: RequestContext) -> ProduceResponseData | None:
+        body: ProduceRequestData = request.body
+        version, acks, transactional_id = request.api_version, body.acks, body.transactional_id
         authz = self._authz
         if transactional_id is not None and not authz.allowed(
                 ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             if acks == 0:
                 raise CloseConnection("acks=0 produce: transactional id not authorized")
             return produce_error_body(body, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        topic_data = body.get("topic_data") or ()
+        topic_data = body.topic_data
         writable = authz.allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC,
-                                       (t["name"] for t in topic_data))
+                                       (t.name for t in topic_data))
         entries: list[AppendEntry] = []
         for topic in topic_data:
-            name = topic["name"]
-            for data in topic.get("partition_data") or ():
-                entry = AppendEntry(name, data["index"], data.get("records"))
+            name = topic.name
+            for data in topic.partition_data:
+                entry = AppendEntry(name, data.index, data.records)
                 if name not in writable:
                     entry.fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 entries.append(entry)
                 # The entry holds the records now; the request lets go of them so that the
                 # frame can be freed once they are in the log (see append_records).
-                data["records"] = None
-        await append_records(self._replicas, entries, acks, int(body.get("timeout_ms", 0)),
+                data.records = None
+        await append_records(self._replicas, entries, acks, body.timeout_ms,
                              AppendOrigin.CLIENT, transactional_id=transactional_id,
                              verifier=self.verifier,
                              zstd_allowed=version >= _FIRST_VERSION_WITH_ZSTD)
@@ -100,19 +96,18 @@ class ProduceHandler:
             # Appended: the node's other clients may run before the answer is built.
             await trio.sleep(0)
         answers = iter(entries)
-        responses = []
-        for topic in topic_data:
-            responses.append({"name": topic["name"], "partition_responses": [
-                _answer(next(answers)) for _ in topic.get("partition_data") or ()]})
-        return {"responses": responses, "throttle_time_ms": 0}
+        return ProduceResponseData(responses=[
+            ProduceResponseData.TopicProduceResponse(
+                name=topic.name,
+                partition_responses=[_answer(next(answers)) for _ in topic.partition_data])
+            for topic in topic_data])
 
 
-def produce_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                       message: str | None = None) -> dict:
+def produce_error_body(body: ProduceRequestData, version: int, error_code: int,
+                       message: str | None = None) -> ProduceResponseData:
     """Every partition of the request with `error_code`."""
-    topics = body.get("topic_data") or []
-    return {"throttle_time_ms": 0, "responses": [
-        {"name": t["name"], "partition_responses": [
-            {**_partition_entry(p["index"]), "error_code": error_code}
-            for p in t.get("partition_data") or ()]}
-        for t in topics]}
+    return ProduceResponseData(responses=[
+        ProduceResponseData.TopicProduceResponse(name=t.name, partition_responses=[
+            PartitionAnswer(index=p.index, error_code=error_code, base_offset=-1)
+            for p in t.partition_data])
+        for t in body.topic_data])

@@ -16,6 +16,7 @@ import trio
 
 from broker.apis.request import DecodedRequest
 from broker.network.codec import WireCodec
+from clients.protocol.messages.produce import ProduceRequestData
 
 LARGE_REQUEST_BYTES = 1 << 20
 # A Produce naming more partitions than this takes the lane too, is handled before its
@@ -56,12 +57,10 @@ class LargeRequests:
     def names_many_partitions(request: DecodedRequest, frame_size: int) -> bool:
         """Whether a decoded Produce names more than MANY_PARTITIONS partitions (each takes
         at least 8 bytes of its frame, so a smaller frame is not looked into)."""
-        body = request.body
-        if (frame_size <= MANY_PARTITIONS * 8 or request.api_key != _PRODUCE
-                or not isinstance(body, dict)):
+        if frame_size <= MANY_PARTITIONS * 8 or request.api_key != _PRODUCE:
             return False
-        return sum(len(topic.get("partition_data") or ())
-                   for topic in body.get("topic_data") or ()) > MANY_PARTITIONS
+        body: ProduceRequestData = request.body
+        return sum(len(topic.partition_data) for topic in body.topic_data) > MANY_PARTITIONS
 
     @staticmethod
     async def decode(codec: WireCodec, frame: memoryview, max_elements: int | None

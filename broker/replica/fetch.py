@@ -21,25 +21,25 @@ Results come in the Fetch response's partition shape, so the hot paths build eac
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import trio
 
 from broker.replica.fetch_read import FetchParams, empty_entry, read_pass
 from broker.replica.manager import ReplicaManager, WaitKey, appended_key
+from clients.protocol.messages.fetch import FetchRequestData
 
 __all__ = ["FetchParams", "empty_entry", "fetch_messages"]
 
 
 async def fetch_messages(replicas: ReplicaManager, params: FetchParams,
-                         topics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                         topics: Sequence[FetchRequestData.FetchTopic]) -> list[dict[str, Any]]:
     """Read `topics` (the Fetch request's topics: name and partitions with fetch offset,
     partition_max_bytes, epochs) and answer them in the response's shape, in request order;
     with fewer than `min_bytes` read, wait up to `max_wait_ms` for more."""
     max_wait_ms = params.max_wait_ms
     deadline = trio.current_time() + max(max_wait_ms, 0) / 1000
-    keys: list[WaitKey] = [(t["topic"], p["partition"]) for t in topics
-                           for p in t.get("partitions") or ()]
+    keys: list[WaitKey] = [(t.topic, p.partition) for t in topics for p in t.partitions]
     if params.replica_id >= 0:
         # A follower reads up to the log end: it is woken by appends (and by leadership
         # changes, which notify the appended key too), not by a HW that moved alone; as

@@ -10,7 +10,7 @@ the marks before anything else is looked up (`Partition.caught_up_fetch`).
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from trio import current_time as now
 
@@ -21,6 +21,10 @@ from broker.replica.partition import Partition
 from broker.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
 from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
+from clients.protocol.messages.fetch import FetchRequestData
+
+FetchTopic = FetchRequestData.FetchTopic
+FetchPartition = FetchRequestData.FetchPartition
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +101,7 @@ def _set_marks(entry: dict[str, Any], partition: Partition, **more: Any) -> None
                  log_start_offset=log.log_start_offset, **more)
 
 
-def read_pass(replicas: ReplicaManager, params: FetchParams, topics: Sequence[Mapping[str, Any]],
+def read_pass(replicas: ReplicaManager, params: FetchParams, topics: Sequence[FetchTopic],
               moved: set[tuple[str, int]] | None = None,
               previous: FetchPass | None = None) -> FetchPass:
     """Read every requested partition, or with `previous` only the `moved` ones, keeping
@@ -113,15 +117,15 @@ def read_pass(replicas: ReplicaManager, params: FetchParams, topics: Sequence[Ma
         result.throttled_until = previous.throttled_until
     follower = replica_id >= 0
     for topic in topics:
-        name = topic["topic"]
+        name = topic.topic
         entries: list[dict[str, Any]] = []
         result.responses.append({"topic": name, "partitions": entries})
-        for fp in topic.get("partitions") or ():
+        for fp in topic.partitions:
             if kept is not None:
                 entry = next(kept)
                 # An entry holding records is read again: the partitions before it may
                 # now take the response's byte budget.
-                if (name, fp["partition"]) not in moved and not entry["records"]:  # type: ignore[operator]
+                if (name, fp.partition) not in moved and not entry["records"]:  # type: ignore[operator]
                     entries.append(entry)
                     continue
             if follower and (entry := caught_up_entry(  # type: ignore[assignment]
@@ -129,9 +133,9 @@ def read_pass(replicas: ReplicaManager, params: FetchParams, topics: Sequence[Ma
                     result.now_ms)) is not None:
                 entries.append(entry)
                 continue
-            entry = empty_entry(fp["partition"], isolation_level)
+            entry = empty_entry(fp.partition, isolation_level)
             entries.append(entry)
-            limit = max(min(int(fp["partition_max_bytes"]), remaining), 0)
+            limit = max(min(fp.partition_max_bytes, remaining), 0)
             size = read_partition(replicas, params, name, fp, entry, limit, min_one_batch, result)
             if size > 0:
                 min_one_batch = False
@@ -140,33 +144,33 @@ def read_pass(replicas: ReplicaManager, params: FetchParams, topics: Sequence[Ma
     return result
 
 
-def caught_up_entry(replicas: ReplicaManager, topic: str, fp: Mapping[str, Any],
+def caught_up_entry(replicas: ReplicaManager, topic: str, fp: FetchPartition,
                     replica_id: int, isolation_level: int,
                     now_ms: int) -> dict[str, Any] | None:
     """The answer to an in-sync follower at the log end of a partition it leads here (the
     usual case of most partitions of a follower's session): the marks and nothing to read.
     None when the full path must decide."""
-    partition = replicas.get_partition(topic, fp["partition"])
+    partition = replicas.get_partition(topic, fp.partition)
     if (partition is None or replicas.session_lost
-            or not partition.caught_up_fetch(replica_id, fp["fetch_offset"],
-                                             fp.get("current_leader_epoch", -1),
-                                             fp.get("last_fetched_epoch", -1), now_ms)):
+            or not partition.caught_up_fetch(replica_id, fp.fetch_offset,
+                                             fp.current_leader_epoch,
+                                             fp.last_fetched_epoch, now_ms)):
         return None
-    entry = empty_entry(fp["partition"], isolation_level)
+    entry = empty_entry(fp.partition, isolation_level)
     _set_marks(entry, partition)
     return entry
 
 
 def read_partition(replicas: ReplicaManager, params: FetchParams, topic: str,
-                   fp: Mapping[str, Any], entry: dict[str, Any], limit: int,
+                   fp: FetchPartition, entry: dict[str, Any], limit: int,
                    min_one_batch: bool, result: FetchPass) -> int:
     """Answer one partition in `entry` (records, marks, or the error); the bytes read."""
-    fetch_offset = int(fp["fetch_offset"])
+    fetch_offset = fp.fetch_offset
     replica_id = params.replica_id
     bound = params.bound
     try:
-        partition = _serving_replica(replicas, params, topic, fp["partition"],
-                                     int(fp.get("current_leader_epoch", -1)))
+        partition = _serving_replica(replicas, params, topic, fp.partition,
+                                     fp.current_leader_epoch)
         log = partition.log
         if (params.rack_id is not None and replicas.replica_selector is not None
                 and partition.is_leader):
@@ -175,7 +179,7 @@ def read_partition(replicas: ReplicaManager, params: FetchParams, topic: str,
                 # Kafka skips the read: the consumer fetches from `preferred` next.
                 _set_marks(entry, partition, preferred_read_replica=preferred)
                 return 0
-        last_fetched_epoch = int(fp.get("last_fetched_epoch", -1))
+        last_fetched_epoch = fp.last_fetched_epoch
         if last_fetched_epoch >= 0:
             epoch, end_offset = log.epoch_cache.end_offset_for(last_fetched_epoch,
                                                                log.log_end_offset)
@@ -197,7 +201,7 @@ def read_partition(replicas: ReplicaManager, params: FetchParams, topic: str,
                 return 0
         quota = replicas.leader_quota
         throttled = (replica_id >= 0 and quota is not None and quota.active
-                     and quota.is_throttled(topic, fp["partition"]))
+                     and quota.is_throttled(topic, fp.partition))
         if throttled and replica_id not in partition.isr and quota.is_exceeded(now()):
             # Kafka's leader throttle: a follower outside the ISR gets nothing this time.
             limit = 0
@@ -211,7 +215,7 @@ def read_partition(replicas: ReplicaManager, params: FetchParams, topic: str,
     except PARTITION_ERRORS as exc:
         entry["error_code"] = error_code_of(exc)
         result.has_error = True
-        logger.debug("fetch %s-%d at %d failed: %s", topic, fp["partition"], fetch_offset, exc)
+        logger.debug("fetch %s-%d at %d failed: %s", topic, fp.partition, fetch_offset, exc)
         return 0
     entry.update(high_watermark=read.high_watermark, last_stable_offset=read.last_stable_offset,
                  log_start_offset=read.log_start_offset, records=_records_of(read))

@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from clients.protocol import ErrorCode
+from clients.protocol.messages.fetch import FetchRequestData
+
+FetchTopic = FetchRequestData.FetchTopic
+FetchPartition = FetchRequestData.FetchPartition
 
 TopicPartition = tuple[str, int]
 
@@ -51,37 +55,37 @@ class FetchSession:
         self.replica_id = replica_id
         # The epoch the next fetch in this session must carry.
         self.epoch = next_epoch(INITIAL_EPOCH)
-        self.partitions: dict[str, dict[int, dict[str, Any]]] = {}
+        self.partitions: dict[str, dict[int, FetchPartition]] = {}
         self._marks: dict[TopicPartition, _Marks] = {}
 
     def __len__(self) -> int:
         return sum(len(ps) for ps in self.partitions.values())
 
-    def update(self, topics: Iterable[dict[str, Any]],
-               forgotten: Iterable[dict[str, Any]] = ()) -> None:
+    def update(self, topics: Iterable[FetchTopic],
+               forgotten: Iterable[FetchRequestData.ForgottenTopic] = ()) -> None:
         """Take the partitions a fetch named (added, or with new parameters) and drop the
         forgotten ones. A partition added anew is answered in full on the next response."""
         for topic in forgotten:
-            name = topic["topic"]
+            name = topic.topic
             known = self.partitions.get(name)
-            for index in topic.get("partitions") or ():
+            for index in topic.partitions:
                 if known is not None:
-                    known.pop(int(index), None)
-                self._marks.pop((name, int(index)), None)
+                    known.pop(index, None)
+                self._marks.pop((name, index), None)
             if known is not None and not known:
                 del self.partitions[name]
         for topic in topics:
-            name = topic["topic"]
+            name = topic.topic
             known = self.partitions.setdefault(name, {})
-            for fp in topic.get("partitions") or ():
-                index = int(fp["partition"])
+            for fp in topic.partitions:
+                index = fp.partition
                 if index not in known:
                     self._marks.pop((name, index), None)
                 known[index] = fp
 
-    def request_topics(self) -> list[dict[str, Any]]:
-        """Every partition of the session, in a fetch request's `topics` shape."""
-        return [{"topic": name, "partitions": list(ps.values())}
+    def request_topics(self) -> list[FetchTopic]:
+        """Every partition of the session, as a fetch request's `topics`."""
+        return [FetchTopic(topic=name, partitions=list(ps.values()))
                 for name, ps in self.partitions.items()]
 
     def answer(self, responses: list[dict[str, Any]], incremental: bool) -> list[dict[str, Any]]:
@@ -116,7 +120,7 @@ class FetchContext:
 
     error_code: int = ErrorCode.NONE
     session: FetchSession | None = None
-    topics: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[FetchTopic] = field(default_factory=list)
     incremental: bool = False
 
     @property
@@ -150,12 +154,12 @@ class FetchSessionCache:
         session = self._sessions[session_id] = FetchSession(session_id, replica_id)
         return session
 
-    def context(self, body: dict[str, Any], replica_id: int) -> FetchContext:
+    def context(self, body: FetchRequestData, replica_id: int) -> FetchContext:
         """Kafka's FetchManager.newContext for one request `body` from `replica_id`
         (negative for a consumer)."""
-        session_id = int(body.get("session_id", NO_SESSION) or NO_SESSION)
-        epoch = int(body.get("session_epoch", FINAL_EPOCH))
-        topics = list(body.get("topics") or ())
+        session_id = body.session_id
+        epoch = body.session_epoch
+        topics = body.topics
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != NO_SESSION:
                 self._sessions.pop(session_id, None)
@@ -170,6 +174,6 @@ class FetchSessionCache:
         if epoch != session.epoch:
             return FetchContext(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         self._sessions.move_to_end(session_id)
-        session.update(topics, body.get("forgotten_topics_data") or ())
+        session.update(topics, body.forgotten_topics_data)
         session.epoch = next_epoch(epoch)
         return FetchContext(session=session, topics=session.request_topics(), incremental=True)

@@ -96,7 +96,7 @@ class RequestStats:
         """`request` is a decoded request (api_key, api_version, body)."""
         names = [request_name(request.api_key)]
         if request.api_key == FETCH:
-            from_follower = int(request.body.get("replica_id", -1)) >= 0
+            from_follower = request.body.replica_id >= 0
             names.append(FETCH_FOLLOWER if from_follower else FETCH_CONSUMER)
         codes = error_code_counts(body) if body is not None else {}
         for name in names:

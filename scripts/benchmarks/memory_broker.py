@@ -25,6 +25,7 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.network import NetworkServer, ServerSettings
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.produce import ProduceRequestData
 from clients.records.errors import CorruptRecordError
 from clients.records.header import parse_header
 
@@ -74,31 +75,32 @@ class MemoryBroker:
     async def handle_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
         """No records, ever: the high watermark is the count of offsets handed out."""
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
-                "responses": [{"topic": t["topic"], "partitions": [
-                    {"partition_index": p["partition"], "error_code": ErrorCode.NONE,
-                     "high_watermark": self.next_offsets.get((t["topic"], p["partition"]), 0),
+                "responses": [{"topic": t.topic, "partitions": [
+                    {"partition_index": p.partition, "error_code": ErrorCode.NONE,
+                     "high_watermark": self.next_offsets.get((t.topic, p.partition), 0),
                      "last_stable_offset": -1, "log_start_offset": 0, "records": b""}
-                    for p in t.get("partitions") or ()]}
-                    for t in request.body.get("topics") or ()]}
+                    for p in t.partitions]}
+                    for t in request.body.topics]}
 
     async def handle_produce(self, request: DecodedRequest,
                              ctx: RequestContext) -> dict | None:
-        body = request.body
+        body: ProduceRequestData = request.body
         responses = []
-        for topic in body.get("topic_data") or ():
-            name = topic["name"]
-            entries = [self._append(name, data) for data in topic.get("partition_data") or ()]
+        for topic in body.topic_data:
+            name = topic.name
+            entries = [self._append(name, data) for data in topic.partition_data]
             responses.append({"name": name, "partition_responses": entries})
-        if int(body["acks"]) == 0:
+        if body.acks == 0:
             return None
         return {"responses": responses, "throttle_time_ms": 0}
 
-    def _append(self, topic: str, data: dict[str, Any]) -> dict[str, Any]:
-        index = int(data["index"])
+    def _append(self, topic: str,
+                data: ProduceRequestData.PartitionProduceData) -> dict[str, Any]:
+        index = data.index
         entry: dict[str, Any] = {"index": index, "error_code": ErrorCode.NONE,
                                  "base_offset": -1, "log_append_time_ms": -1,
                                  "log_start_offset": 0}
-        records = data.get("records")
+        records = data.records
         if index >= self.partitions:
             entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return entry

@@ -24,6 +24,7 @@ from clients.protocol import (
     encode_response,
 )
 from clients.protocol.messages.api_versions import ApiVersionsResponseData
+from clients.protocol.messages.fetch import FetchRequestData
 from clients.records.header import compute_crc, parse_header
 from clients.varint import encode_unsigned_varint, encode_varint, encode_varlong
 
@@ -171,12 +172,12 @@ class GoldenServer:
                      "replica_nodes": [0], "isr_nodes": [0]}]} for name in names],
             }
         if key == ApiKey.PRODUCE:
-            if body["acks"] == 0:
+            if body.acks == 0:
                 return None
             return {"responses": [
-                {"name": t["name"], "partition_responses": [
-                    {"index": p["index"], "base_offset": 0} for p in t["partition_data"]]}
-                for t in body["topic_data"]]}
+                {"name": t.name, "partition_responses": [
+                    {"index": p.index, "base_offset": 0} for p in t.partition_data]}
+                for t in body.topic_data]}
         if key == ApiKey.FETCH:
             return self._fetch(body)
         if key == ApiKey.FIND_COORDINATOR:
@@ -188,21 +189,21 @@ class GoldenServer:
             return {"producer_id": 1000, "producer_epoch": 0}
         return {}
 
-    def _fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _fetch(self, body: FetchRequestData) -> dict[str, Any]:
         responses = []
-        for topic in body["topics"]:
+        for topic in body.topics:
             partitions = []
-            for p in topic["partitions"]:
-                has_data = p["fetch_offset"] == 0
+            for p in topic.partitions:
+                has_data = p.fetch_offset == 0
                 partitions.append({
-                    "partition_index": p["partition"], "high_watermark": 1,
+                    "partition_index": p.partition, "high_watermark": 1,
                     "last_stable_offset": 1, "log_start_offset": 0,
                     "records": record_batch(FETCH_KEY, FETCH_VALUE) if has_data else b"",
                 })
-            responses.append({"topic": topic["topic"], "partitions": partitions})
+            responses.append({"topic": topic.topic, "partitions": partitions})
         if not any(p["records"] for r in responses for p in r["partitions"]):
             # Stand in for the broker's long poll so idle consumers do not spin.
-            self.stop.wait(min(body["max_wait_ms"], 100) / 1000)
+            self.stop.wait(min(body.max_wait_ms, 100) / 1000)
         return {"responses": responses}
 
 

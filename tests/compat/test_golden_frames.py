@@ -60,12 +60,12 @@ def check_produce(server: GoldenServer, client_id: str, key: bytes, value: bytes
     captured = produce[0]
     body = captured.request.body
     assert 3 <= captured.request.api_version <= 9
-    assert body["acks"] == 1
-    [topic] = body["topic_data"]
-    assert topic["name"] == TOPIC
-    [partition] = topic["partition_data"]
-    assert partition["index"] == 0
-    records = partition["records"]
+    assert body.acks == 1
+    [topic] = body.topic_data
+    assert topic.name == TOPIC
+    [partition] = topic.partition_data
+    assert partition.index == 0
+    records = partition.records
     assert isinstance(records, memoryview)
     [(_, header)] = list(iter_batches(records))
     assert header.records_count == 1 and header.magic == 2
@@ -79,11 +79,11 @@ def check_fetch(server: GoldenServer, client_id: str) -> None:
     captured = fetch[0]
     body = captured.request.body
     assert 4 <= captured.request.api_version <= 12
-    assert body["replica_id"] == -1
-    [topic] = body["topics"]
-    assert topic["topic"] == TOPIC
-    [partition] = topic["partitions"]
-    assert partition["partition"] == 0 and partition["fetch_offset"] == 0
+    assert body.replica_id == -1
+    [topic] = body.topics
+    assert topic.topic == TOPIC
+    [partition] = topic.partitions
+    assert partition.partition == 0 and partition.fetch_offset == 0
     assert_reencodes_identically(captured)
 
 

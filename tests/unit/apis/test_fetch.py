@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from broker.log.results import UpperBound
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
 from metadata.records import BrokerEndpoint, FenceBrokerRecord, RegisterBrokerRecord
 from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
 from tests.unit.apis.harness import running_broker
@@ -180,9 +180,9 @@ async def test_follower_long_poll_waits_for_appends_and_reads_again_only_what_mo
         # Every partition a follower's fetch pass visits is looked at here first.
         real_visit = fetch_read.caught_up_entry
 
-        def counting_visit(replicas, topic: str, fp: dict,  # type: ignore[no-untyped-def]
+        def counting_visit(replicas, topic: str, fp,  # type: ignore[no-untyped-def]
                            *args, **kwargs):
-            reads.append(fp["partition"])
+            reads.append(fp.partition)
             return real_visit(replicas, topic, fp, *args, **kwargs)
 
         monkeypatch.setattr(fetch_read, "caught_up_entry", counting_visit)
@@ -318,7 +318,8 @@ async def test_fetch_hands_the_network_a_file_range(tmp_path):
         broker.create_topic("t")
         await fill(broker, "t", [batch([b"zero-copy"])])
         handler = FetchHandler(broker.server.replica_manager)
-        request = SimpleNamespace(body=fetch_body("t"), api_version=12)
+        request = SimpleNamespace(body=as_message(ApiKey.FETCH, 12, fetch_body("t")),
+                                  api_version=12)
         response = await handler.handle(request, None)  # type: ignore[arg-type]
         records = partition_of(response)["records"]
         assert isinstance(records, FileRange)

@@ -24,7 +24,7 @@ CONNECTION = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
 
 
 async def dispatch_counting_steps(router: RequestRouter, api_key: int, version: int,
-                                  body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+                                  body: dict[str, Any]) -> tuple[Any, int]:
     """The response, and how often another task got to run while it was worked out (once
     per checkpoint of the handler, bar the last, whose turn may come after the answer)."""
     request = decode_request(encode_request(api_key, version, 1, "big", body))
@@ -70,9 +70,9 @@ async def test_list_offsets_for_many_partitions_lets_others_run(tmp_path):
         response, steps = await dispatch_counting_steps(broker.server.router,
                                                         ApiKey.LIST_OFFSETS, 7, body)
     assert steps >= MANY // ITEMS_PER_SLICE - 1
-    partitions = response["topics"][0]["partitions"]
-    assert partitions[0]["error_code"] == ErrorCode.NONE
-    assert {p["error_code"] for p in partitions[1:]} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    partitions = response.topics[0].partitions
+    assert partitions[0].error_code == ErrorCode.NONE
+    assert {p.error_code for p in partitions[1:]} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
 async def test_describe_configs_of_many_topics_lets_others_run(tmp_path):

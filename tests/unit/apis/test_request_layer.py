@@ -77,7 +77,7 @@ async def test_every_request_passes_the_authorization_hook_and_a_refusal_gets_th
                                          {"index": 1, "records": None}]}]}
     answer = await router.dispatch(decoded(ApiKey.PRODUCE, body), CONNECTION)
     assert called == []
-    assert [p["error_code"] for p in answer["responses"][0]["partition_responses"]] == [
+    assert [p.error_code for p in answer.responses[0].partition_responses] == [
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED] * 2
     assert [key for key, _ in refusing.seen] == [ApiKey.PRODUCE]
     assert refusing.seen[0][1].principal == ANONYMOUS_PRINCIPAL

@@ -95,10 +95,10 @@ class StubCluster:
         if self.on_produce is not None:
             self.on_produce(node_id, request)
         responses = []
-        for topic in request.body["topic_data"]:
+        for topic in request.body.topic_data:
             results = []
-            for p in topic["partition_data"]:
-                tp = (topic["name"], p["index"])
+            for p in topic.partition_data:
+                tp = (topic.name, p.index)
                 state = self.partitions.get(tp)
                 code = self.produce_errors.pop(0) if self.produce_errors else 0
                 if state is None:
@@ -106,14 +106,14 @@ class StubCluster:
                 elif state.leader != node_id:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if code == 0:
-                    code = self._check_sequence(tp, bytes(p["records"]))
+                    code = self._check_sequence(tp, bytes(p.records))
                 base = -1
                 if code == 0:
                     base = state.next_offset
-                    self.append(*tp, bytes(p["records"]))
-                results.append({"index": p["index"], "error_code": code, "base_offset": base})
-            responses.append({"name": topic["name"], "partition_responses": results})
-        if request.body["acks"] == 0:
+                    self.append(*tp, bytes(p.records))
+                results.append({"index": p.index, "error_code": code, "base_offset": base})
+            responses.append({"name": topic.name, "partition_responses": results})
+        if request.body.acks == 0:
             return None
         return {"responses": responses}
 
@@ -138,39 +138,39 @@ class StubCluster:
 
     def _fetch(self, node_id: int, request: Request) -> dict[str, Any]:
         responses = []
-        for topic in request.body["topics"]:
+        for topic in request.body.topics:
             parts = []
-            for p in topic["partitions"]:
-                state = self.partitions.get((topic["topic"], p["partition"]))
+            for p in topic.partitions:
+                state = self.partitions.get((topic.topic, p.partition))
                 if state is None or state.leader != node_id:
-                    parts.append({"partition_index": p["partition"],
+                    parts.append({"partition_index": p.partition,
                                   "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                   "high_watermark": -1, "records": None})
                     continue
-                offset = p["fetch_offset"]
+                offset = p.fetch_offset
                 if offset > state.next_offset:
-                    parts.append({"partition_index": p["partition"],
+                    parts.append({"partition_index": p.partition,
                                   "error_code": ErrorCode.OFFSET_OUT_OF_RANGE,
                                   "high_watermark": state.next_offset, "records": None})
                     continue
                 data = b"".join(b for base, b in state.batches
                                 if _last_offset(b) >= offset)
-                parts.append({"partition_index": p["partition"], "error_code": 0,
+                parts.append({"partition_index": p.partition, "error_code": 0,
                               "high_watermark": state.next_offset,
-                              "records": data[:p["partition_max_bytes"]]})
-            responses.append({"topic": topic["topic"], "partitions": parts})
+                              "records": data[:p.partition_max_bytes]})
+            responses.append({"topic": topic.topic, "partitions": parts})
         return {"responses": responses}
 
     def _list_offsets(self, node_id: int, request: Request) -> dict[str, Any]:
         topics = []
-        for topic in request.body["topics"]:
+        for topic in request.body.topics:
             parts = []
-            for p in topic["partitions"]:
-                state = self.partitions[(topic["name"], p["partition_index"])]
-                offset = 0 if p["timestamp"] == -2 else state.next_offset
-                parts.append({"partition_index": p["partition_index"], "error_code": 0,
+            for p in topic.partitions:
+                state = self.partitions[(topic.name, p.partition_index)]
+                offset = 0 if p.timestamp == -2 else state.next_offset
+                parts.append({"partition_index": p.partition_index, "error_code": 0,
                               "timestamp": -1, "offset": offset})
-            topics.append({"name": topic["name"], "partitions": parts})
+            topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
 
 

@@ -41,9 +41,9 @@ async def test_keyed_records_go_to_the_murmur2_partition_on_its_leader(
         assert offsets == list(range(len(offsets)))
     for node_id, broker in cluster.brokers.items():
         for request in broker.requests(ApiKey.PRODUCE):
-            for topic in request.body["topic_data"]:
-                for p in topic["partition_data"]:
-                    assert cluster.partitions[("t", p["index"])].leader == node_id
+            for topic in request.body.topic_data:
+                for p in topic.partition_data:
+                    assert cluster.partitions[("t", p.index)].leader == node_id
 
 
 async def test_records_are_batched_until_linger_or_flush(nursery: trio.Nursery) -> None:
@@ -216,7 +216,7 @@ async def test_acks_zero_completes_without_an_answer(nursery: trio.Nursery) -> N
             while not cluster.brokers[1].requests(ApiKey.PRODUCE):
                 await trio.sleep(0.005)
         request = cluster.brokers[1].requests(ApiKey.PRODUCE)[0]
-        assert request.body["acks"] == 0
+        assert request.body.acks == 0
 
 
 async def test_unknown_topic_times_out_after_max_block(nursery: trio.Nursery) -> None:

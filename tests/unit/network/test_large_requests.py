@@ -176,9 +176,9 @@ async def test_a_large_produce_naming_many_partitions_is_answered_off_the_loop()
 
     async def produce(request: Any, ctx: Any) -> dict:
         return {"responses": [{"name": "t", "partition_responses": [
-            {"index": p["index"], "error_code": 3, "base_offset": -1, "log_append_time_ms": -1,
+            {"index": p.index, "error_code": 3, "base_offset": -1, "log_append_time_ms": -1,
              "log_start_offset": -1, "record_errors": [], "error_message": None}
-            for p in request.body["topic_data"][0]["partition_data"]]}], "throttle_time_ms": 0}
+            for p in request.body.topic_data[0].partition_data]}], "throttle_time_ms": 0}
 
     router.register(PRODUCE, produce)
     codec = ThreadNotingCodec()
@@ -201,7 +201,7 @@ async def test_a_produce_naming_many_partitions_is_handled_before_the_next_reque
     events: list[str] = []
 
     async def produce(request: Any, ctx: Any) -> dict:
-        partitions = len(request.body["topic_data"][0]["partition_data"])
+        partitions = len(request.body.topic_data[0].partition_data)
         events.append(f"start {partitions}")
         # Every other task runs until it blocks: a request read meanwhile would start here.
         await trio.testing.wait_all_tasks_blocked()

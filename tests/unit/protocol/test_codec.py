@@ -182,7 +182,7 @@ def test_produce_records_decode_as_a_zero_copy_view_of_the_frame() -> None:
     body = {"acks": -1, "timeout_ms": 1000,
             "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]}
     frame = encode_request(ApiKey.PRODUCE, 9, 1, "p", body)
-    decoded = decode_request(frame).body["topic_data"][0]["partition_data"][0]["records"]
+    decoded = decode_request(frame).body.topic_data[0].partition_data[0].records
     assert isinstance(decoded, memoryview)
     assert decoded.obj is frame  # a view into the frame, not a copy
     assert decoded == records

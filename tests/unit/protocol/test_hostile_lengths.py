@@ -42,8 +42,8 @@ FRAMES = {
 def test_the_frames_are_well_formed_up_to_the_bad_length() -> None:
     # The prefixes must be valid, or the cases below would fail for the wrong reason.
     for frame in (VALID_V9, VALID_V8):
-        [topic] = decode_request(frame).body["topic_data"]
-        assert topic["name"] == "t" and topic["partition_data"][0]["index"] == 0
+        [topic] = decode_request(frame).body.topic_data
+        assert topic.name == "t" and topic.partition_data[0].index == 0
 
 
 @pytest.mark.parametrize("frame", list(FRAMES.values()), ids=list(FRAMES))

@@ -6,7 +6,8 @@ import random
 
 from broker.replica.fetch_session import FetchSessionCache, next_epoch
 from broker.replica_fetcher.session import FollowerFetchSession
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.fetch import FetchRequestData
 
 
 def _fields(offset: int, partition: int = 0) -> dict:
@@ -14,9 +15,10 @@ def _fields(offset: int, partition: int = 0) -> dict:
             "last_fetched_epoch": 1, "log_start_offset": 0, "partition_max_bytes": 1 << 20}
 
 
-def _body(session_id: int, epoch: int, topics: list, forgotten: list = ()) -> dict:
-    return {"session_id": session_id, "session_epoch": epoch, "topics": topics,
-            "forgotten_topics_data": list(forgotten)}
+def _body(session_id: int, epoch: int, topics: list, forgotten: list = ()) -> FetchRequestData:
+    return as_message(ApiKey.FETCH, 12, {
+        "session_id": session_id, "session_epoch": epoch, "topics": topics,
+        "forgotten_topics_data": list(forgotten)})
 
 
 def _entry(index: int, hw: int, records: bytes = b"", error: int = 0) -> dict:
@@ -48,7 +50,7 @@ def test_incremental_fetch_reads_the_whole_session_and_answers_what_changed():
     ctx = cache.context(_body(session.session_id, 1, [{"topic": "t", "partitions": [
         _fields(6, 0)]}]), replica_id=2)
     assert ctx.incremental and ctx.error_code == ErrorCode.NONE
-    assert [(p["partition"], p["fetch_offset"]) for p in ctx.topics[0]["partitions"]] == [
+    assert [(p.partition, p.fetch_offset) for p in ctx.topics[0].partitions] == [
         (0, 6), (1, 9)]
     answer = session.answer([{"topic": "t", "partitions": [
         _entry(0, 6), _entry(1, 9)]}], True)
@@ -70,7 +72,7 @@ def test_forgotten_partitions_leave_the_session():
     assert session is not None
     ctx = cache.context(_body(session.session_id, 1, [], [{"topic": "t", "partitions": [1]}]),
                         replica_id=2)
-    assert [p["partition"] for t in ctx.topics for p in t["partitions"]] == [0]
+    assert [p.partition for t in ctx.topics for p in t.partitions] == [0]
 
 
 def test_session_errors():

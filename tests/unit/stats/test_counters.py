@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from broker.stats.counters import BrokerTopicStats, ReplicaStats, RequestStats
 from broker.stats.histogram import Histogram
+from clients.protocol.messages.fetch import FetchRequestData
 
 
 def test_histogram_buckets_are_cumulative_with_sum_and_count() -> None:
@@ -45,8 +46,10 @@ def test_error_codes_are_counted_in_generated_message_bodies() -> None:
 
 def test_fetches_also_count_as_consumer_or_follower_fetches() -> None:
     stats = RequestStats()
-    stats.record(request(1, 12, replica_id=-1), {"error_code": 0, "responses": []}, 2.0)
-    stats.record(request(1, 12, replica_id=2), {"error_code": 0, "responses": []}, 500.0)
+    consumer = SimpleNamespace(api_key=1, api_version=12, body=FetchRequestData(replica_id=-1))
+    follower = SimpleNamespace(api_key=1, api_version=12, body=FetchRequestData(replica_id=2))
+    stats.record(consumer, {"error_code": 0, "responses": []}, 2.0)
+    stats.record(follower, {"error_code": 0, "responses": []}, 500.0)
     assert stats.requests["Fetch"].total_time_ms.count == 2
     assert stats.requests["FetchConsumer"].total_time_ms.sum == 2.0
     assert stats.requests["FetchFollower"].total_time_ms.sum == 500.0
