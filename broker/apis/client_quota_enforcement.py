@@ -19,6 +19,7 @@ from broker.quota.manager import ClientQuotas
 from broker.quota.muting import mute
 from broker.quota.task_time import TaskTimeMeter
 from clients.protocol import ApiKey
+from clients.protocol.message import Message
 from clients.protocol.primitives import value_size
 
 # Not subject to the request-time quota: connection set-up and what brokers send each other.
@@ -115,7 +116,10 @@ class ClientQuotaEnforcement:
             body, throttle = await self._timed(inner, request, ctx)
             if throttle > 0:
                 mute(ctx.scratch, throttle)
-                if body is not None and "throttle_time_ms" in body:
+                if isinstance(body, Message):
+                    if "throttle_time_ms" in body.__slots__:
+                        body.throttle_time_ms = throttle
+                elif body is not None and "throttle_time_ms" in body:
                     body["throttle_time_ms"] = throttle
             return body
         return handle

@@ -14,6 +14,7 @@ from broker.quota.manager import ClientQuotaManager, ClientQuotas
 from broker.quota.muting import THROTTLED_UNTIL
 from broker.quota.rate import SampledRate, throttle_time_ms
 from clients.protocol import ApiKey
+from clients.protocol.messages.describe_groups import DescribeGroupsResponseData
 from metadata.client_quotas import CLIENT_ID, USER, entity_of
 from metadata.image import MetadataImage, frozen_map
 
@@ -94,14 +95,15 @@ class _Request:
 def _router(image: MetadataImage) -> RequestRouter:
     router = RequestRouter()
 
-    async def busy(request: object, ctx: object) -> dict:
-        # 50 ms of running, with a yield in between: both steps count.
+    async def busy(request: object, ctx: object) -> DescribeGroupsResponseData:
+        # 50 ms of running, with a yield in between: both steps count. Answered with a
+        # message, as the typed handlers do.
         for _ in range(2):
             end = time.perf_counter() + 0.025
             while time.perf_counter() < end:
                 pass
             await trio.lowlevel.checkpoint()
-        return {"throttle_time_ms": 0, "groups": []}
+        return DescribeGroupsResponseData()
 
     async def idle(request: object, ctx: object) -> dict:
         await trio.sleep(0.1)  # waiting is not request time
@@ -119,7 +121,7 @@ async def test_request_time_over_request_percentage_is_throttled_and_muted() -> 
     connection = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
     body = await router.dispatch(_Request(ApiKey.DESCRIBE_GROUPS, "busy"), connection)
     # 50 ms in a one-second window is 5% of a second per second, against 1%.
-    assert 0 < body["throttle_time_ms"] <= 1000
+    assert 0 < body.throttle_time_ms <= 1000
     assert connection.scratch[THROTTLED_UNTIL] > trio.current_time()
 
 
@@ -130,5 +132,5 @@ async def test_waiting_is_not_request_time_and_unquoted_clients_run_free() -> No
     body = await router.dispatch(_Request(ApiKey.LIST_GROUPS, "idle"), connection)
     assert body["throttle_time_ms"] == 0
     body = await router.dispatch(_Request(ApiKey.DESCRIBE_GROUPS, "other"), connection)
-    assert body["throttle_time_ms"] == 0
+    assert body.throttle_time_ms == 0
     assert THROTTLED_UNTIL not in connection.scratch
