@@ -9,8 +9,9 @@ against the member epoch, and they are listed, described and deleted beside clas
 
 from __future__ import annotations
 
+import copy
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import trio
 
@@ -22,10 +23,23 @@ from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import ConsumerGroupState
 from broker.group.coordinator import GroupCoordinator
-from broker.group.offsets import fetch_slices, requested_partitions
+from broker.group.offsets import RequestedTopic, fetch_slices
 from broker.group.responses import join_body, sync_body
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.heartbeat import HeartbeatRequestData, HeartbeatResponseData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.leave_group import LeaveGroupRequestData, LeaveGroupResponseData
+from clients.protocol.messages.offset_commit import (
+    OffsetCommitRequestData,
+    OffsetCommitResponseData,
+)
+from clients.protocol.messages.offset_delete import (
+    OffsetDeleteRequestData,
+    OffsetDeleteResponseData,
+)
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
@@ -84,12 +98,11 @@ class GroupHandlers:
         return self.coordinator.coordinator_error(group_id)
 
     def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
-                        topics: list[dict[str, Any]] | None) -> set[str]:
-        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
-                                         (t["name"] for t in topics or ()))
+                        names: Iterable[str]) -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC, names)
 
     async def _fetch_offsets(self, ctx: RequestContext, group_id: str,
-                             topics: list[dict[str, Any]] | None,
+                             topics: Sequence[RequestedTopic] | None,
                              stable: bool) -> list[dict[str, Any]]:
         """Committed offsets of the topics the principal may describe: asked-for topics it
         may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
@@ -98,16 +111,17 @@ class GroupHandlers:
             fetched = engine.fetch(group_id, None, stable)
             if not self._authz.enabled:
                 return fetched
-            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, fetched)
+            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
+                                           (t["name"] for t in fetched))
             return [t for t in fetched if t["name"] in visible]
-        visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, topics)
-        allowed = [t for t in topics if t["name"] in visible]
-        denied = [t for t in topics if t["name"] not in visible]
+        visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, (t.name for t in topics))
+        allowed = [t for t in topics if t.name in visible]
+        denied = [t for t in topics if t.name not in visible]
         fetched = await self._fetch_in_slices(group_id, allowed, stable) if (
             allowed or not denied) else []
         return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
-    async def _fetch_in_slices(self, group_id: str, topics: list[dict[str, Any]],
+    async def _fetch_in_slices(self, group_id: str, topics: Sequence[RequestedTopic],
                                stable: bool) -> list[dict[str, Any]]:
         """The committed offsets of `topics`, a slice of partitions at a time with the other
         connections served in between. A request of more than one slice may see a commit
@@ -188,17 +202,18 @@ class GroupHandlers:
     # -- membership ----------------------------------------------------------------------
 
     async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+        body: JoinGroupRequestData = request.body
+        version = request.api_version
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return join_group_error(body, version, code)
-        if self._consumer_group(body.get("group_id") or ""):
+        if self._consumer_group(body.group_id):
             assert self._consumer_groups is not None
-            if self._consumer_groups.groups[body["group_id"]].members:
+            if self._consumer_groups.groups[body.group_id].members:
                 # Kafka lets classic members into a consumer group only under its migration
                 # policy, which Raftka does not have.
                 return join_group_error(body, version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            self._consumer_groups.drop(body["group_id"])  # empty: it becomes classic
+            self._consumer_groups.drop(body.group_id)  # empty: it becomes classic
             await self._persist_consumer_groups()
         response = await self.coordinator.join_group(
             body, client_id=request.client_id or "", client_host=client_host(ctx),
@@ -206,91 +221,90 @@ class GroupHandlers:
         return _join_for_version(response, version)
 
     async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+        body: SyncGroupRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return sync_group_error(body, request.api_version, code)
         return await self.coordinator.sync_group(body)
 
-    async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+    async def heartbeat(self, request: DecodedRequest,
+                        ctx: RequestContext) -> HeartbeatResponseData:
+        body: HeartbeatRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if not code:
             code = self.coordinator.heartbeat(body)
-        return {"throttle_time_ms": 0, "error_code": int(code)}
+        return HeartbeatResponseData(error_code=int(code))
 
-    async def leave_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
+    async def leave_group(self, request: DecodedRequest,
+                          ctx: RequestContext) -> LeaveGroupResponseData:
+        body: LeaveGroupRequestData = request.body
+        version = request.api_version
         if version < 3:
-            leaving = [(body.get("member_id") or "", None)]
+            leaving: list[tuple[str, str | None]] = [(body.member_id, None)]
         else:
-            leaving = [(m.get("member_id") or "", m.get("group_instance_id"))
-                       for m in body.get("members") or ()]
-        group_id = body.get("group_id") or ""
-        top = self._group_error(ctx, AclOperation.READ, group_id)
+            leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+        top = self._group_error(ctx, AclOperation.READ, body.group_id)
         codes: list[int] = []
         if not top:
-            top, codes = self.coordinator.leave_group(group_id, leaving)
+            top, codes = self.coordinator.leave_group(body.group_id, leaving)
         if version < 3:
             # v0-2 have one member and only the top-level code.
             if not top and codes:
                 top = codes[0]
-            return {"throttle_time_ms": 0, "error_code": int(top), "members": []}
-        return {"throttle_time_ms": 0, "error_code": int(top), "members": [
-            {"member_id": member_id, "group_instance_id": instance_id, "error_code": int(c)}
-            for (member_id, instance_id), c in zip(leaving, codes)]}
+            return LeaveGroupResponseData(error_code=int(top))
+        return LeaveGroupResponseData(error_code=int(top), members=[
+            LeaveGroupResponseData.MemberResponse(
+                member_id=member_id, group_instance_id=instance_id, error_code=int(c))
+            for (member_id, instance_id), c in zip(leaving, codes)])
 
     # -- offsets -------------------------------------------------------------------------
 
-    async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
-        if not code and self._consumer_group(body.get("group_id") or ""):
+    async def offset_commit(self, request: DecodedRequest,
+                            ctx: RequestContext) -> OffsetCommitResponseData:
+        body: OffsetCommitRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
+        if not code and self._consumer_group(body.group_id):
             assert self._consumer_groups is not None
             code = self._consumer_groups.validate_commit(
-                body["group_id"], body.get("member_id") or "",
-                int(body.get("generation_id_or_member_epoch", -1)), request.api_version)
+                body.group_id, body.member_id, body.generation_id_or_member_epoch,
+                request.api_version)
             # The member was checked against its epoch; the offsets land as a simple commit.
-            body = {**body, "generation_id_or_member_epoch": -1, "member_id": "",
-                    "group_instance_id": None}
+            body = copy.copy(body)
+            body.generation_id_or_member_epoch, body.member_id = -1, ""
+            body.group_instance_id = None
         if code:
             return offset_commit_error(body, request.api_version, code)
-        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
-        denied = [t for t in body.get("topics") or () if t["name"] not in readable]
+        readable = self._topics_allowed(ctx, AclOperation.READ, (t.name for t in body.topics))
+        denied = [t for t in body.topics if t.name not in readable]
         codes = {}
         if denied:
-            body = {**body, "topics": [t for t in body.get("topics") or ()
-                                       if t["name"] in readable]}
-        if body.get("topics") or not denied:
+            body = copy.copy(body)
+            body.topics = [t for t in body.topics if t.name in readable]
+        if body.topics or not denied:
             codes = dict((await self.coordinator.commit_offsets(body, self._topic_exists)).codes)
-        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                     for t in denied for p in t.get("partitions") or ())
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition,
-                                                 "error_code": int(c)})
-        return {"throttle_time_ms": 0,
-                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+        codes.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in denied for p in t.partitions)
+        return _offset_commit_response(codes)
 
     async def offset_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        stable = bool(body.get("require_stable", False))
+        body: OffsetFetchRequestData = request.body
+        version = request.api_version
+        stable = body.require_stable
         if version >= 8:
             groups = []
-            for group in body.get("groups") or ():
-                code = self._group_error(ctx, AclOperation.DESCRIBE, group["group_id"])
-                if not code and self._consumer_group(group["group_id"]):
+            for group in body.groups:
+                code = self._group_error(ctx, AclOperation.DESCRIBE, group.group_id)
+                if not code and self._consumer_group(group.group_id):
                     assert self._consumer_groups is not None
                     code = self._consumer_groups.validate_fetch(
-                        group["group_id"], group.get("member_id"),
-                        int(group.get("member_epoch", -1)))
+                        group.group_id, group.member_id, group.member_epoch)
                 topics = [] if code else await self._fetch_offsets(
-                    ctx, group["group_id"], group.get("topics"), stable)
-                groups.append({"group_id": group["group_id"], "topics": topics,
+                    ctx, group.group_id, group.topics, stable)
+                groups.append({"group_id": group.group_id, "topics": topics,
                                "error_code": int(code)})
             return {"throttle_time_ms": 0, "groups": groups}
-        group_id = body.get("group_id") or ""
-        topics_wanted = body.get("topics")
+        group_id = body.group_id
+        topics_wanted = body.topics
         code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
         if not code:
             return {"throttle_time_ms": 0, "error_code": 0,
@@ -370,13 +384,15 @@ class GroupHandlers:
             results.append({"group_id": group_id, "error_code": int(code)})
         return {"throttle_time_ms": 0, "results": results}
 
-    async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        group_id = body.get("group_id") or ""
+    async def offset_delete(self, request: DecodedRequest,
+                            ctx: RequestContext) -> OffsetDeleteResponseData:
+        body: OffsetDeleteRequestData = request.body
+        version = request.api_version
+        group_id = body.group_id
         code = self._group_error(ctx, AclOperation.DELETE, group_id)
-        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
-        named = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
-                 if t["name"] in readable for p in t.get("partitions") or ()]
+        readable = self._topics_allowed(ctx, AclOperation.READ, (t.name for t in body.topics))
+        named = [(t.name, p.partition_index) for t in body.topics
+                 if t.name in readable for p in t.partitions]
         # As Kafka: a partition the metadata does not know is answered, not passed on.
         unknown = {tp for tp in named if not self._partition_exists(*tp)}
         # A consumer group keeps the offsets of topics its members subscribe to, as Kafka.
@@ -392,15 +408,16 @@ class GroupHandlers:
         codes = dict(codes)
         codes.update((tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown)
         codes.update((tp, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC) for tp in subscribed)
-        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                     for t in body.get("topics") or () if t["name"] not in readable
-                     for p in t.get("partitions") or ())
-        topics: dict[str, list[dict[str, Any]]] = {}
+        codes.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in body.topics if t.name not in readable for p in t.partitions)
+        topics: dict[str, list[OffsetDeleteResponseData.OffsetDeleteResponsePartition]] = {}
         for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition,
-                                                 "error_code": int(c)})
-        return {"error_code": 0, "throttle_time_ms": 0,
-                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+            topics.setdefault(topic, []).append(
+                OffsetDeleteResponseData.OffsetDeleteResponsePartition(
+                    partition_index=partition, error_code=int(c)))
+        return OffsetDeleteResponseData(topics=[
+            OffsetDeleteResponseData.OffsetDeleteResponseTopic(name=name, partitions=parts)
+            for name, parts in topics.items()])
 
 
 # -- error answers ---------------------------------------------------------------------------
@@ -423,24 +440,24 @@ def find_coordinator_error(body: Mapping[str, Any], version: int, code: int,
         {"key": key, **entry} for key in body.get("coordinator_keys") or ()]}
 
 
-def join_group_error(body: Mapping[str, Any], version: int, code: int,
+def join_group_error(body: JoinGroupRequestData, version: int, code: int,
                      message: str | None = None) -> dict:
-    return _join_for_version(join_body(code, body.get("member_id") or ""), version)
+    return _join_for_version(join_body(code, body.member_id), version)
 
 
-def sync_group_error(body: Mapping[str, Any], version: int, code: int,
+def sync_group_error(body: SyncGroupRequestData, version: int, code: int,
                      message: str | None = None) -> dict:
     return sync_body(code)
 
 
-def heartbeat_error(body: Mapping[str, Any], version: int, code: int,
-                    message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code}
+def heartbeat_error(body: HeartbeatRequestData, version: int, code: int,
+                    message: str | None = None) -> HeartbeatResponseData:
+    return HeartbeatResponseData(error_code=code)
 
 
-def leave_group_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "members": []}
+def leave_group_error(body: LeaveGroupRequestData, version: int, code: int,
+                      message: str | None = None) -> LeaveGroupResponseData:
+    return LeaveGroupResponseData(error_code=code)
 
 
 def list_groups_error(body: Mapping[str, Any], version: int, code: int,
@@ -465,38 +482,47 @@ def delete_groups_error(body: Mapping[str, Any], version: int, code: int,
         {"group_id": group, "error_code": code} for group in body.get("groups_names") or ()]}
 
 
-def offset_commit_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for topic, p in requested_partitions(body):
-        topics.setdefault(topic, []).append({"partition_index": p["partition_index"],
-                                             "error_code": code})
-    return {"throttle_time_ms": 0,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+def _offset_commit_response(codes: Mapping[tuple[str, int], int]) -> OffsetCommitResponseData:
+    """OffsetCommit's answer: each partition's code, by topic."""
+    topics: dict[str, list[OffsetCommitResponseData.OffsetCommitResponsePartition]] = {}
+    for (topic, partition), code in codes.items():
+        topics.setdefault(topic, []).append(
+            OffsetCommitResponseData.OffsetCommitResponsePartition(
+                partition_index=partition, error_code=int(code)))
+    return OffsetCommitResponseData(topics=[
+        OffsetCommitResponseData.OffsetCommitResponseTopic(name=name, partitions=parts)
+        for name, parts in topics.items()])
 
 
-def _offset_fetch_topics(topics: list[dict[str, Any]] | None, code: int) -> list[dict[str, Any]]:
-    return [{"name": t["name"], "partitions": [
+def offset_commit_error(body: OffsetCommitRequestData, version: int, code: int,
+                        message: str | None = None) -> OffsetCommitResponseData:
+    return _offset_commit_response({(t.name, p.partition_index): code
+                                    for t in body.topics for p in t.partitions})
+
+
+def _offset_fetch_topics(topics: Sequence[RequestedTopic] | None,
+                         code: int) -> list[dict[str, Any]]:
+    return [{"name": t.name, "partitions": [
         {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
          "metadata": "", "error_code": code}
-        for index in t.get("partition_indexes") or ()]} for t in topics or ()]
+        for index in t.partition_indexes]} for t in topics or ()]
 
 
-def offset_fetch_error(body: Mapping[str, Any], version: int, code: int,
+def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
                        message: str | None = None) -> dict:
     if version >= 8:
         return {"throttle_time_ms": 0, "groups": [
-            {"group_id": g["group_id"], "topics": _offset_fetch_topics(g.get("topics"), code),
-             "error_code": code} for g in body.get("groups") or ()]}
+            {"group_id": g.group_id, "topics": _offset_fetch_topics(g.topics, code),
+             "error_code": code} for g in body.groups]}
     # v2+ clients read the top-level code; v1 only has the per-partition ones.
     return {"throttle_time_ms": 0, "error_code": code,
-            "topics": _offset_fetch_topics(body.get("topics"), code)}
+            "topics": _offset_fetch_topics(body.topics, code)}
 
 
-def offset_delete_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
+def offset_delete_error(body: OffsetDeleteRequestData, version: int, code: int,
+                        message: str | None = None) -> OffsetDeleteResponseData:
     """A group-wide error: the top-level code and no partitions, as Kafka answers."""
-    return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+    return OffsetDeleteResponseData(error_code=code)
 
 
 GROUP_ERRORS: dict[int, ErrorBody] = {

@@ -6,20 +6,24 @@ the replies it returns.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from broker.group.membership import Membership
 from broker.group.model import (ClassicGroupState, Effects, Group, GroupCoordinatorSettings,
                                 GroupWrite, Member)
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
-from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
+from broker.group.offsets import RequestedTopic, TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
                                   OffsetKey, OffsetValue, RecordKey)
 from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
+from clients.protocol.messages.heartbeat import HeartbeatRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 
 LoadedEntry = tuple[int, RecordKey, Any]
 
@@ -43,16 +47,16 @@ class GroupEngine:
 
     # -- membership ----------------------------------------------------------------------
 
-    def join(self, request: dict[str, Any], *, client_id: str, client_host: str,
+    def join(self, request: JoinGroupRequestData, *, client_id: str, client_host: str,
              require_known_member_id: bool, now_ms: int) -> tuple[Outcome, Effects]:
         return self.membership.join(request, client_id=client_id, client_host=client_host,
                                     require_known_member_id=require_known_member_id,
                                     now_ms=now_ms)
 
-    def sync(self, request: dict[str, Any], now_ms: int) -> tuple[Outcome, Effects]:
+    def sync(self, request: SyncGroupRequestData, now_ms: int) -> tuple[Outcome, Effects]:
         return self.membership.sync(request, now_ms)
 
-    def heartbeat(self, request: dict[str, Any], now_ms: int) -> int:
+    def heartbeat(self, request: HeartbeatRequestData, now_ms: int) -> int:
         return self.membership.heartbeat(request, now_ms)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int
@@ -61,7 +65,7 @@ class GroupEngine:
 
     # -- offsets -------------------------------------------------------------------------
 
-    def commit(self, request: dict[str, Any], now_ms: int,
+    def commit(self, request: OffsetCommitRequestData, now_ms: int,
                topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
         return commit_offsets(self.groups, request, now_ms, partition_for=self.partition_for,
                               metadata_max_bytes=self.settings.offset_metadata_max_bytes,
@@ -77,7 +81,7 @@ class GroupEngine:
     def complete_txn(self, partition: int, producer_id: int, committed: bool) -> int:
         return complete_txn_offsets(self.groups, partition, producer_id, committed)
 
-    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None,
+    def fetch(self, group_id: str, topics: Sequence[RequestedTopic] | None,
               require_stable: bool = False) -> list[dict[str, Any]]:
         return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 

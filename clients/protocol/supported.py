@@ -71,6 +71,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.HEARTBEAT,
+    ApiKey.JOIN_GROUP,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_DELETE,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.SYNC_GROUP,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

@@ -17,7 +17,7 @@ from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, OffsetValue,
                                   build_batch, iter_log)
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
 from tests.unit.apis.harness import running_broker
 from tests.unit.config.test_server_config import config
 
@@ -285,8 +285,9 @@ def test_offsets_of_a_consumer_group_with_members_do_not_expire() -> None:
     engine = GroupEngine(GroupCoordinatorSettings(offsets_retention_ms=1000))
     engine.active_consumer_groups = m.active
     for group_id in ("g", "other"):
-        engine.commit({"group_id": group_id, "topics": [{"name": "a", "partitions": [
-            {"partition_index": 0, "committed_offset": 5}]}]}, now_ms=0).write.then(0)
+        engine.commit(as_message(ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group_id, "topics": [{"name": "a", "partitions": [
+                {"partition_index": 0, "committed_offset": 5}]}]}), now_ms=0).write.then(0)
     assert isinstance(engine.groups["g"].offsets[("a", 0)], OffsetValue)
     engine.expire_offsets(now_ms=10_000)
     assert "other" not in engine.groups and ("a", 0) in engine.groups["g"].offsets
