@@ -27,9 +27,22 @@ from broker.group.offsets import RequestedTopic, fetch_slices
 from broker.group.responses import join_body, sync_body
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.delete_groups import (
+    DeleteGroupsRequestData,
+    DeleteGroupsResponseData,
+)
+from clients.protocol.messages.describe_groups import (
+    DescribeGroupsRequestData,
+    DescribeGroupsResponseData,
+)
+from clients.protocol.messages.find_coordinator import (
+    FindCoordinatorRequestData,
+    FindCoordinatorResponseData,
+)
 from clients.protocol.messages.heartbeat import HeartbeatRequestData, HeartbeatResponseData
 from clients.protocol.messages.join_group import JoinGroupRequestData
 from clients.protocol.messages.leave_group import LeaveGroupRequestData, LeaveGroupResponseData
+from clients.protocol.messages.list_groups import ListGroupsRequestData, ListGroupsResponseData
 from clients.protocol.messages.offset_commit import (
     OffsetCommitRequestData,
     OffsetCommitResponseData,
@@ -43,6 +56,10 @@ from clients.protocol.messages.sync_group import SyncGroupRequestData
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
+
+DescribedGroup = DescribeGroupsResponseData.DescribedGroup
+DeletableGroupResult = DeleteGroupsResponseData.DeletableGroupResult
+ListedGroup = ListGroupsResponseData.ListedGroup
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -163,18 +180,23 @@ class GroupHandlers:
 
     # -- coordinator discovery -----------------------------------------------------------
 
-    async def find_coordinator(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        key_type = int(body.get("key_type", GROUP_KEY_TYPE))
+    async def find_coordinator(self, request: DecodedRequest,
+                               ctx: RequestContext) -> FindCoordinatorResponseData:
+        body: FindCoordinatorRequestData = request.body
+        version = request.api_version
+        keys = list(body.coordinator_keys) if version >= 4 else [body.key]
+        found = [self._coordinator_for(key, body.key_type, ctx.listener_name, ctx)
+                 for key in keys]
         if version >= 4:
-            keys = list(body.get("coordinator_keys") or ())
-        else:
-            keys = [body.get("key") or ""]
-        found = [self._coordinator_for(key, key_type, ctx.listener_name, ctx) for key in keys]
-        if version >= 4:
-            return {"throttle_time_ms": 0,
-                    "coordinators": [{"key": key, **entry} for key, entry in zip(keys, found)]}
-        return {"throttle_time_ms": 0, **found[0]}
+            return FindCoordinatorResponseData(coordinators=[
+                FindCoordinatorResponseData.Coordinator(
+                    key=key, node_id=entry["node_id"], host=entry["host"], port=entry["port"],
+                    error_code=int(entry["error_code"]), error_message=entry["error_message"])
+                for key, entry in zip(keys, found)])
+        entry = found[0]
+        return FindCoordinatorResponseData(
+            error_code=int(entry["error_code"]), error_message=entry["error_message"],
+            node_id=entry["node_id"], host=entry["host"], port=entry["port"])
 
     def _coordinator_for(self, key: str, key_type: int, listener: str,
                          ctx: RequestContext) -> dict[str, Any]:
@@ -316,8 +338,10 @@ class GroupHandlers:
 
     # -- administration ------------------------------------------------------------------
 
-    async def list_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        states = request.body.get("states_filter") or ()
+    async def list_groups(self, request: DecodedRequest,
+                          ctx: RequestContext) -> ListGroupsResponseData:
+        body: ListGroupsRequestData = request.body
+        states = body.states_filter
         code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.coordinator.is_loading
                 else ErrorCode.NONE)
         groups = self.coordinator.engine.list_groups(states)
@@ -326,12 +350,12 @@ class GroupHandlers:
             await self._persist_consumer_groups()
         if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
             visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
-                                                (g["group_id"] for g in groups))
-            groups = [g for g in groups if g["group_id"] in visible]
-        return {"throttle_time_ms": 0, "error_code": int(code), "groups": groups}
+                                                (g.group_id for g in groups))
+            groups = [g for g in groups if g.group_id in visible]
+        return ListGroupsResponseData(error_code=int(code), groups=groups)
 
-    def _with_consumer_groups(self, listed: list[dict[str, Any]],
-                              states: Any) -> list[dict[str, Any]]:
+    def _with_consumer_groups(self, listed: list[ListedGroup],
+                              states: Iterable[str]) -> list[ListedGroup]:
         """ListGroups entries with consumer groups as Kafka lists them (protocol type
         "consumer", their own states) in place of the offsets they share an id with."""
         assert self._consumer_groups is not None
@@ -341,48 +365,53 @@ class GroupHandlers:
         served = {g: group for g, group in self._consumer_groups.groups.items()
                   if self.coordinator.coordinator_error(g) == ErrorCode.NONE}
         wanted = {s.lower() for s in states}
-        out = [g for g in listed if g["group_id"] not in served]
+        out = [g for g in listed if g.group_id not in served]
         for group_id, group in served.items():
             state = group.state().value
             if not wanted or state.lower() in wanted:
-                out.append({"group_id": group_id, "protocol_type": CONSUMER_GROUP_PROTOCOL_TYPE,
-                            "group_state": state})
+                out.append(ListedGroup(group_id=group_id,
+                                       protocol_type=CONSUMER_GROUP_PROTOCOL_TYPE,
+                                       group_state=state))
         return out
 
-    async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def describe_groups(self, request: DecodedRequest,
+                              ctx: RequestContext) -> DescribeGroupsResponseData:
+        body: DescribeGroupsRequestData = request.body
         described = []
-        for group_id in request.body.get("groups") or ():
+        for group_id in body.groups:
             code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
                 continue
             if self._consumer_group(group_id):
                 # Kafka's DescribeGroups (v0-5) finds no classic group: reported Dead.
-                described.append({**_described_error(group_id, 0),
-                                  "group_state": ConsumerGroupState.DEAD.value})
+                described.append(DescribedGroup(group_id=group_id,
+                                                group_state=ConsumerGroupState.DEAD.value))
                 continue
             entry = self.coordinator.engine.describe(group_id)
-            if request.body.get("include_authorized_operations"):
-                entry["authorized_operations"] = self._authz.operations(
+            if body.include_authorized_operations:
+                entry.authorized_operations = self._authz.operations(
                     ctx, ResourceType.GROUP, group_id)
             described.append(entry)
-        return {"throttle_time_ms": 0, "groups": described}
+        return DescribeGroupsResponseData(groups=described)
 
-    async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def delete_groups(self, request: DecodedRequest,
+                            ctx: RequestContext) -> DeleteGroupsResponseData:
+        body: DeleteGroupsRequestData = request.body
         results = []
-        for group_id in request.body.get("groups_names") or ():
+        for group_id in body.groups_names:
             code = self._group_error(ctx, AclOperation.DELETE, group_id)
             if not code and self._consumer_group(group_id):
                 assert self._consumer_groups is not None
                 code = self._consumer_groups.delete(group_id)
                 await self._persist_consumer_groups()
                 if not code and group_id not in self.coordinator.engine.groups:
-                    results.append({"group_id": group_id, "error_code": 0})
+                    results.append(DeletableGroupResult(group_id=group_id))
                     continue
             if not code:
                 code = await self.coordinator.delete_group(group_id)
-            results.append({"group_id": group_id, "error_code": int(code)})
-        return {"throttle_time_ms": 0, "results": results}
+            results.append(DeletableGroupResult(group_id=group_id, error_code=int(code)))
+        return DeleteGroupsResponseData(results=results)
 
     async def offset_delete(self, request: DecodedRequest,
                             ctx: RequestContext) -> OffsetDeleteResponseData:
@@ -431,13 +460,15 @@ def _join_for_version(response: dict[str, Any], version: int) -> dict[str, Any]:
     return response
 
 
-def find_coordinator_error(body: Mapping[str, Any], version: int, code: int,
-                           message: str | None = None) -> dict:
-    entry = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code: int,
+                           message: str | None = None) -> FindCoordinatorResponseData:
     if version < 4:
-        return {"throttle_time_ms": 0, **entry}
-    return {"throttle_time_ms": 0, "coordinators": [
-        {"key": key, **entry} for key in body.get("coordinator_keys") or ()]}
+        return FindCoordinatorResponseData(error_code=code, error_message=message, node_id=-1,
+                                           host="", port=-1)
+    return FindCoordinatorResponseData(coordinators=[
+        FindCoordinatorResponseData.Coordinator(key=key, node_id=-1, host="", port=-1,
+                                                error_code=code, error_message=message)
+        for key in body.coordinator_keys])
 
 
 def join_group_error(body: JoinGroupRequestData, version: int, code: int,
@@ -460,26 +491,25 @@ def leave_group_error(body: LeaveGroupRequestData, version: int, code: int,
     return LeaveGroupResponseData(error_code=code)
 
 
-def list_groups_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "groups": []}
+def list_groups_error(body: ListGroupsRequestData, version: int, code: int,
+                      message: str | None = None) -> ListGroupsResponseData:
+    return ListGroupsResponseData(error_code=code)
 
 
-def _described_error(group_id: str, code: int) -> dict[str, Any]:
-    return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "",
-            "protocol_data": "", "members": []}
+def _described_error(group_id: str, code: int) -> DescribedGroup:
+    return DescribedGroup(error_code=code, group_id=group_id)
 
 
-def describe_groups_error(body: Mapping[str, Any], version: int, code: int,
-                          message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0,
-            "groups": [_described_error(group, code) for group in body.get("groups") or ()]}
+def describe_groups_error(body: DescribeGroupsRequestData, version: int, code: int,
+                          message: str | None = None) -> DescribeGroupsResponseData:
+    return DescribeGroupsResponseData(
+        groups=[_described_error(group, code) for group in body.groups])
 
 
-def delete_groups_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "results": [
-        {"group_id": group, "error_code": code} for group in body.get("groups_names") or ()]}
+def delete_groups_error(body: DeleteGroupsRequestData, version: int, code: int,
+                        message: str | None = None) -> DeleteGroupsResponseData:
+    return DeleteGroupsResponseData(results=[
+        DeletableGroupResult(group_id=group, error_code=code) for group in body.groups_names])
 
 
 def _offset_commit_response(codes: Mapping[tuple[str, int], int]) -> OffsetCommitResponseData:

@@ -20,10 +20,16 @@ from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
+from clients.protocol.messages.describe_groups import DescribeGroupsResponseData
 from clients.protocol.messages.heartbeat import HeartbeatRequestData
 from clients.protocol.messages.join_group import JoinGroupRequestData
 from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.list_groups import ListGroupsResponseData
 from clients.protocol.messages.sync_group import SyncGroupRequestData
+
+DescribedGroup = DescribeGroupsResponseData.DescribedGroup
+DescribedMember = DescribeGroupsResponseData.DescribedGroupMember
+ListedGroup = ListGroupsResponseData.ListedGroup
 
 LoadedEntry = tuple[int, RecordKey, Any]
 
@@ -121,29 +127,29 @@ class GroupEngine:
 
     # -- views ---------------------------------------------------------------------------
 
-    def describe(self, group_id: str) -> dict[str, Any]:
+    def describe(self, group_id: str) -> DescribedGroup:
         """One DescribeGroups entry (Kafka's summary: metadata and assignments only when
         Stable; an unknown group is reported Dead)."""
         group = self.groups.get(group_id)
         if group is None:
-            return {"error_code": 0, "group_id": group_id,
-                    "group_state": ClassicGroupState.DEAD.value,
-                    "protocol_type": "", "protocol_data": "", "members": []}
+            return DescribedGroup(group_id=group_id, group_state=ClassicGroupState.DEAD.value)
         stable = group.state is ClassicGroupState.STABLE
-        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
-                "protocol_type": group.protocol_type or "",
-                "protocol_data": (group.protocol_name or "") if stable else "",
-                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                             "client_id": m.client_id, "client_host": m.client_host,
-                             "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                             "member_assignment": m.assignment if stable else b""}
-                            for m in group.members.values()]}
+        return DescribedGroup(
+            group_id=group_id, group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=[DescribedMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata_for(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"")
+                for m in group.members.values()])
 
-    def list_groups(self, states: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def list_groups(self, states: Iterable[str] = ()) -> list[ListedGroup]:
         """ListGroups entries, filtered by state names (case-insensitive) when given."""
         wanted = {s.lower() for s in states}
-        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                 "group_state": g.state.value}
+        return [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
+                            group_state=g.state.value)
                 for g in self.groups.values()
                 if g.state is not ClassicGroupState.DEAD
                 and (not wanted or g.state.value.lower() in wanted)]

@@ -70,10 +70,14 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.DESCRIBE_GROUPS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.FIND_COORDINATOR,
     ApiKey.HEARTBEAT,
     ApiKey.JOIN_GROUP,
     ApiKey.LEAVE_GROUP,
+    ApiKey.LIST_GROUPS,
     ApiKey.OFFSET_COMMIT,
     ApiKey.OFFSET_DELETE,
     ApiKey.OFFSET_FETCH,

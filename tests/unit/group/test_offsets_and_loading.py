@@ -132,14 +132,14 @@ def test_list_and_describe():
     engine, log = new_engine(), Log()
     ids = stable(engine, log)
     commit(engine, log, commit_request("solo", {("t", 0): 1}))
-    assert sorted((g["group_id"], g["group_state"]) for g in engine.list_groups()) == [
+    assert sorted((g.group_id, g.group_state) for g in engine.list_groups()) == [
         ("g", "Stable"), ("solo", "Empty")]
-    assert [g["group_id"] for g in engine.list_groups(["stable"])] == ["g"]
+    assert [g.group_id for g in engine.list_groups(["stable"])] == ["g"]
     described = engine.describe("g")
-    assert (described["group_state"], described["protocol_type"], described["protocol_data"]) \
+    assert (described.group_state, described.protocol_type, described.protocol_data) \
         == ("Stable", "consumer", "range")
-    assert [m["member_id"] for m in described["members"]] == ids
-    assert engine.describe("unknown")["group_state"] == "Dead"
+    assert [m.member_id for m in described.members] == ids
+    assert engine.describe("unknown").group_state == "Dead"
 
 
 def test_loading_the_written_records_rebuilds_the_same_groups_and_offsets():
