@@ -70,6 +70,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
     ApiKey.DELETE_GROUPS,
     ApiKey.DESCRIBE_GROUPS,
     ApiKey.DESCRIBE_LOG_DIRS,
