@@ -40,7 +40,7 @@ from clients.protocol.messages.find_coordinator import (
     FindCoordinatorResponseData,
 )
 from clients.protocol.messages.heartbeat import HeartbeatRequestData, HeartbeatResponseData
-from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData, JoinGroupResponseData
 from clients.protocol.messages.leave_group import LeaveGroupRequestData, LeaveGroupResponseData
 from clients.protocol.messages.list_groups import ListGroupsRequestData, ListGroupsResponseData
 from clients.protocol.messages.offset_commit import (
@@ -51,8 +51,8 @@ from clients.protocol.messages.offset_delete import (
     OffsetDeleteRequestData,
     OffsetDeleteResponseData,
 )
-from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
-from clients.protocol.messages.sync_group import SyncGroupRequestData
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData, OffsetFetchResponseData
+from clients.protocol.messages.sync_group import SyncGroupRequestData, SyncGroupResponseData
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
@@ -223,7 +223,8 @@ class GroupHandlers:
 
     # -- membership ----------------------------------------------------------------------
 
-    async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def join_group(self, request: DecodedRequest,
+                         ctx: RequestContext) -> JoinGroupResponseData:
         body: JoinGroupRequestData = request.body
         version = request.api_version
         code = self._group_error(ctx, AclOperation.READ, body.group_id)
@@ -242,12 +243,13 @@ class GroupHandlers:
             require_known_member_id=version >= 4)
         return _join_for_version(response, version)
 
-    async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def sync_group(self, request: DecodedRequest,
+                         ctx: RequestContext) -> SyncGroupResponseData:
         body: SyncGroupRequestData = request.body
         code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return sync_group_error(body, request.api_version, code)
-        return await self.coordinator.sync_group(body)
+        return _sync_response(await self.coordinator.sync_group(body))
 
     async def heartbeat(self, request: DecodedRequest,
                         ctx: RequestContext) -> HeartbeatResponseData:
@@ -308,7 +310,8 @@ class GroupHandlers:
                      for t in denied for p in t.partitions)
         return _offset_commit_response(codes)
 
-    async def offset_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def offset_fetch(self, request: DecodedRequest,
+                           ctx: RequestContext) -> OffsetFetchResponseData:
         body: OffsetFetchRequestData = request.body
         version = request.api_version
         stable = body.require_stable
@@ -322,18 +325,16 @@ class GroupHandlers:
                         group.group_id, group.member_id, group.member_epoch)
                 topics = [] if code else await self._fetch_offsets(
                     ctx, group.group_id, group.topics, stable)
-                groups.append({"group_id": group.group_id, "topics": topics,
-                               "error_code": int(code)})
-            return {"throttle_time_ms": 0, "groups": groups}
-        group_id = body.group_id
-        topics_wanted = body.topics
-        code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
+                groups.append(OffsetFetchResponseData.OffsetFetchResponseGroup(
+                    group_id=group.group_id, topics=_fetched_topics_v8(topics),
+                    error_code=int(code)))
+            return OffsetFetchResponseData(groups=groups)
+        code = self._group_error(ctx, AclOperation.DESCRIBE, body.group_id)
         if not code:
-            return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": await self._fetch_offsets(ctx, group_id, topics_wanted,
-                                                        stable)}
+            topics = await self._fetch_offsets(ctx, body.group_id, body.topics, stable)
+            return OffsetFetchResponseData(topics=_fetched_topics(topics))
         if version >= 2:
-            return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
+            return OffsetFetchResponseData(error_code=int(code))
         return offset_fetch_error(body, version, int(code))
 
     # -- administration ------------------------------------------------------------------
@@ -452,12 +453,28 @@ class GroupHandlers:
 # -- error answers ---------------------------------------------------------------------------
 
 
-def _join_for_version(response: dict[str, Any], version: int) -> dict[str, Any]:
-    if version < 7 and response.get("protocol_name") is None:
-        response["protocol_name"] = ""
-    if version < 9:
-        response["skip_assignment"] = False
-    return response
+def _join_for_version(response: Mapping[str, Any], version: int) -> JoinGroupResponseData:
+    """The coordinator's JoinGroup answer as sent at `version`: the protocol name is not
+    nullable before v7, and only v9 has skip_assignment."""
+    protocol_name = response["protocol_name"]
+    if version < 7 and protocol_name is None:
+        protocol_name = ""
+    return JoinGroupResponseData(
+        error_code=int(response["error_code"]), generation_id=response["generation_id"],
+        protocol_type=response["protocol_type"], protocol_name=protocol_name,
+        leader=response["leader"],
+        skip_assignment=bool(response["skip_assignment"]) and version >= 9,
+        member_id=response["member_id"],
+        members=[JoinGroupResponseData.JoinGroupResponseMember(
+            member_id=m["member_id"], group_instance_id=m["group_instance_id"],
+            metadata=m["metadata"]) for m in response["members"]])
+
+
+def _sync_response(response: Mapping[str, Any]) -> SyncGroupResponseData:
+    """The coordinator's SyncGroup answer as its response class."""
+    return SyncGroupResponseData(
+        error_code=int(response["error_code"]), protocol_type=response["protocol_type"],
+        protocol_name=response["protocol_name"], assignment=response["assignment"])
 
 
 def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code: int,
@@ -472,13 +489,13 @@ def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code:
 
 
 def join_group_error(body: JoinGroupRequestData, version: int, code: int,
-                     message: str | None = None) -> dict:
+                     message: str | None = None) -> JoinGroupResponseData:
     return _join_for_version(join_body(code, body.member_id), version)
 
 
 def sync_group_error(body: SyncGroupRequestData, version: int, code: int,
-                     message: str | None = None) -> dict:
-    return sync_body(code)
+                     message: str | None = None) -> SyncGroupResponseData:
+    return _sync_response(sync_body(code))
 
 
 def heartbeat_error(body: HeartbeatRequestData, version: int, code: int,
@@ -538,15 +555,37 @@ def _offset_fetch_topics(topics: Sequence[RequestedTopic] | None,
         for index in t.partition_indexes]} for t in topics or ()]
 
 
+def _fetched_topics(topics: list[dict[str, Any]]
+                    ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopic]:
+    """Committed offsets by topic, as OffsetFetch v0-7 answers them."""
+    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t["name"], partitions=[
+        OffsetFetchResponseData.OffsetFetchResponsePartition(
+            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
+            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
+            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+
+
+def _fetched_topics_v8(topics: list[dict[str, Any]]
+                       ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopics]:
+    """Committed offsets by topic, as OffsetFetch v8+ answers them for a group."""
+    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t["name"], partitions=[
+        OffsetFetchResponseData.OffsetFetchResponsePartitions(
+            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
+            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
+            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+
+
 def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
-                       message: str | None = None) -> dict:
+                       message: str | None = None) -> OffsetFetchResponseData:
     if version >= 8:
-        return {"throttle_time_ms": 0, "groups": [
-            {"group_id": g.group_id, "topics": _offset_fetch_topics(g.topics, code),
-             "error_code": code} for g in body.groups]}
+        return OffsetFetchResponseData(groups=[
+            OffsetFetchResponseData.OffsetFetchResponseGroup(
+                group_id=g.group_id, error_code=code,
+                topics=_fetched_topics_v8(_offset_fetch_topics(g.topics, code)))
+            for g in body.groups])
     # v2+ clients read the top-level code; v1 only has the per-partition ones.
-    return {"throttle_time_ms": 0, "error_code": code,
-            "topics": _offset_fetch_topics(body.topics, code)}
+    return OffsetFetchResponseData(
+        error_code=code, topics=_fetched_topics(_offset_fetch_topics(body.topics, code)))
 
 
 def offset_delete_error(body: OffsetDeleteRequestData, version: int, code: int,

@@ -25,7 +25,7 @@ CONNECTION = ConnectionContext(1, "PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
 
 
 async def dispatch_counting_steps(router: RequestRouter, api_key: int, version: int,
-                                  body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+                                  body: dict[str, Any]) -> tuple[Any, int]:
     """The response, and how often another task got to run while it was worked out (once
     per checkpoint of the handler, bar the last, whose turn may come after the answer)."""
     request = decode_request(encode_request(api_key, version, 1, "big", body))
@@ -114,10 +114,9 @@ async def test_offset_fetch_of_many_partitions_lets_others_run(tmp_path):
         response, steps = await dispatch_counting_steps(broker.server.router,
                                                         ApiKey.OFFSET_FETCH, 7, body)
     assert steps >= MANY // ITEMS_PER_SLICE - 1
-    assert response["error_code"] == ErrorCode.NONE
-    assert [(t["name"], len(t["partitions"])) for t in response["topics"]] == [
-        ("t", MANY), ("u", 2)]
-    assert [p["partition_index"] for p in response["topics"][0]["partitions"]] == list(range(MANY))
+    assert response.error_code == ErrorCode.NONE
+    assert [(t.name, len(t.partitions)) for t in response.topics] == [("t", MANY), ("u", 2)]
+    assert [p.partition_index for p in response.topics[0].partitions] == list(range(MANY))
 
 
 async def test_a_topic_of_many_partitions_is_laid_out_while_others_run(tmp_path):
