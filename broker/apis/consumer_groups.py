@@ -4,7 +4,7 @@ written to that partition before the heartbeat that made it is answered."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 import trio
 
@@ -19,7 +19,17 @@ from broker.group.records import ConsumerGroupKey, ConsumerGroupValue
 from broker.parking import parked
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequestData,
+    ConsumerGroupDescribeResponseData,
+)
+from clients.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequestData,
+    ConsumerGroupHeartbeatResponseData,
+)
 from metadata.image import MetadataImage
+
+Described = ConsumerGroupDescribeResponseData
 
 # How often sessions are checked between requests: timeouts are seconds long.
 EXPIRY_CHECK_INTERVAL_S = 0.5
@@ -96,14 +106,15 @@ class ConsumerGroupHandlers:
     def _served(self, group_id: str) -> int:
         return serve(self.coordinator, self.manager, group_id, self._clock())
 
-    async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        group_id = body.get("group_id") or ""
+    async def heartbeat(self, request: DecodedRequest,
+                        ctx: RequestContext) -> ConsumerGroupHeartbeatResponseData:
+        body: ConsumerGroupHeartbeatRequestData = request.body
+        group_id = body.group_id
         if not self.manager.settings.enabled:
             return error_body(ErrorCode.UNSUPPORTED_VERSION, UNSUPPORTED_MESSAGE)
         if not self._authz.allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
             return error_body(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        names = set(body.get("subscribed_topic_names") or ())
+        names = set(body.subscribed_topic_names or ())
         denied = names - self._authz.allowed_names(ctx, AclOperation.DESCRIBE,
                                                    ResourceType.TOPIC, names)
         if denied:
@@ -124,13 +135,14 @@ class ConsumerGroupHandlers:
             return error_body(failed[group_id])
         return response
 
-    async def describe(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        include_operations = bool(request.body.get("include_authorized_operations"))
+    async def describe(self, request: DecodedRequest,
+                       ctx: RequestContext) -> ConsumerGroupDescribeResponseData:
+        body: ConsumerGroupDescribeRequestData = request.body
         image = self._image()
         self.manager.expire(self._clock(), cluster_topics(image))
         await persist(self.coordinator, self.manager)
         described = []
-        for group_id in request.body.get("group_ids") or ():
+        for group_id in body.group_ids:
             if not self._authz.allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
                                        group_id):
                 described.append(_described_error(group_id,
@@ -149,10 +161,9 @@ class ConsumerGroupHandlers:
                 described.append(_described_error(group_id, code))
                 continue
             entry = describe_group(group, image)
-            names = {t["topic_name"] for m in entry["members"]
-                     for a in (m["assignment"], m["target_assignment"])
-                     for t in a["topic_partitions"]}
-            names.update(n for m in entry["members"] for n in m["subscribed_topic_names"])
+            names = {t.topic_name for m in entry.members
+                     for a in (m.assignment, m.target_assignment) for t in a.topic_partitions}
+            names.update(n for m in entry.members for n in m.subscribed_topic_names)
             if self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                          names) != names:
                 described.append(_described_error(
@@ -160,57 +171,55 @@ class ConsumerGroupHandlers:
                     "The group has described topic(s) that the client is not authorized "
                     "to describe."))
                 continue
-            if include_operations:
-                entry["authorized_operations"] = self._authz.operations(
+            if body.include_authorized_operations:
+                entry.authorized_operations = self._authz.operations(
                     ctx, ResourceType.GROUP, group_id)
             described.append(entry)
-        return {"throttle_time_ms": 0, "groups": described}
+        return ConsumerGroupDescribeResponseData(groups=described)
 
 
-def _described_assignment(assignment: Assignment, image: MetadataImage) -> dict[str, Any]:
+def _described_assignment(assignment: Assignment,
+                          image: MetadataImage) -> Described.Assignment:
     parts = []
     for topic_id, partitions in sorted(assignment.items(), key=lambda i: str(i[0])):
         topic = image.topic_by_id(topic_id)
-        parts.append({"topic_id": topic_id, "topic_name": topic.name if topic else "",
-                      "partitions": sorted(partitions)})
-    return {"topic_partitions": parts}
+        parts.append(Described.TopicPartitions(
+            topic_id=topic_id, topic_name=topic.name if topic else "",
+            partitions=sorted(partitions)))
+    return Described.Assignment(topic_partitions=parts)
 
 
-def describe_group(group: ConsumerGroup, image: MetadataImage) -> dict[str, Any]:
+def describe_group(group: ConsumerGroup, image: MetadataImage) -> Described.DescribedGroup:
     """One ConsumerGroupDescribe entry."""
-    return {
-        "error_code": 0, "error_message": None, "group_id": group.group_id,
-        "group_state": group.state().value, "group_epoch": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor_name,
-        "members": [{
-            "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-            "member_epoch": m.member_epoch, "client_id": m.client_id,
-            "client_host": m.client_host,
-            "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex,
-            "assignment": _described_assignment(m.assigned, image),
-            "target_assignment": _described_assignment(group.target.get(m.member_id, {}),
-                                                       image),
-        } for m in group.members.values()],
-        "authorized_operations": -2147483648,
-    }
+    return Described.DescribedGroup(
+        group_id=group.group_id, group_state=group.state().value,
+        group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor_name,
+        members=[Described.Member(
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+            member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=list(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=_described_assignment(m.assigned, image),
+            target_assignment=_described_assignment(group.target.get(m.member_id, {}), image))
+            for m in group.members.values()])
 
 
-def _described_error(group_id: str, code: int, message: str | None = None) -> dict[str, Any]:
-    return {"error_code": int(code), "error_message": message, "group_id": group_id,
-            "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-            "members": [], "authorized_operations": -2147483648}
+def _described_error(group_id: str, code: int,
+                     message: str | None = None) -> Described.DescribedGroup:
+    return Described.DescribedGroup(error_code=int(code), error_message=message,
+                                    group_id=group_id, group_epoch=-1, assignment_epoch=-1)
 
 
-def heartbeat_error(body: Mapping[str, Any], version: int, code: int,
-                    message: str | None = None) -> dict:
+def heartbeat_error(body: ConsumerGroupHeartbeatRequestData, version: int, code: int,
+                    message: str | None = None) -> ConsumerGroupHeartbeatResponseData:
     return error_body(code, message)
 
 
-def describe_error(body: Mapping[str, Any], version: int, code: int,
-                   message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "groups": [
-        _described_error(g, code, message) for g in body.get("group_ids") or ()]}
+def describe_error(body: ConsumerGroupDescribeRequestData, version: int, code: int,
+                   message: str | None = None) -> ConsumerGroupDescribeResponseData:
+    return ConsumerGroupDescribeResponseData(groups=[
+        _described_error(g, code, message) for g in body.group_ids])
 
 
 CONSUMER_GROUP_ERRORS: dict[int, ErrorBody] = {

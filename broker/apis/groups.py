@@ -9,8 +9,9 @@ against the member epoch, and they are listed, described and deleted beside clas
 
 from __future__ import annotations
 
+import copy
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import trio
 
@@ -22,13 +23,43 @@ from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import ConsumerGroupState
 from broker.group.coordinator import GroupCoordinator
-from broker.group.offsets import fetch_slices, requested_partitions
+from broker.group.offsets import RequestedTopic, fetch_slices
 from broker.group.responses import join_body, sync_body
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.delete_groups import (
+    DeleteGroupsRequestData,
+    DeleteGroupsResponseData,
+)
+from clients.protocol.messages.describe_groups import (
+    DescribeGroupsRequestData,
+    DescribeGroupsResponseData,
+)
+from clients.protocol.messages.find_coordinator import (
+    FindCoordinatorRequestData,
+    FindCoordinatorResponseData,
+)
+from clients.protocol.messages.heartbeat import HeartbeatRequestData, HeartbeatResponseData
+from clients.protocol.messages.join_group import JoinGroupRequestData, JoinGroupResponseData
+from clients.protocol.messages.leave_group import LeaveGroupRequestData, LeaveGroupResponseData
+from clients.protocol.messages.list_groups import ListGroupsRequestData, ListGroupsResponseData
+from clients.protocol.messages.offset_commit import (
+    OffsetCommitRequestData,
+    OffsetCommitResponseData,
+)
+from clients.protocol.messages.offset_delete import (
+    OffsetDeleteRequestData,
+    OffsetDeleteResponseData,
+)
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData, OffsetFetchResponseData
+from clients.protocol.messages.sync_group import SyncGroupRequestData, SyncGroupResponseData
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
+
+DescribedGroup = DescribeGroupsResponseData.DescribedGroup
+DeletableGroupResult = DeleteGroupsResponseData.DeletableGroupResult
+ListedGroup = ListGroupsResponseData.ListedGroup
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -84,12 +115,11 @@ class GroupHandlers:
         return self.coordinator.coordinator_error(group_id)
 
     def _topics_allowed(self, ctx: RequestContext, operation: AclOperation,
-                        topics: list[dict[str, Any]] | None) -> set[str]:
-        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC,
-                                         (t["name"] for t in topics or ()))
+                        names: Iterable[str]) -> set[str]:
+        return self._authz.allowed_names(ctx, operation, ResourceType.TOPIC, names)
 
     async def _fetch_offsets(self, ctx: RequestContext, group_id: str,
-                             topics: list[dict[str, Any]] | None,
+                             topics: Sequence[RequestedTopic] | None,
                              stable: bool) -> list[dict[str, Any]]:
         """Committed offsets of the topics the principal may describe: asked-for topics it
         may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
@@ -98,16 +128,17 @@ class GroupHandlers:
             fetched = engine.fetch(group_id, None, stable)
             if not self._authz.enabled:
                 return fetched
-            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, fetched)
+            visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
+                                           (t["name"] for t in fetched))
             return [t for t in fetched if t["name"] in visible]
-        visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, topics)
-        allowed = [t for t in topics if t["name"] in visible]
-        denied = [t for t in topics if t["name"] not in visible]
+        visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, (t.name for t in topics))
+        allowed = [t for t in topics if t.name in visible]
+        denied = [t for t in topics if t.name not in visible]
         fetched = await self._fetch_in_slices(group_id, allowed, stable) if (
             allowed or not denied) else []
         return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
-    async def _fetch_in_slices(self, group_id: str, topics: list[dict[str, Any]],
+    async def _fetch_in_slices(self, group_id: str, topics: Sequence[RequestedTopic],
                                stable: bool) -> list[dict[str, Any]]:
         """The committed offsets of `topics`, a slice of partitions at a time with the other
         connections served in between. A request of more than one slice may see a commit
@@ -149,18 +180,23 @@ class GroupHandlers:
 
     # -- coordinator discovery -----------------------------------------------------------
 
-    async def find_coordinator(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        key_type = int(body.get("key_type", GROUP_KEY_TYPE))
+    async def find_coordinator(self, request: DecodedRequest,
+                               ctx: RequestContext) -> FindCoordinatorResponseData:
+        body: FindCoordinatorRequestData = request.body
+        version = request.api_version
+        keys = list(body.coordinator_keys) if version >= 4 else [body.key]
+        found = [self._coordinator_for(key, body.key_type, ctx.listener_name, ctx)
+                 for key in keys]
         if version >= 4:
-            keys = list(body.get("coordinator_keys") or ())
-        else:
-            keys = [body.get("key") or ""]
-        found = [self._coordinator_for(key, key_type, ctx.listener_name, ctx) for key in keys]
-        if version >= 4:
-            return {"throttle_time_ms": 0,
-                    "coordinators": [{"key": key, **entry} for key, entry in zip(keys, found)]}
-        return {"throttle_time_ms": 0, **found[0]}
+            return FindCoordinatorResponseData(coordinators=[
+                FindCoordinatorResponseData.Coordinator(
+                    key=key, node_id=entry["node_id"], host=entry["host"], port=entry["port"],
+                    error_code=int(entry["error_code"]), error_message=entry["error_message"])
+                for key, entry in zip(keys, found)])
+        entry = found[0]
+        return FindCoordinatorResponseData(
+            error_code=int(entry["error_code"]), error_message=entry["error_message"],
+            node_id=entry["node_id"], host=entry["host"], port=entry["port"])
 
     def _coordinator_for(self, key: str, key_type: int, listener: str,
                          ctx: RequestContext) -> dict[str, Any]:
@@ -187,123 +223,126 @@ class GroupHandlers:
 
     # -- membership ----------------------------------------------------------------------
 
-    async def join_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+    async def join_group(self, request: DecodedRequest,
+                         ctx: RequestContext) -> JoinGroupResponseData:
+        body: JoinGroupRequestData = request.body
+        version = request.api_version
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return join_group_error(body, version, code)
-        if self._consumer_group(body.get("group_id") or ""):
+        if self._consumer_group(body.group_id):
             assert self._consumer_groups is not None
-            if self._consumer_groups.groups[body["group_id"]].members:
+            if self._consumer_groups.groups[body.group_id].members:
                 # Kafka lets classic members into a consumer group only under its migration
                 # policy, which Raftka does not have.
                 return join_group_error(body, version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            self._consumer_groups.drop(body["group_id"])  # empty: it becomes classic
+            self._consumer_groups.drop(body.group_id)  # empty: it becomes classic
             await self._persist_consumer_groups()
         response = await self.coordinator.join_group(
             body, client_id=request.client_id or "", client_host=client_host(ctx),
             require_known_member_id=version >= 4)
         return _join_for_version(response, version)
 
-    async def sync_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+    async def sync_group(self, request: DecodedRequest,
+                         ctx: RequestContext) -> SyncGroupResponseData:
+        body: SyncGroupRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return sync_group_error(body, request.api_version, code)
-        return await self.coordinator.sync_group(body)
+        return _sync_response(await self.coordinator.sync_group(body))
 
-    async def heartbeat(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
+    async def heartbeat(self, request: DecodedRequest,
+                        ctx: RequestContext) -> HeartbeatResponseData:
+        body: HeartbeatRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if not code:
             code = self.coordinator.heartbeat(body)
-        return {"throttle_time_ms": 0, "error_code": int(code)}
+        return HeartbeatResponseData(error_code=int(code))
 
-    async def leave_group(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
+    async def leave_group(self, request: DecodedRequest,
+                          ctx: RequestContext) -> LeaveGroupResponseData:
+        body: LeaveGroupRequestData = request.body
+        version = request.api_version
         if version < 3:
-            leaving = [(body.get("member_id") or "", None)]
+            leaving: list[tuple[str, str | None]] = [(body.member_id, None)]
         else:
-            leaving = [(m.get("member_id") or "", m.get("group_instance_id"))
-                       for m in body.get("members") or ()]
-        group_id = body.get("group_id") or ""
-        top = self._group_error(ctx, AclOperation.READ, group_id)
+            leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+        top = self._group_error(ctx, AclOperation.READ, body.group_id)
         codes: list[int] = []
         if not top:
-            top, codes = self.coordinator.leave_group(group_id, leaving)
+            top, codes = self.coordinator.leave_group(body.group_id, leaving)
         if version < 3:
             # v0-2 have one member and only the top-level code.
             if not top and codes:
                 top = codes[0]
-            return {"throttle_time_ms": 0, "error_code": int(top), "members": []}
-        return {"throttle_time_ms": 0, "error_code": int(top), "members": [
-            {"member_id": member_id, "group_instance_id": instance_id, "error_code": int(c)}
-            for (member_id, instance_id), c in zip(leaving, codes)]}
+            return LeaveGroupResponseData(error_code=int(top))
+        return LeaveGroupResponseData(error_code=int(top), members=[
+            LeaveGroupResponseData.MemberResponse(
+                member_id=member_id, group_instance_id=instance_id, error_code=int(c))
+            for (member_id, instance_id), c in zip(leaving, codes)])
 
     # -- offsets -------------------------------------------------------------------------
 
-    async def offset_commit(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        code = self._group_error(ctx, AclOperation.READ, body.get("group_id") or "")
-        if not code and self._consumer_group(body.get("group_id") or ""):
+    async def offset_commit(self, request: DecodedRequest,
+                            ctx: RequestContext) -> OffsetCommitResponseData:
+        body: OffsetCommitRequestData = request.body
+        code = self._group_error(ctx, AclOperation.READ, body.group_id)
+        if not code and self._consumer_group(body.group_id):
             assert self._consumer_groups is not None
             code = self._consumer_groups.validate_commit(
-                body["group_id"], body.get("member_id") or "",
-                int(body.get("generation_id_or_member_epoch", -1)), request.api_version)
+                body.group_id, body.member_id, body.generation_id_or_member_epoch,
+                request.api_version)
             # The member was checked against its epoch; the offsets land as a simple commit.
-            body = {**body, "generation_id_or_member_epoch": -1, "member_id": "",
-                    "group_instance_id": None}
+            body = copy.copy(body)
+            body.generation_id_or_member_epoch, body.member_id = -1, ""
+            body.group_instance_id = None
         if code:
             return offset_commit_error(body, request.api_version, code)
-        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
-        denied = [t for t in body.get("topics") or () if t["name"] not in readable]
+        readable = self._topics_allowed(ctx, AclOperation.READ, (t.name for t in body.topics))
+        denied = [t for t in body.topics if t.name not in readable]
         codes = {}
         if denied:
-            body = {**body, "topics": [t for t in body.get("topics") or ()
-                                       if t["name"] in readable]}
-        if body.get("topics") or not denied:
+            body = copy.copy(body)
+            body.topics = [t for t in body.topics if t.name in readable]
+        if body.topics or not denied:
             codes = dict((await self.coordinator.commit_offsets(body, self._topic_exists)).codes)
-        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                     for t in denied for p in t.get("partitions") or ())
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition,
-                                                 "error_code": int(c)})
-        return {"throttle_time_ms": 0,
-                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+        codes.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in denied for p in t.partitions)
+        return _offset_commit_response(codes)
 
-    async def offset_fetch(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        stable = bool(body.get("require_stable", False))
+    async def offset_fetch(self, request: DecodedRequest,
+                           ctx: RequestContext) -> OffsetFetchResponseData:
+        body: OffsetFetchRequestData = request.body
+        version = request.api_version
+        stable = body.require_stable
         if version >= 8:
             groups = []
-            for group in body.get("groups") or ():
-                code = self._group_error(ctx, AclOperation.DESCRIBE, group["group_id"])
-                if not code and self._consumer_group(group["group_id"]):
+            for group in body.groups:
+                code = self._group_error(ctx, AclOperation.DESCRIBE, group.group_id)
+                if not code and self._consumer_group(group.group_id):
                     assert self._consumer_groups is not None
                     code = self._consumer_groups.validate_fetch(
-                        group["group_id"], group.get("member_id"),
-                        int(group.get("member_epoch", -1)))
+                        group.group_id, group.member_id, group.member_epoch)
                 topics = [] if code else await self._fetch_offsets(
-                    ctx, group["group_id"], group.get("topics"), stable)
-                groups.append({"group_id": group["group_id"], "topics": topics,
-                               "error_code": int(code)})
-            return {"throttle_time_ms": 0, "groups": groups}
-        group_id = body.get("group_id") or ""
-        topics_wanted = body.get("topics")
-        code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
+                    ctx, group.group_id, group.topics, stable)
+                groups.append(OffsetFetchResponseData.OffsetFetchResponseGroup(
+                    group_id=group.group_id, topics=_fetched_topics_v8(topics),
+                    error_code=int(code)))
+            return OffsetFetchResponseData(groups=groups)
+        code = self._group_error(ctx, AclOperation.DESCRIBE, body.group_id)
         if not code:
-            return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": await self._fetch_offsets(ctx, group_id, topics_wanted,
-                                                        stable)}
+            topics = await self._fetch_offsets(ctx, body.group_id, body.topics, stable)
+            return OffsetFetchResponseData(topics=_fetched_topics(topics))
         if version >= 2:
-            return {"throttle_time_ms": 0, "error_code": int(code), "topics": []}
+            return OffsetFetchResponseData(error_code=int(code))
         return offset_fetch_error(body, version, int(code))
 
     # -- administration ------------------------------------------------------------------
 
-    async def list_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        states = request.body.get("states_filter") or ()
+    async def list_groups(self, request: DecodedRequest,
+                          ctx: RequestContext) -> ListGroupsResponseData:
+        body: ListGroupsRequestData = request.body
+        states = body.states_filter
         code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.coordinator.is_loading
                 else ErrorCode.NONE)
         groups = self.coordinator.engine.list_groups(states)
@@ -312,12 +351,12 @@ class GroupHandlers:
             await self._persist_consumer_groups()
         if not self._authz.cluster(ctx, AclOperation.DESCRIBE):
             visible = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
-                                                (g["group_id"] for g in groups))
-            groups = [g for g in groups if g["group_id"] in visible]
-        return {"throttle_time_ms": 0, "error_code": int(code), "groups": groups}
+                                                (g.group_id for g in groups))
+            groups = [g for g in groups if g.group_id in visible]
+        return ListGroupsResponseData(error_code=int(code), groups=groups)
 
-    def _with_consumer_groups(self, listed: list[dict[str, Any]],
-                              states: Any) -> list[dict[str, Any]]:
+    def _with_consumer_groups(self, listed: list[ListedGroup],
+                              states: Iterable[str]) -> list[ListedGroup]:
         """ListGroups entries with consumer groups as Kafka lists them (protocol type
         "consumer", their own states) in place of the offsets they share an id with."""
         assert self._consumer_groups is not None
@@ -327,56 +366,63 @@ class GroupHandlers:
         served = {g: group for g, group in self._consumer_groups.groups.items()
                   if self.coordinator.coordinator_error(g) == ErrorCode.NONE}
         wanted = {s.lower() for s in states}
-        out = [g for g in listed if g["group_id"] not in served]
+        out = [g for g in listed if g.group_id not in served]
         for group_id, group in served.items():
             state = group.state().value
             if not wanted or state.lower() in wanted:
-                out.append({"group_id": group_id, "protocol_type": CONSUMER_GROUP_PROTOCOL_TYPE,
-                            "group_state": state})
+                out.append(ListedGroup(group_id=group_id,
+                                       protocol_type=CONSUMER_GROUP_PROTOCOL_TYPE,
+                                       group_state=state))
         return out
 
-    async def describe_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def describe_groups(self, request: DecodedRequest,
+                              ctx: RequestContext) -> DescribeGroupsResponseData:
+        body: DescribeGroupsRequestData = request.body
         described = []
-        for group_id in request.body.get("groups") or ():
+        for group_id in body.groups:
             code = self._group_error(ctx, AclOperation.DESCRIBE, group_id)
             if code:
                 described.append(_described_error(group_id, int(code)))
                 continue
             if self._consumer_group(group_id):
                 # Kafka's DescribeGroups (v0-5) finds no classic group: reported Dead.
-                described.append({**_described_error(group_id, 0),
-                                  "group_state": ConsumerGroupState.DEAD.value})
+                described.append(DescribedGroup(group_id=group_id,
+                                                group_state=ConsumerGroupState.DEAD.value))
                 continue
             entry = self.coordinator.engine.describe(group_id)
-            if request.body.get("include_authorized_operations"):
-                entry["authorized_operations"] = self._authz.operations(
+            if body.include_authorized_operations:
+                entry.authorized_operations = self._authz.operations(
                     ctx, ResourceType.GROUP, group_id)
             described.append(entry)
-        return {"throttle_time_ms": 0, "groups": described}
+        return DescribeGroupsResponseData(groups=described)
 
-    async def delete_groups(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def delete_groups(self, request: DecodedRequest,
+                            ctx: RequestContext) -> DeleteGroupsResponseData:
+        body: DeleteGroupsRequestData = request.body
         results = []
-        for group_id in request.body.get("groups_names") or ():
+        for group_id in body.groups_names:
             code = self._group_error(ctx, AclOperation.DELETE, group_id)
             if not code and self._consumer_group(group_id):
                 assert self._consumer_groups is not None
                 code = self._consumer_groups.delete(group_id)
                 await self._persist_consumer_groups()
                 if not code and group_id not in self.coordinator.engine.groups:
-                    results.append({"group_id": group_id, "error_code": 0})
+                    results.append(DeletableGroupResult(group_id=group_id))
                     continue
             if not code:
                 code = await self.coordinator.delete_group(group_id)
-            results.append({"group_id": group_id, "error_code": int(code)})
-        return {"throttle_time_ms": 0, "results": results}
+            results.append(DeletableGroupResult(group_id=group_id, error_code=int(code)))
+        return DeleteGroupsResponseData(results=results)
 
-    async def offset_delete(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
-        group_id = body.get("group_id") or ""
+    async def offset_delete(self, request: DecodedRequest,
+                            ctx: RequestContext) -> OffsetDeleteResponseData:
+        body: OffsetDeleteRequestData = request.body
+        version = request.api_version
+        group_id = body.group_id
         code = self._group_error(ctx, AclOperation.DELETE, group_id)
-        readable = self._topics_allowed(ctx, AclOperation.READ, body.get("topics"))
-        named = [(t["name"], p["partition_index"]) for t in body.get("topics") or ()
-                 if t["name"] in readable for p in t.get("partitions") or ()]
+        readable = self._topics_allowed(ctx, AclOperation.READ, (t.name for t in body.topics))
+        named = [(t.name, p.partition_index) for t in body.topics
+                 if t.name in readable for p in t.partitions]
         # As Kafka: a partition the metadata does not know is answered, not passed on.
         unknown = {tp for tp in named if not self._partition_exists(*tp)}
         # A consumer group keeps the offsets of topics its members subscribe to, as Kafka.
@@ -392,111 +438,160 @@ class GroupHandlers:
         codes = dict(codes)
         codes.update((tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for tp in unknown)
         codes.update((tp, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC) for tp in subscribed)
-        codes.update(((t["name"], p["partition_index"]), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                     for t in body.get("topics") or () if t["name"] not in readable
-                     for p in t.get("partitions") or ())
-        topics: dict[str, list[dict[str, Any]]] = {}
+        codes.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                     for t in body.topics if t.name not in readable for p in t.partitions)
+        topics: dict[str, list[OffsetDeleteResponseData.OffsetDeleteResponsePartition]] = {}
         for (topic, partition), c in codes.items():
-            topics.setdefault(topic, []).append({"partition_index": partition,
-                                                 "error_code": int(c)})
-        return {"error_code": 0, "throttle_time_ms": 0,
-                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+            topics.setdefault(topic, []).append(
+                OffsetDeleteResponseData.OffsetDeleteResponsePartition(
+                    partition_index=partition, error_code=int(c)))
+        return OffsetDeleteResponseData(topics=[
+            OffsetDeleteResponseData.OffsetDeleteResponseTopic(name=name, partitions=parts)
+            for name, parts in topics.items()])
 
 
 # -- error answers ---------------------------------------------------------------------------
 
 
-def _join_for_version(response: dict[str, Any], version: int) -> dict[str, Any]:
-    if version < 7 and response.get("protocol_name") is None:
-        response["protocol_name"] = ""
-    if version < 9:
-        response["skip_assignment"] = False
-    return response
+def _join_for_version(response: Mapping[str, Any], version: int) -> JoinGroupResponseData:
+    """The coordinator's JoinGroup answer as sent at `version`: the protocol name is not
+    nullable before v7, and only v9 has skip_assignment."""
+    protocol_name = response["protocol_name"]
+    if version < 7 and protocol_name is None:
+        protocol_name = ""
+    return JoinGroupResponseData(
+        error_code=int(response["error_code"]), generation_id=response["generation_id"],
+        protocol_type=response["protocol_type"], protocol_name=protocol_name,
+        leader=response["leader"],
+        skip_assignment=bool(response["skip_assignment"]) and version >= 9,
+        member_id=response["member_id"],
+        members=[JoinGroupResponseData.JoinGroupResponseMember(
+            member_id=m["member_id"], group_instance_id=m["group_instance_id"],
+            metadata=m["metadata"]) for m in response["members"]])
 
 
-def find_coordinator_error(body: Mapping[str, Any], version: int, code: int,
-                           message: str | None = None) -> dict:
-    entry = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+def _sync_response(response: Mapping[str, Any]) -> SyncGroupResponseData:
+    """The coordinator's SyncGroup answer as its response class."""
+    return SyncGroupResponseData(
+        error_code=int(response["error_code"]), protocol_type=response["protocol_type"],
+        protocol_name=response["protocol_name"], assignment=response["assignment"])
+
+
+def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code: int,
+                           message: str | None = None) -> FindCoordinatorResponseData:
     if version < 4:
-        return {"throttle_time_ms": 0, **entry}
-    return {"throttle_time_ms": 0, "coordinators": [
-        {"key": key, **entry} for key in body.get("coordinator_keys") or ()]}
+        return FindCoordinatorResponseData(error_code=code, error_message=message, node_id=-1,
+                                           host="", port=-1)
+    return FindCoordinatorResponseData(coordinators=[
+        FindCoordinatorResponseData.Coordinator(key=key, node_id=-1, host="", port=-1,
+                                                error_code=code, error_message=message)
+        for key in body.coordinator_keys])
 
 
-def join_group_error(body: Mapping[str, Any], version: int, code: int,
-                     message: str | None = None) -> dict:
-    return _join_for_version(join_body(code, body.get("member_id") or ""), version)
+def join_group_error(body: JoinGroupRequestData, version: int, code: int,
+                     message: str | None = None) -> JoinGroupResponseData:
+    return _join_for_version(join_body(code, body.member_id), version)
 
 
-def sync_group_error(body: Mapping[str, Any], version: int, code: int,
-                     message: str | None = None) -> dict:
-    return sync_body(code)
+def sync_group_error(body: SyncGroupRequestData, version: int, code: int,
+                     message: str | None = None) -> SyncGroupResponseData:
+    return _sync_response(sync_body(code))
 
 
-def heartbeat_error(body: Mapping[str, Any], version: int, code: int,
-                    message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code}
+def heartbeat_error(body: HeartbeatRequestData, version: int, code: int,
+                    message: str | None = None) -> HeartbeatResponseData:
+    return HeartbeatResponseData(error_code=code)
 
 
-def leave_group_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "members": []}
+def leave_group_error(body: LeaveGroupRequestData, version: int, code: int,
+                      message: str | None = None) -> LeaveGroupResponseData:
+    return LeaveGroupResponseData(error_code=code)
 
 
-def list_groups_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "groups": []}
+def list_groups_error(body: ListGroupsRequestData, version: int, code: int,
+                      message: str | None = None) -> ListGroupsResponseData:
+    return ListGroupsResponseData(error_code=code)
 
 
-def _described_error(group_id: str, code: int) -> dict[str, Any]:
-    return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "",
-            "protocol_data": "", "members": []}
+def _described_error(group_id: str, code: int) -> DescribedGroup:
+    return DescribedGroup(error_code=code, group_id=group_id)
 
 
-def describe_groups_error(body: Mapping[str, Any], version: int, code: int,
-                          message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0,
-            "groups": [_described_error(group, code) for group in body.get("groups") or ()]}
+def describe_groups_error(body: DescribeGroupsRequestData, version: int, code: int,
+                          message: str | None = None) -> DescribeGroupsResponseData:
+    return DescribeGroupsResponseData(
+        groups=[_described_error(group, code) for group in body.groups])
 
 
-def delete_groups_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
-    return {"throttle_time_ms": 0, "results": [
-        {"group_id": group, "error_code": code} for group in body.get("groups_names") or ()]}
+def delete_groups_error(body: DeleteGroupsRequestData, version: int, code: int,
+                        message: str | None = None) -> DeleteGroupsResponseData:
+    return DeleteGroupsResponseData(results=[
+        DeletableGroupResult(group_id=group, error_code=code) for group in body.groups_names])
 
 
-def offset_commit_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for topic, p in requested_partitions(body):
-        topics.setdefault(topic, []).append({"partition_index": p["partition_index"],
-                                             "error_code": code})
-    return {"throttle_time_ms": 0,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+def _offset_commit_response(codes: Mapping[tuple[str, int], int]) -> OffsetCommitResponseData:
+    """OffsetCommit's answer: each partition's code, by topic."""
+    topics: dict[str, list[OffsetCommitResponseData.OffsetCommitResponsePartition]] = {}
+    for (topic, partition), code in codes.items():
+        topics.setdefault(topic, []).append(
+            OffsetCommitResponseData.OffsetCommitResponsePartition(
+                partition_index=partition, error_code=int(code)))
+    return OffsetCommitResponseData(topics=[
+        OffsetCommitResponseData.OffsetCommitResponseTopic(name=name, partitions=parts)
+        for name, parts in topics.items()])
 
 
-def _offset_fetch_topics(topics: list[dict[str, Any]] | None, code: int) -> list[dict[str, Any]]:
-    return [{"name": t["name"], "partitions": [
+def offset_commit_error(body: OffsetCommitRequestData, version: int, code: int,
+                        message: str | None = None) -> OffsetCommitResponseData:
+    return _offset_commit_response({(t.name, p.partition_index): code
+                                    for t in body.topics for p in t.partitions})
+
+
+def _offset_fetch_topics(topics: Sequence[RequestedTopic] | None,
+                         code: int) -> list[dict[str, Any]]:
+    return [{"name": t.name, "partitions": [
         {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
          "metadata": "", "error_code": code}
-        for index in t.get("partition_indexes") or ()]} for t in topics or ()]
+        for index in t.partition_indexes]} for t in topics or ()]
 
 
-def offset_fetch_error(body: Mapping[str, Any], version: int, code: int,
-                       message: str | None = None) -> dict:
+def _fetched_topics(topics: list[dict[str, Any]]
+                    ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopic]:
+    """Committed offsets by topic, as OffsetFetch v0-7 answers them."""
+    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t["name"], partitions=[
+        OffsetFetchResponseData.OffsetFetchResponsePartition(
+            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
+            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
+            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+
+
+def _fetched_topics_v8(topics: list[dict[str, Any]]
+                       ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopics]:
+    """Committed offsets by topic, as OffsetFetch v8+ answers them for a group."""
+    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t["name"], partitions=[
+        OffsetFetchResponseData.OffsetFetchResponsePartitions(
+            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
+            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
+            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+
+
+def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
+                       message: str | None = None) -> OffsetFetchResponseData:
     if version >= 8:
-        return {"throttle_time_ms": 0, "groups": [
-            {"group_id": g["group_id"], "topics": _offset_fetch_topics(g.get("topics"), code),
-             "error_code": code} for g in body.get("groups") or ()]}
+        return OffsetFetchResponseData(groups=[
+            OffsetFetchResponseData.OffsetFetchResponseGroup(
+                group_id=g.group_id, error_code=code,
+                topics=_fetched_topics_v8(_offset_fetch_topics(g.topics, code)))
+            for g in body.groups])
     # v2+ clients read the top-level code; v1 only has the per-partition ones.
-    return {"throttle_time_ms": 0, "error_code": code,
-            "topics": _offset_fetch_topics(body.get("topics"), code)}
+    return OffsetFetchResponseData(
+        error_code=code, topics=_fetched_topics(_offset_fetch_topics(body.topics, code)))
 
 
-def offset_delete_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict:
+def offset_delete_error(body: OffsetDeleteRequestData, version: int, code: int,
+                        message: str | None = None) -> OffsetDeleteResponseData:
     """A group-wide error: the top-level code and no partitions, as Kafka answers."""
-    return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+    return OffsetDeleteResponseData(error_code=code)
 
 
 GROUP_ERRORS: dict[int, ErrorBody] = {

@@ -26,6 +26,10 @@ from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.group.writer import PartitionWriter, PendingWrite, finish
 from broker.parking import parked
 from clients.protocol import ErrorCode
+from clients.protocol.messages.heartbeat import HeartbeatRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 from clients.records.errors import RecordsError
 from clients.clock import wall_clock_ms
@@ -305,19 +309,19 @@ class GroupCoordinator:
 
     # -- operations the handlers call ----------------------------------------------------
 
-    async def join_group(self, request: dict[str, Any], *, client_id: str, client_host: str,
+    async def join_group(self, request: JoinGroupRequestData, *, client_id: str, client_host: str,
                          require_known_member_id: bool) -> dict[str, Any]:
         outcome, effects = self.engine.join(request, client_id=client_id,
                                             client_host=client_host,
                                             require_known_member_id=require_known_member_id,
                                             now_ms=self._clock())
-        return await self.answer(request.get("group_id") or "", "join", outcome, effects)
+        return await self.answer(request.group_id, "join", outcome, effects)
 
-    async def sync_group(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def sync_group(self, request: SyncGroupRequestData) -> dict[str, Any]:
         outcome, effects = self.engine.sync(request, self._clock())
-        return await self.answer(request.get("group_id") or "", "sync", outcome, effects)
+        return await self.answer(request.group_id, "sync", outcome, effects)
 
-    def heartbeat(self, request: dict[str, Any]) -> int:
+    def heartbeat(self, request: HeartbeatRequestData) -> int:
         code = self.engine.heartbeat(request, self._clock())
         self._changed.set()
         return code
@@ -328,7 +332,7 @@ class GroupCoordinator:
         self._apply(effects)
         return top, codes
 
-    async def commit_offsets(self, request: dict[str, Any],
+    async def commit_offsets(self, request: OffsetCommitRequestData,
                              topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
         # A commit only pushes its member's session deadline later (it counts as a
         # heartbeat): the timer, due no later than before, need not look again.

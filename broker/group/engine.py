@@ -6,21 +6,31 @@ the replies it returns.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from broker.group.membership import Membership
 from broker.group.model import (ClassicGroupState, Effects, Group, GroupCoordinatorSettings,
                                 GroupWrite, Member)
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
-from broker.group.offsets import TopicPartition, delete_offsets, fetch_offsets
+from broker.group.offsets import RequestedTopic, TopicPartition, delete_offsets, fetch_offsets
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
                                   OffsetKey, OffsetValue, RecordKey)
 from broker.group.records import OffsetsTxnMarker
 from broker.group.responses import Outcome, parked_error_replies
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
+from clients.protocol.messages.describe_groups import DescribeGroupsResponseData
+from clients.protocol.messages.heartbeat import HeartbeatRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.list_groups import ListGroupsResponseData
+from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
+
+DescribedGroup = DescribeGroupsResponseData.DescribedGroup
+DescribedMember = DescribeGroupsResponseData.DescribedGroupMember
+ListedGroup = ListGroupsResponseData.ListedGroup
 
 LoadedEntry = tuple[int, RecordKey, Any]
 
@@ -44,16 +54,16 @@ class GroupEngine:
 
     # -- membership ----------------------------------------------------------------------
 
-    def join(self, request: dict[str, Any], *, client_id: str, client_host: str,
+    def join(self, request: JoinGroupRequestData, *, client_id: str, client_host: str,
              require_known_member_id: bool, now_ms: int) -> tuple[Outcome, Effects]:
         return self.membership.join(request, client_id=client_id, client_host=client_host,
                                     require_known_member_id=require_known_member_id,
                                     now_ms=now_ms)
 
-    def sync(self, request: dict[str, Any], now_ms: int) -> tuple[Outcome, Effects]:
+    def sync(self, request: SyncGroupRequestData, now_ms: int) -> tuple[Outcome, Effects]:
         return self.membership.sync(request, now_ms)
 
-    def heartbeat(self, request: dict[str, Any], now_ms: int) -> int:
+    def heartbeat(self, request: HeartbeatRequestData, now_ms: int) -> int:
         return self.membership.heartbeat(request, now_ms)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int
@@ -62,7 +72,7 @@ class GroupEngine:
 
     # -- offsets -------------------------------------------------------------------------
 
-    def commit(self, request: dict[str, Any], now_ms: int,
+    def commit(self, request: OffsetCommitRequestData, now_ms: int,
                topic_exists: Callable[[str], bool] | None = None) -> CommitResult:
         return commit_offsets(self.groups, request, now_ms, partition_for=self.partition_for,
                               metadata_max_bytes=self.settings.offset_metadata_max_bytes,
@@ -78,7 +88,7 @@ class GroupEngine:
     def complete_txn(self, partition: int, producer_id: int, committed: bool) -> int:
         return complete_txn_offsets(self.groups, partition, producer_id, committed)
 
-    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None,
+    def fetch(self, group_id: str, topics: Sequence[RequestedTopic] | None,
               require_stable: bool = False) -> list[dict[str, Any]]:
         return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 
@@ -118,29 +128,29 @@ class GroupEngine:
 
     # -- views ---------------------------------------------------------------------------
 
-    def describe(self, group_id: str) -> dict[str, Any]:
+    def describe(self, group_id: str) -> DescribedGroup:
         """One DescribeGroups entry (Kafka's summary: metadata and assignments only when
         Stable; an unknown group is reported Dead)."""
         group = self.groups.get(group_id)
         if group is None:
-            return {"error_code": 0, "group_id": group_id,
-                    "group_state": ClassicGroupState.DEAD.value,
-                    "protocol_type": "", "protocol_data": "", "members": []}
+            return DescribedGroup(group_id=group_id, group_state=ClassicGroupState.DEAD.value)
         stable = group.state is ClassicGroupState.STABLE
-        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
-                "protocol_type": group.protocol_type or "",
-                "protocol_data": (group.protocol_name or "") if stable else "",
-                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                             "client_id": m.client_id, "client_host": m.client_host,
-                             "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                             "member_assignment": m.assignment if stable else b""}
-                            for m in group.members.values()]}
+        return DescribedGroup(
+            group_id=group_id, group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=[DescribedMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata_for(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"")
+                for m in group.members.values()])
 
-    def list_groups(self, states: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def list_groups(self, states: Iterable[str] = ()) -> list[ListedGroup]:
         """ListGroups entries, filtered by state names (case-insensitive) when given."""
         wanted = {s.lower() for s in states}
-        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                 "group_state": g.state.value}
+        return [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
+                            group_state=g.state.value)
                 for g in self.groups.values()
                 if g.state is not ClassicGroupState.DEAD
                 and (not wanted or g.state.value.lower() in wanted)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Callable
 
 from broker.group.model import (
     Effects,
@@ -32,6 +32,9 @@ from broker.group.responses import (
     sync_body,
 )
 from clients.protocol import ErrorCode
+from clients.protocol.messages.heartbeat import HeartbeatRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 
 logger = logging.getLogger(__name__)
 
@@ -52,18 +55,18 @@ class Membership:
 
     # -- JoinGroup -----------------------------------------------------------------------
 
-    def join(self, request: dict[str, Any], *, client_id: str, client_host: str,
+    def join(self, request: JoinGroupRequestData, *, client_id: str, client_host: str,
              require_known_member_id: bool, now_ms: int) -> tuple[Outcome, Effects]:
         """JoinGroup; `require_known_member_id` is true from v4 (MEMBER_ID_REQUIRED)."""
-        group_id = request.get("group_id") or ""
-        member_id = request.get("member_id") or ""
-        session_timeout = int(request["session_timeout_ms"])
-        rebalance_timeout = int(request.get("rebalance_timeout_ms", -1))
+        group_id = request.group_id
+        member_id = request.member_id
+        session_timeout = request.session_timeout_ms
+        rebalance_timeout = request.rebalance_timeout_ms
         if rebalance_timeout < 0:  # v0 has none: Kafka uses the session timeout
             rebalance_timeout = session_timeout
-        join = _Join(member_id, request.get("group_instance_id"), client_id, client_host,
-                     rebalance_timeout, session_timeout, request.get("protocol_type") or "",
-                     [(p["name"], bytes(p["metadata"])) for p in request.get("protocols") or ()])
+        join = _Join(member_id, request.group_instance_id, client_id, client_host,
+                     rebalance_timeout, session_timeout, request.protocol_type,
+                     [(p.name, bytes(p.metadata)) for p in request.protocols])
         if not group_id:
             return join_error(ErrorCode.INVALID_GROUP_ID, member_id)
         if not (self.settings.min_session_timeout_ms <= session_timeout
@@ -185,10 +188,10 @@ class Membership:
 
     # -- SyncGroup -----------------------------------------------------------------------
 
-    def sync(self, request: dict[str, Any], now_ms: int) -> tuple[Outcome, Effects]:
+    def sync(self, request: SyncGroupRequestData, now_ms: int) -> tuple[Outcome, Effects]:
         """SyncGroup: the leader's assignment is written to the log before anyone gets theirs."""
-        member_id = request.get("member_id") or ""
-        group = self.groups.get(request.get("group_id") or "")
+        member_id = request.member_id
+        group = self.groups.get(request.group_id)
 
         def error(code: int) -> tuple[Outcome, Effects]:
             return Outcome(body=sync_body(code)), Effects()
@@ -197,12 +200,12 @@ class Membership:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state is S.DEAD:
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        code = validate_member(group, member_id, request.get("group_instance_id"))
+        code = validate_member(group, member_id, request.group_instance_id)
         if code:
             return error(code)
-        if int(request.get("generation_id", -1)) != group.generation:
+        if request.generation_id != group.generation:
             return error(ErrorCode.ILLEGAL_GENERATION)
-        protocol_type, protocol_name = request.get("protocol_type"), request.get("protocol_name")
+        protocol_type, protocol_name = request.protocol_type, request.protocol_name
         if ((protocol_type is not None and protocol_type != group.protocol_type)
                 or (protocol_name is not None and protocol_name != group.protocol_name)):
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -219,8 +222,7 @@ class Membership:
         member.awaiting_sync = True
         effects = Effects()
         if group.is_leader(member_id):
-            assignments = {a["member_id"]: bytes(a["assignment"])
-                           for a in request.get("assignments") or ()}
+            assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
             effects.writes.append(self._store_assignment(group, assignments, now_ms))
         return Outcome(parked=member_id), effects
 
@@ -253,18 +255,18 @@ class Membership:
 
     # -- Heartbeat and LeaveGroup --------------------------------------------------------
 
-    def heartbeat(self, request: dict[str, Any], now_ms: int) -> int:
+    def heartbeat(self, request: HeartbeatRequestData, now_ms: int) -> int:
         """Heartbeat's error code; a good heartbeat pushes the session deadline out."""
-        group = self.groups.get(request.get("group_id") or "")
+        group = self.groups.get(request.group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is S.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        member_id = request.get("member_id") or ""
-        code = validate_member(group, member_id, request.get("group_instance_id"))
+        member_id = request.member_id
+        code = validate_member(group, member_id, request.group_instance_id)
         if code:
             return code
-        if int(request.get("generation_id", -1)) != group.generation:
+        if request.generation_id != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
         if group.state is S.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from broker.group.membership import validate_member
 from broker.group.model import (CONSUMER_PROTOCOL_TYPE, ClassicGroupState, Effects, Group,
@@ -14,10 +14,19 @@ from broker.group.model import (CONSUMER_PROTOCOL_TYPE, ClassicGroupState, Effec
 from broker.group.records import GroupKey, OffsetKey, OffsetValue
 from clients.consumer.group.protocol import decode_subscription
 from clients.protocol import ErrorCode, ProtocolError
+from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
 
 logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+class RequestedTopic(Protocol):
+    """A topic of an OffsetFetch request (before v8, or in one of v8's groups)."""
+
+    name: str
+    partition_indexes: list[int]
 
 
 def commit_error(code: int) -> int:
@@ -44,9 +53,10 @@ class CommitResult:
     write: GroupWrite | None = None
 
 
-def requested_partitions(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(t["name"], p) for t in request.get("topics") or ()
-            for p in t.get("partitions") or ()]
+def commit_partitions(request: OffsetCommitRequestData
+                      ) -> list[tuple[str, OffsetCommitRequestData.OffsetCommitRequestPartition]]:
+    """(topic, partition) of each partition an OffsetCommit names."""
+    return [(t.name, p) for t in request.topics for p in t.partitions]
 
 
 def validate_commit(group: Group, generation: int, member_id: str,
@@ -68,21 +78,21 @@ def validate_commit(group: Group, generation: int, member_id: str,
     return ErrorCode.NONE
 
 
-def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: int, *,
+def commit_offsets(groups: dict[str, Group], request: OffsetCommitRequestData, now_ms: int, *,
                    partition_for: Callable[[str], int], metadata_max_bytes: int,
                    topic_exists: Callable[[str], bool] | None = None,
                    touch: Callable[[Group, str, int], None] | None = None) -> CommitResult:
     """Validate an OffsetCommit; the offsets become visible once the returned write commits."""
-    group_id = request.get("group_id") or ""
-    generation = int(request.get("generation_id_or_member_epoch", -1))
-    member_id = request.get("member_id") or ""
-    instance_id = request.get("group_instance_id")
-    retention = int(request.get("retention_time_ms", -1))
-    wanted = requested_partitions(request)
+    group_id = request.group_id
+    generation = request.generation_id_or_member_epoch
+    member_id = request.member_id
+    instance_id = request.group_instance_id
+    retention = request.retention_time_ms
+    wanted = commit_partitions(request)
     result = CommitResult()
 
     def fail_all(code: int) -> CommitResult:
-        result.codes = {(topic, p["partition_index"]): code for topic, p in wanted}
+        result.codes = {(topic, p.partition_index): code for topic, p in wanted}
         return result
 
     if not group_id:
@@ -101,16 +111,15 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
         touch(group, member_id, now_ms)
     entries: list[tuple[OffsetKey, OffsetValue]] = []
     for topic, p in wanted:
-        tp = (topic, p["partition_index"])
-        metadata = p.get("committed_metadata") or ""
+        tp = (topic, p.partition_index)
+        metadata = p.committed_metadata or ""
         if topic_exists is not None and not topic_exists(topic):
             result.codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         elif len(metadata) > metadata_max_bytes:
             result.codes[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
         else:
             result.codes[tp] = ErrorCode.NONE
-            value = OffsetValue(int(p["committed_offset"]),
-                                int(p.get("committed_leader_epoch", -1)), metadata, now_ms,
+            value = OffsetValue(p.committed_offset, p.committed_leader_epoch, metadata, now_ms,
                                 now_ms + retention if retention >= 0 else -1)
             entries.append((OffsetKey(group_id, *tp), value))
     if not entries:
@@ -137,7 +146,7 @@ def commit_offsets(groups: dict[str, Group], request: dict[str, Any], now_ms: in
     return result
 
 
-def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
+def fetch_offsets(group: Group | None, topics: Sequence[RequestedTopic] | None,
                   require_stable: bool = False) -> list[dict[str, Any]]:
     """OffsetFetch topics for one group: the requested partitions (-1 when none committed),
     or every committed offset when `topics` is None. With `require_stable`, a requested
@@ -169,27 +178,28 @@ def fetch_offsets(group: Group | None, topics: list[dict[str, Any]] | None,
             by_topic.setdefault(tp[0], []).append(entry(tp))
     else:
         for topic in topics:
-            name = topic["name"]
-            by_topic.setdefault(name, []).extend(
-                entry((name, index)) for index in topic.get("partition_indexes") or ())
+            by_topic.setdefault(topic.name, []).extend(
+                entry((topic.name, index)) for index in topic.partition_indexes)
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-def fetch_slices(topics: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+def fetch_slices(topics: Sequence[RequestedTopic], size: int
+                 ) -> list[list[OffsetFetchRequestData.OffsetFetchRequestTopic]]:
     """OffsetFetch request topics cut into runs of about `size` partitions each, a topic's
     partitions split over several runs when it has more; fetching the runs one after another
     and joining their topics by name gives `fetch_offsets` of them all."""
-    runs: list[list[dict[str, Any]]] = [[]]
+    runs: list[list[OffsetFetchRequestData.OffsetFetchRequestTopic]] = [[]]
     room = size
     for topic in topics:
-        indexes = list(topic.get("partition_indexes") or ())
+        indexes = topic.partition_indexes
         start = 0
         while True:
             if room <= 0:
                 runs.append([])
                 room = size
             taken = indexes[start:start + room]
-            runs[-1].append({"name": topic["name"], "partition_indexes": taken})
+            runs[-1].append(OffsetFetchRequestData.OffsetFetchRequestTopic(
+                name=topic.name, partition_indexes=taken))
             room -= max(len(taken), 1)
             start += len(taken)
             if start >= len(indexes):

@@ -184,7 +184,7 @@ class GoldenServer:
             node = {"node_id": 0, "host": "127.0.0.1", "port": self.port}
             if request.api_version < 4:
                 return node
-            return {"coordinators": [{"key": k, **node} for k in body["coordinator_keys"]]}
+            return {"coordinators": [{"key": k, **node} for k in body.coordinator_keys]}
         if key == ApiKey.INIT_PRODUCER_ID:
             return {"producer_id": 1000, "producer_epoch": 0}
         return {}

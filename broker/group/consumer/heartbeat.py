@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterable, Mapping
+import uuid
+from typing import Iterable
 
 from broker.group.consumer.model import (LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerMember,
                                          TopicMetadata)
 from clients.protocol import ErrorCode
+from clients.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequestData,
+)
 
 # Topics a regex subscription never matches (Kafka's internal topics).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
@@ -41,36 +45,37 @@ def compiled(regex: str) -> re.Pattern[str]:
                              f"SubscribedTopicRegex {regex!r} is not valid: {exc}") from None
 
 
-def validate(request: Mapping[str, Any], version: int, assignors: Iterable[str]) -> None:
+def validate(request: ConsumerGroupHeartbeatRequestData, version: int,
+             assignors: Iterable[str]) -> None:
     """Kafka's checks of a heartbeat before it touches any group."""
-    member_id = request.get("member_id") or ""
-    epoch = int(request.get("member_epoch", 0))
-    names = request.get("subscribed_topic_names")
-    regex = request.get("subscribed_topic_regex")
-    _not_empty(request.get("group_id") or "", "GroupId can't be empty.")
-    _not_empty(request.get("instance_id"), "InstanceId can't be empty.")
-    _not_empty(request.get("rack_id"), "RackId can't be empty.")
+    member_id = request.member_id
+    epoch = request.member_epoch
+    names = request.subscribed_topic_names
+    regex = request.subscribed_topic_regex
+    _not_empty(request.group_id, "GroupId can't be empty.")
+    _not_empty(request.instance_id, "InstanceId can't be empty.")
+    _not_empty(request.rack_id, "RackId can't be empty.")
     if version >= 1 or epoch != 0:
         # From v1 the consumer makes up its member id (KIP-1082).
         _not_empty(member_id, "MemberId can't be empty.")
     if epoch == 0:
-        if int(request.get("rebalance_timeout_ms", -1)) == -1:
+        if request.rebalance_timeout_ms == -1:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST,
                                  "RebalanceTimeoutMs must be provided in first request.")
-        if request.get("topic_partitions") is None or request.get("topic_partitions"):
+        if request.topic_partitions is None or request.topic_partitions:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST,
                                  "TopicPartitions must be empty when (re-)joining.")
         if not names and not regex:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames or "
                                  "SubscribedTopicRegex must be set in first request.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if request.get("instance_id") is None:
+        if request.instance_id is None:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
     elif epoch < 0 and epoch != LEAVE_GROUP_MEMBER_EPOCH:
         raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
     if regex is not None:
         compiled(regex)
-    assignor = request.get("server_assignor")
+    assignor = request.server_assignor
     known = list(assignors)
     if assignor is not None and assignor not in known:
         raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -88,8 +93,10 @@ def subscribed_topics(member: ConsumerMember, topics: TopicMetadata) -> frozense
     return frozenset(names)
 
 
-def owned_partitions(request: Mapping[str, Any]) -> list[tuple[Any, list[int]]] | None:
-    reported = request.get("topic_partitions")
+def owned_partitions(request: ConsumerGroupHeartbeatRequestData
+                     ) -> list[tuple[uuid.UUID, list[int]]] | None:
+    """The partitions the member says it owns; None when it did not say (no change)."""
+    reported = request.topic_partitions
     if reported is None:
         return None
-    return [(t["topic_id"], list(t.get("partitions") or ())) for t in reported]
+    return [(t.topic_id, list(t.partitions)) for t in reported]

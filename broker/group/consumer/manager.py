@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from broker.group.consumer.assignors import ASSIGNORS
 from broker.group.consumer.heartbeat import (HeartbeatError, owned_partitions,
@@ -25,8 +25,14 @@ from broker.group.consumer.reconcile import OwnedPartitions, reconcile
 from broker.group.consumer.settings import ConsumerGroupSettings
 from broker.group.routing import partition_for_group
 from clients.protocol import ErrorCode
+from clients.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequestData,
+    ConsumerGroupHeartbeatResponseData,
+)
 
 logger = logging.getLogger(__name__)
+
+Response = ConsumerGroupHeartbeatResponseData
 
 
 def random_member_id() -> str:
@@ -48,15 +54,16 @@ class ConsumerGroupManager:
 
     # -- heartbeat -----------------------------------------------------------------------
 
-    def heartbeat(self, request: Mapping[str, Any], version: int, *, client_id: str,
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequestData, version: int, *,
+                  client_id: str,
                   client_host: str, topics: TopicMetadata, classic_has_members: bool,
-                  now_ms: int) -> dict[str, Any]:
+                  now_ms: int) -> Response:
         """The response body of one ConsumerGroupHeartbeat; `topics` is every topic in the
         cluster and `classic_has_members` whether a classic group of this id has members."""
         self.expire(now_ms, topics)
         try:
             validate(request, version, self.settings.assignors)
-            epoch = int(request["member_epoch"])
+            epoch = request.member_epoch
             if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, epoch, topics, now_ms)
             return self._heartbeat(request, epoch, client_id, client_host, topics,
@@ -82,13 +89,13 @@ class ConsumerGroupManager:
         self.groups[group_id] = group
         return group
 
-    def _heartbeat(self, request: Mapping[str, Any], epoch: int, client_id: str,
-                   client_host: str, topics: TopicMetadata, classic_has_members: bool,
-                   now_ms: int) -> dict[str, Any]:
-        group_id = request["group_id"]
+    def _heartbeat(self, request: ConsumerGroupHeartbeatRequestData, epoch: int,
+                   client_id: str, client_host: str, topics: TopicMetadata,
+                   classic_has_members: bool, now_ms: int) -> Response:
+        group_id = request.group_id
         joining = epoch == 0
         group = self._group(group_id, joining, classic_has_members)
-        member_id = request.get("member_id") or ""
+        member_id = request.member_id
         if (len(group.members) >= self.settings.max_size
                 and (not member_id or member_id not in group.members)):
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -96,20 +103,25 @@ class ConsumerGroupManager:
                                  f"{self.settings.max_size} members.")
         member_id = member_id or self._new_member_id()
         owned = owned_partitions(request)
-        instance_id = request.get("instance_id")
+        instance_id = request.instance_id
         if instance_id is None:
             member = dynamic_member(group, member_id, epoch, owned)
         else:
             member = static_member(group, member_id, epoch, instance_id, owned)
         updated = member.copy(client_id=client_id, client_host=client_host)
         # Null fields did not change since the last heartbeat.
-        for name in ("instance_id", "rack_id", "server_assignor", "subscribed_topic_regex"):
-            if request.get(name) is not None:
-                setattr(updated, name, request[name])
-        if int(request.get("rebalance_timeout_ms", -1)) != -1:
-            updated.rebalance_timeout_ms = int(request["rebalance_timeout_ms"])
-        if request.get("subscribed_topic_names") is not None:
-            updated.subscribed_topic_names = tuple(request["subscribed_topic_names"])
+        if request.instance_id is not None:
+            updated.instance_id = request.instance_id
+        if request.rack_id is not None:
+            updated.rack_id = request.rack_id
+        if request.server_assignor is not None:
+            updated.server_assignor = request.server_assignor
+        if request.subscribed_topic_regex is not None:
+            updated.subscribed_topic_regex = request.subscribed_topic_regex
+        if request.rebalance_timeout_ms != -1:
+            updated.rebalance_timeout_ms = request.rebalance_timeout_ms
+        if request.subscribed_topic_names is not None:
+            updated.subscribed_topic_names = tuple(request.subscribed_topic_names)
         if updated.subscribed_topic_regex == "":
             updated.subscribed_topic_regex = None  # an empty regex unsubscribes from it
         bump = (member.member_id not in group.members
@@ -124,17 +136,15 @@ class ConsumerGroupManager:
             self._assign(group)
         updated = self._reconcile(group, updated, owned, now_ms)
         updated.session_deadline = now_ms + self.settings.session_timeout_ms
-        full = joining or (int(request.get("rebalance_timeout_ms", -1)) != -1
-                           and request.get("subscribed_topic_names") is not None
+        full = joining or (request.rebalance_timeout_ms != -1
+                           and request.subscribed_topic_names is not None
                            and owned is not None)
-        body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-                "member_id": updated.member_id, "member_epoch": updated.member_epoch,
-                "heartbeat_interval_ms": self.settings.heartbeat_interval_ms,
-                "assignment": None}
+        body = Response(member_id=updated.member_id, member_epoch=updated.member_epoch,
+                        heartbeat_interval_ms=self.settings.heartbeat_interval_ms)
         if full or updated.assigned != member.assigned:
-            body["assignment"] = {"topic_partitions": [
-                {"topic_id": topic, "partitions": sorted(parts)}
-                for topic, parts in sorted(updated.assigned.items(), key=lambda i: str(i[0]))]}
+            body.assignment = Response.Assignment(topic_partitions=[
+                Response.TopicPartitions(topic_id=topic, partitions=sorted(parts))
+                for topic, parts in sorted(updated.assigned.items(), key=lambda i: str(i[0]))])
         return body
 
     def _refresh_metadata(self, group: ConsumerGroup, topics: TopicMetadata) -> bool:
@@ -188,18 +198,16 @@ class ConsumerGroupManager:
 
     # -- leaving and fencing -------------------------------------------------------------
 
-    def _leave(self, request: Mapping[str, Any], epoch: int, topics: TopicMetadata,
-               now_ms: int) -> dict[str, Any]:
-        group_id = request["group_id"]
+    def _leave(self, request: ConsumerGroupHeartbeatRequestData, epoch: int,
+               topics: TopicMetadata, now_ms: int) -> Response:
+        group_id = request.group_id
         group = self.groups.get(group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
                                  f"Consumer group {group_id} not found.")
-        member_id = request.get("member_id") or ""
-        instance_id = request.get("instance_id")
-        body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-                "member_id": member_id, "member_epoch": epoch, "heartbeat_interval_ms": 0,
-                "assignment": None}
+        member_id = request.member_id
+        instance_id = request.instance_id
+        body = Response(member_id=member_id, member_epoch=epoch)
         if instance_id is None:
             member = group.members.get(member_id)
             if member is None:
@@ -314,7 +322,6 @@ class ConsumerGroupManager:
         self._written.pop(group_id, None)
 
 
-def error_body(code: int, message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
-            "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0,
-            "assignment": None}
+def error_body(code: int, message: str | None = None) -> Response:
+    """A ConsumerGroupHeartbeat answer carrying only an error."""
+    return Response(error_code=int(code), error_message=message)

@@ -13,6 +13,7 @@ from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.request import LONG_REQUEST_S, ConnectionContext, RequestRouter
 from broker.group.offsets import fetch_offsets, fetch_slices
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode, decode_request, encode_request
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
 from metadata.delta import apply_records
 from metadata.records import PartitionRecord, TopicRecord
 from tests.unit.apis.harness import BROKER_ID, running_broker
@@ -113,10 +114,9 @@ async def test_offset_fetch_of_many_partitions_lets_others_run(tmp_path):
         response, steps = await dispatch_counting_steps(broker.server.router,
                                                         ApiKey.OFFSET_FETCH, 7, body)
     assert steps >= MANY // ITEMS_PER_SLICE - 1
-    assert response["error_code"] == ErrorCode.NONE
-    assert [(t["name"], len(t["partitions"])) for t in response["topics"]] == [
-        ("t", MANY), ("u", 2)]
-    assert [p["partition_index"] for p in response["topics"][0]["partitions"]] == list(range(MANY))
+    assert response.error_code == ErrorCode.NONE
+    assert [(t.name, len(t.partitions)) for t in response.topics] == [("t", MANY), ("u", 2)]
+    assert [p.partition_index for p in response.topics[0].partitions] == list(range(MANY))
 
 
 async def test_a_topic_of_many_partitions_is_laid_out_while_others_run(tmp_path):
@@ -182,12 +182,13 @@ async def test_a_long_request_is_accounted_and_answered_in_steps_of_their_own() 
 
 
 def test_offset_fetch_slices_join_to_the_whole_answer() -> None:
-    topics = [{"name": "a", "partition_indexes": list(range(7))},
-              {"name": "b", "partition_indexes": []},
-              {"name": "a", "partition_indexes": [9]},
-              {"name": "c", "partition_indexes": [1, 2]}]
+    Topic = OffsetFetchRequestData.OffsetFetchRequestTopic
+    topics = [Topic(name="a", partition_indexes=list(range(7))),
+              Topic(name="b", partition_indexes=[]),
+              Topic(name="a", partition_indexes=[9]),
+              Topic(name="c", partition_indexes=[1, 2])]
     slices = fetch_slices(topics, 3)
-    assert all(sum(max(len(t["partition_indexes"]), 1) for t in s) <= 3 for s in slices)
+    assert all(sum(max(len(t.partition_indexes), 1) for t in s) <= 3 for s in slices)
     joined: dict[str, list[dict[str, Any]]] = {}
     for part in slices:
         for topic in fetch_offsets(None, part):

@@ -8,6 +8,10 @@ from typing import Any
 
 from broker.group.engine import GroupEngine
 from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
+from clients.protocol.messages.heartbeat import HeartbeatRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.offset_commit import OffsetCommitRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData
 
 SETTINGS = GroupCoordinatorSettings(num_partitions=4, initial_rebalance_delay_ms=100,
                                     min_session_timeout_ms=100)
@@ -21,38 +25,42 @@ def new_engine(**overrides: Any) -> GroupEngine:
 
 def join_request(group: str = "g", member: str = "", *, protocols: Any = (("range", b"r"),),
                  session: int = 1000, rebalance: int = 2000, instance: str | None = None,
-                 protocol_type: str = "consumer") -> dict[str, Any]:
-    return {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": rebalance,
-            "member_id": member, "group_instance_id": instance, "protocol_type": protocol_type,
-            "protocols": [{"name": n, "metadata": m} for n, m in protocols]}
+                 protocol_type: str = "consumer") -> JoinGroupRequestData:
+    return JoinGroupRequestData(
+        group_id=group, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
+        member_id=member, group_instance_id=instance, protocol_type=protocol_type,
+        protocols=[JoinGroupRequestData.JoinGroupRequestProtocol(name=n, metadata=m)
+                   for n, m in protocols])
 
 
 def sync_request(group: str, member: str, generation: int,
                  assignments: dict[str, bytes] | None = None,
-                 instance: str | None = None) -> dict[str, Any]:
-    return {"group_id": group, "member_id": member, "generation_id": generation,
-            "group_instance_id": instance,
-            "assignments": [{"member_id": m, "assignment": a}
-                            for m, a in (assignments or {}).items()]}
+                 instance: str | None = None) -> SyncGroupRequestData:
+    return SyncGroupRequestData(
+        group_id=group, member_id=member, generation_id=generation, group_instance_id=instance,
+        assignments=[SyncGroupRequestData.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                     for m, a in (assignments or {}).items()])
 
 
 def heartbeat_request(group: str, member: str, generation: int,
-                      instance: str | None = None) -> dict[str, Any]:
-    return {"group_id": group, "member_id": member, "generation_id": generation,
-            "group_instance_id": instance}
+                      instance: str | None = None) -> HeartbeatRequestData:
+    return HeartbeatRequestData(group_id=group, member_id=member, generation_id=generation,
+                                group_instance_id=instance)
 
 
 def commit_request(group: str, offsets: dict[tuple[str, int], int], *, generation: int = -1,
-                   member: str = "", metadata: str = "", retention: int = -1) -> dict[str, Any]:
-    topics: dict[str, list[dict[str, Any]]] = {}
+                   member: str = "", metadata: str = "", retention: int = -1
+                   ) -> OffsetCommitRequestData:
+    topics: dict[str, list[OffsetCommitRequestData.OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in offsets.items():
-        topics.setdefault(topic, []).append({"partition_index": partition,
-                                             "committed_offset": offset,
-                                             "committed_leader_epoch": 3,
-                                             "committed_metadata": metadata})
-    return {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
-            "retention_time_ms": retention,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        topics.setdefault(topic, []).append(OffsetCommitRequestData.OffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_leader_epoch=3,
+            committed_metadata=metadata))
+    return OffsetCommitRequestData(
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member,
+        retention_time_ms=retention,
+        topics=[OffsetCommitRequestData.OffsetCommitRequestTopic(name=t, partitions=ps)
+                for t, ps in topics.items()])
 
 
 class Log:

@@ -17,7 +17,10 @@ from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, OffsetValue,
                                   build_batch, iter_log)
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatResponseData,
+)
 from tests.unit.apis.harness import running_broker
 from tests.unit.config.test_server_config import config
 
@@ -31,7 +34,8 @@ def manager(**settings: Any) -> ConsumerGroupManager:
 
 
 def beat(m: ConsumerGroupManager, member: str, epoch: int, *, owned: Any = None,
-         now: int = 0, topics: Any = None, version: int = 1, **fields: Any) -> dict[str, Any]:
+         now: int = 0, topics: Any = None, version: int = 1, **fields: Any
+         ) -> ConsumerGroupHeartbeatResponseData:
     request = {"group_id": "g", "member_id": member, "member_epoch": epoch,
                "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
                "subscribed_topic_names": None, "subscribed_topic_regex": None,
@@ -40,13 +44,14 @@ def beat(m: ConsumerGroupManager, member: str, epoch: int, *, owned: Any = None,
         request.update(rebalance_timeout_ms=10_000, subscribed_topic_names=["a"],
                        topic_partitions=[])
     request.update(fields)
-    return m.heartbeat(request, version, client_id="c", client_host="/127.0.0.1",
+    return m.heartbeat(as_message(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, request), version,
+                       client_id="c", client_host="/127.0.0.1",
                        topics=TOPICS if topics is None else topics, classic_has_members=False,
                        now_ms=now)
 
 
-def parts(body: dict[str, Any]) -> dict[uuid.UUID, list[int]]:
-    return {t["topic_id"]: t["partitions"] for t in body["assignment"]["topic_partitions"]}
+def parts(body: ConsumerGroupHeartbeatResponseData) -> dict[uuid.UUID, list[int]]:
+    return {t.topic_id: t.partitions for t in body.assignment.topic_partitions}
 
 
 def owned(assignment: dict[uuid.UUID, list[int]]) -> list[dict[str, Any]]:
@@ -56,10 +61,10 @@ def owned(assignment: dict[uuid.UUID, list[int]]) -> list[dict[str, Any]]:
 def test_first_member_gets_everything_at_epoch_one() -> None:
     m = manager()
     body = beat(m, "m1", 0)
-    assert body["error_code"] == 0
-    assert (body["member_id"], body["member_epoch"]) == ("m1", 1)
+    assert body.error_code == 0
+    assert (body.member_id, body.member_epoch) == ("m1", 1)
     assert parts(body) == {T1: [0, 1, 2, 3, 4, 5]}
-    assert body["heartbeat_interval_ms"] == 5000
+    assert body.heartbeat_interval_ms == 5000
     group = m.groups["g"]
     assert (group.group_epoch, group.assignment_epoch, group.state().value) == (1, 1, "Stable")
 
@@ -69,16 +74,16 @@ def test_a_partition_moves_only_after_its_owner_revoked_it() -> None:
     first = parts(beat(m, "m1", 0))
     second = beat(m, "m2", 0)
     # m2 is at the new epoch but gets nothing m1 still holds.
-    assert second["member_epoch"] == 2 and parts(second) == {}
+    assert second.member_epoch == 2 and parts(second) == {}
     assert m.groups["g"].state().value == "Reconciling"
     # m1 is asked to revoke half, keeping its epoch until it has.
     asked = beat(m, "m1", 1, owned=owned(first))
     kept = parts(asked)
-    assert asked["member_epoch"] == 1 and len(kept[T1]) == 3
+    assert asked.member_epoch == 1 and len(kept[T1]) == 3
     still = beat(m, "m2", 2, owned=[])
-    assert still["assignment"] is None
+    assert still.assignment is None
     # Once m1 reports only what it keeps, it moves to epoch 2 and m2 gets the rest.
-    assert beat(m, "m1", 1, owned=owned(kept))["member_epoch"] == 2
+    assert beat(m, "m1", 1, owned=owned(kept)).member_epoch == 2
     given = beat(m, "m2", 2, owned=[])
     assert sorted(parts(given)[T1]) == sorted(set(range(6)) - set(kept[T1]))
     assert m.groups["g"].state().value == "Stable"
@@ -89,7 +94,7 @@ def test_leave_and_session_timeout_hand_partitions_over() -> None:
     beat(m, "m1", 0)
     beat(m, "m2", 0)
     left = beat(m, "m1", -1)
-    assert (left["error_code"], left["member_epoch"]) == (0, -1)
+    assert (left.error_code, left.member_epoch) == (0, -1)
     taken = beat(m, "m2", 2, owned=[])
     assert parts(taken) == {T1: [0, 1, 2, 3, 4, 5]}
     beat(m, "m3", 0, now=1000)
@@ -111,11 +116,11 @@ def test_member_that_does_not_revoke_in_time_is_fenced() -> None:
 
 def test_epoch_errors() -> None:
     m = manager()
-    assert beat(m, "m1", 3)["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert beat(m, "m1", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     beat(m, "m1", 0)
-    assert beat(m, "m1", 5, owned=[])["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH
-    assert beat(m, "nobody", 1)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
-    assert beat(m, "nobody", -1)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert beat(m, "m1", 5, owned=[]).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert beat(m, "nobody", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert beat(m, "nobody", -1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.parametrize(("fields", "code"), [
@@ -128,12 +133,12 @@ def test_epoch_errors() -> None:
     ({"group_id": ""}, ErrorCode.INVALID_REQUEST),
 ])
 def test_invalid_joins(fields: dict[str, Any], code: int) -> None:
-    assert beat(manager(), "m1", 0, **fields)["error_code"] == code
+    assert beat(manager(), "m1", 0, **fields).error_code == code
 
 
 def test_v0_join_without_member_id_gets_one() -> None:
     body = beat(manager(), "", 0, version=0)
-    assert body["error_code"] == 0 and body["member_id"]
+    assert body.error_code == 0 and body.member_id
 
 
 def test_regex_subscription_and_new_topics_bump_the_group_epoch() -> None:
@@ -142,7 +147,7 @@ def test_regex_subscription_and_new_topics_bump_the_group_epoch() -> None:
     assert parts(body) == {T1: list(range(6)), T2: [0, 1, 2]}
     more = {**TOPICS, "b": (T2, 4), "__consumer_offsets": (uuid.UUID(int=9), 3)}
     grown = beat(m, "m1", 1, owned=[], topics=more)
-    assert grown["member_epoch"] == 2 and parts(grown)[T2] == [0, 1, 2, 3]
+    assert grown.member_epoch == 2 and parts(grown)[T2] == [0, 1, 2, 3]
 
 
 def test_static_member_leaves_for_a_while_and_returns_to_its_partitions() -> None:
@@ -151,13 +156,13 @@ def test_static_member_leaves_for_a_while_and_returns_to_its_partitions() -> Non
     beat(m, "m2", 0)
     beat(m, "s1", 1, owned=owned({T1: list(range(6))}), instance_id="i1")
     kept = m.groups["g"].members["s1"].assigned
-    assert beat(m, "other", 0, instance_id="i1")["error_code"] == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert beat(m, "other", 0, instance_id="i1").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     away = beat(m, "s1", -2, instance_id="i1")
-    assert (away["error_code"], away["member_epoch"]) == (0, -2)
+    assert (away.error_code, away.member_epoch) == (0, -2)
     back = beat(m, "s1-new", 0, instance_id="i1")
-    assert back["error_code"] == 0 and "s1" not in m.groups["g"].members
+    assert back.error_code == 0 and "s1" not in m.groups["g"].members
     assert {t: frozenset(p) for t, p in parts(back).items()} == kept
-    assert beat(m, "s1", 1, instance_id="i1")["error_code"] == ErrorCode.FENCED_INSTANCE_ID
+    assert beat(m, "s1", 1, instance_id="i1").error_code == ErrorCode.FENCED_INSTANCE_ID
 
 
 def test_classic_group_with_members_is_not_a_consumer_group() -> None:
@@ -165,9 +170,10 @@ def test_classic_group_with_members_is_not_a_consumer_group() -> None:
     request = {"group_id": "g", "member_id": "m1", "member_epoch": 0, "instance_id": None,
                "rack_id": None, "rebalance_timeout_ms": 1000, "subscribed_topic_names": ["a"],
                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
-    body = m.heartbeat(request, 1, client_id="c", client_host="h", topics=TOPICS,
+    body = m.heartbeat(as_message(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, request), 1,
+                       client_id="c", client_host="h", topics=TOPICS,
                        classic_has_members=True, now_ms=0)
-    assert body["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert body.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def test_offset_commit_and_fetch_check_the_member_epoch() -> None:
@@ -187,7 +193,7 @@ def test_offset_commit_and_fetch_check_the_member_epoch() -> None:
 def test_group_full() -> None:
     m = manager(max_size=1)
     beat(m, "m1", 0)
-    assert beat(m, "m2", 0)["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert beat(m, "m2", 0).error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 def test_uniform_is_balanced_and_sticky() -> None:
@@ -271,7 +277,7 @@ def test_a_stored_group_is_adopted_with_fresh_sessions_after_a_load() -> None:
     assert fresh.pending_writes() == []
     # The members carry on with the epochs they had.
     again = beat(fresh, "m2", m.groups["g"].members["m2"].member_epoch, owned=[], now=100_000)
-    assert again["error_code"] == 0
+    assert again.error_code == 0
     fresh.delete("g")  # not empty: refused
     beat(fresh, "m2", -1, now=100_000)
     beat(fresh, "s1", -1, instance_id="i1", now=100_000)
@@ -285,8 +291,9 @@ def test_offsets_of_a_consumer_group_with_members_do_not_expire() -> None:
     engine = GroupEngine(GroupCoordinatorSettings(offsets_retention_ms=1000))
     engine.active_consumer_groups = m.active
     for group_id in ("g", "other"):
-        engine.commit({"group_id": group_id, "topics": [{"name": "a", "partitions": [
-            {"partition_index": 0, "committed_offset": 5}]}]}, now_ms=0).write.then(0)
+        engine.commit(as_message(ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group_id, "topics": [{"name": "a", "partitions": [
+                {"partition_index": 0, "committed_offset": 5}]}]}), now_ms=0).write.then(0)
     assert isinstance(engine.groups["g"].offsets[("a", 0)], OffsetValue)
     engine.expire_offsets(now_ms=10_000)
     assert "other" not in engine.groups and ("a", 0) in engine.groups["g"].offsets

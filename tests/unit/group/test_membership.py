@@ -70,7 +70,10 @@ def test_join_before_v4_enters_directly_and_first_joiner_leads():
 ])
 def test_join_rejections(request_overrides: dict[str, Any], code: int):
     engine = new_engine()
-    outcome, _ = join(engine, {**join_request(), **request_overrides})
+    request = join_request()
+    for name, value in request_overrides.items():
+        setattr(request, name, value)
+    outcome, _ = join(engine, request)
     assert outcome.body["error_code"] == code
 
 
@@ -153,8 +156,10 @@ def test_sync_errors_and_leader_assignment_is_written_before_members_get_theirs(
         ErrorCode.ILLEGAL_GENERATION
     assert engine.sync(sync_request("missing", ids[1], 1), 0)[0].body["error_code"] == \
         ErrorCode.UNKNOWN_MEMBER_ID
-    assert engine.sync({**sync_request("g", ids[1], 1), "protocol_name": "other"}, 0)[0] \
-        .body["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    other_protocol = sync_request("g", ids[1], 1)
+    other_protocol.protocol_name = "other"
+    assert engine.sync(other_protocol, 0)[0].body["error_code"] == \
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     follower, _ = engine.sync(sync_request("g", ids[1], 1), 0)
     assert follower.parked == ids[1]
     leader, effects = engine.sync(sync_request("g", ids[0], 1, {ids[1]: b"a1"}), 0)

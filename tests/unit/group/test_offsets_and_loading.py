@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.group.model import Effects, ClassicGroupState
 from broker.group.records import GroupKey, OffsetKey, build_batch, iter_entries
 from clients.protocol import ErrorCode
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
 from tests.unit.group.engine_helpers import (
     Log,
     commit_request,
@@ -15,6 +16,7 @@ from tests.unit.group.engine_helpers import (
 )
 
 S = ClassicGroupState
+Topic = OffsetFetchRequestData.OffsetFetchRequestTopic
 DAY_MS = 86_400_000
 
 
@@ -40,7 +42,7 @@ def test_standalone_commit_creates_a_simple_group_and_fetch_returns_it():
     codes = commit(engine, log, commit_request("solo", {("t", 0): 5, ("t", 1): 7}, metadata="m"))
     assert codes == {("t", 0): 0, ("t", 1): 0}
     assert engine.groups["solo"].protocol_type is None
-    fetched = engine.fetch("solo", [{"name": "t", "partition_indexes": [0, 2]}])
+    fetched = engine.fetch("solo", [Topic(name="t", partition_indexes=[0, 2])])
     assert fetched == [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 3,
          "metadata": "m", "error_code": 0},
@@ -73,8 +75,8 @@ def test_commit_checks_generation_member_and_state():
 
 def test_commit_per_partition_errors_and_write_failures():
     engine, log = new_engine(offset_metadata_max_bytes=4), Log()
-    codes = commit(engine, log, {**commit_request("g", {("t", 0): 1, ("gone", 0): 1}),
-                                 }, topic_exists=lambda name: name == "t")
+    codes = commit(engine, log, commit_request("g", {("t", 0): 1, ("gone", 0): 1}),
+                   topic_exists=lambda name: name == "t")
     assert codes == {("t", 0): 0, ("gone", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     codes = commit(engine, log, commit_request("g", {("t", 1): 1}, metadata="12345"))
     assert codes == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
@@ -130,14 +132,14 @@ def test_list_and_describe():
     engine, log = new_engine(), Log()
     ids = stable(engine, log)
     commit(engine, log, commit_request("solo", {("t", 0): 1}))
-    assert sorted((g["group_id"], g["group_state"]) for g in engine.list_groups()) == [
+    assert sorted((g.group_id, g.group_state) for g in engine.list_groups()) == [
         ("g", "Stable"), ("solo", "Empty")]
-    assert [g["group_id"] for g in engine.list_groups(["stable"])] == ["g"]
+    assert [g.group_id for g in engine.list_groups(["stable"])] == ["g"]
     described = engine.describe("g")
-    assert (described["group_state"], described["protocol_type"], described["protocol_data"]) \
+    assert (described.group_state, described.protocol_type, described.protocol_data) \
         == ("Stable", "consumer", "range")
-    assert [m["member_id"] for m in described["members"]] == ids
-    assert engine.describe("unknown")["group_state"] == "Dead"
+    assert [m.member_id for m in described.members] == ids
+    assert engine.describe("unknown").group_state == "Dead"
 
 
 def test_loading_the_written_records_rebuilds_the_same_groups_and_offsets():
@@ -168,7 +170,7 @@ def test_require_stable_reports_a_commit_still_being_written():
     engine, log = new_engine(), Log()
     commit(engine, log, commit_request("g", {("t", 0): 1, ("t", 1): 4}))
     in_flight = engine.commit(commit_request("g", {("t", 0): 2}), 1)
-    wanted = [{"name": "t", "partition_indexes": [0, 1]}]
+    wanted = [Topic(name="t", partition_indexes=[0, 1])]
 
     def fetched(require_stable: bool) -> list[tuple[int, int, int]]:
         return [(p["partition_index"], p["committed_offset"], p["error_code"])

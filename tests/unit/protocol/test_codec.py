@@ -47,7 +47,7 @@ def test_request_header_v2_keeps_a_non_compact_client_id_and_adds_tagged_fields(
     request = decode_request(frame)
     assert request.header_version == 2
     assert request.client_id is None
-    assert request.body["group_instance_id"] is None
+    assert request.body.group_instance_id is None
 
 
 def test_api_versions_response_always_uses_header_v0() -> None:
@@ -120,7 +120,7 @@ def test_tagged_fields_round_trip_and_unknown_tags_are_skipped() -> None:
     plain = encode_request(ApiKey.HEARTBEAT, 4, 1, None, {"group_id": "g"})
     assert plain.endswith(b"\x00")
     with_unknown = plain[:-1] + b"\x01\x07\x03abc"
-    assert decode_request(with_unknown).body["group_id"] == "g"
+    assert decode_request(with_unknown).body.group_id == "g"
 
 
 def test_default_tagged_fields_are_not_written() -> None:
@@ -131,7 +131,7 @@ def test_default_tagged_fields_are_not_written() -> None:
 
 def test_trailing_bytes_are_ignored() -> None:
     frame = encode_request(ApiKey.HEARTBEAT, 0, 1, None, {"group_id": "g"})
-    assert decode_request(frame + b"garbage").body["group_id"] == "g"
+    assert decode_request(frame + b"garbage").body.group_id == "g"
 
 
 def test_array_length_beyond_the_frame_fails_before_allocating() -> None:

@@ -8,6 +8,7 @@ from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupCoordinatorSettings
 from broker.group.records import OffsetKey, OffsetValue, build_batch, iter_log
 from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
 from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 from clients.records.batch import Record, encode_batch
 
@@ -25,7 +26,8 @@ def txn_commit(offset: int, producer_id: int = PID) -> TxnOffsetCommitRequestDat
 
 
 def fetch(engine: GroupEngine, stable: bool) -> dict:
-    return engine.fetch("g", [{"name": "in", "partition_indexes": [0]}], stable)[0][
+    wanted = [OffsetFetchRequestData.OffsetFetchRequestTopic(name="in", partition_indexes=[0])]
+    return engine.fetch("g", wanted, stable)[0][
         "partitions"][0]
 
 
