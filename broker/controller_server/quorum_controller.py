@@ -35,6 +35,10 @@ from broker.controller_server.describe_quorum import (
     describe_quorum_response,
 )
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.describe_cluster import (
+    DescribeClusterRequestData,
+    DescribeClusterResponseData,
+)
 from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
@@ -296,7 +300,7 @@ class QuorumController:
         return self.describe_quorum(request.body, request.api_version)
 
     async def handle_describe_cluster(self, request: DecodedRequest,
-                                      ctx: RequestContext) -> dict[str, Any]:
+                                      ctx: RequestContext) -> DescribeClusterResponseData:
         return self.describe_cluster(request.body, request.api_version)
 
     # -- background work ----------------------------------------------------------------------
@@ -481,7 +485,8 @@ class QuorumController:
         return describe_quorum_response(body, version, status, self.now_ms(), self._caught_up,
                                         self.endpoints)
 
-    def describe_cluster(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+    def describe_cluster(self, body: DescribeClusterRequestData,
+                         version: int) -> DescribeClusterResponseData:
         """DescribeClusterResponse body as a controller answers it."""
         return describe_cluster_response(body, version, cluster_id=self.cluster_id,
                                          leader_id=self.quorum.status().leader_id,

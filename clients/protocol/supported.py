@@ -70,7 +70,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
+    ApiKey.DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    ApiKey.METADATA,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

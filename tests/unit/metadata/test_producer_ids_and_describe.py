@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from clients.protocol import ErrorCode
+from clients.protocol.messages.metadata import MetadataResponseData
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.describe import (
     describe_topic_by_id,
@@ -43,16 +44,17 @@ def test_describe_topics_reports_leader_and_offline_replicas() -> None:
     c.create_topic("t", assignments=[{"partition_index": 0, "broker_ids": [1, 2, 3]}], num_partitions=-1, replication_factor=-1)
     c.heartbeat(3, want_fence=True)
     (topic,) = describe_topics(c.image, ["t"])
-    assert topic["error_code"] == 0 and topic["name"] == "t" and topic["is_internal"] is False
-    (p,) = topic["partitions"]
-    assert p == {
-        "error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
-        "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2], "offline_replicas": [3],
-    }
+    assert topic.error_code == 0 and topic.name == "t" and topic.is_internal is False
+    (p,) = topic.partitions
+    assert p == MetadataResponseData.MetadataResponsePartition(
+        error_code=0, partition_index=0, leader_id=1, leader_epoch=0,
+        replica_nodes=[1, 2, 3], isr_nodes=[1, 2], offline_replicas=[3],
+    )
     assert [b.broker_id for b in live_brokers(c.image)] == [1, 2]
+    Broker = MetadataResponseData.MetadataResponseBroker
     assert metadata_brokers(c.image, "PLAINTEXT") == [
-        {"node_id": 1, "host": "127.0.0.1", "port": 9093, "rack": None},
-        {"node_id": 2, "host": "127.0.0.1", "port": 9094, "rack": None},
+        Broker(node_id=1, host="127.0.0.1", port=9093, rack=None),
+        Broker(node_id=2, host="127.0.0.1", port=9094, rack=None),
     ]
     assert metadata_brokers(c.image, "SSL") == []
 
@@ -63,13 +65,13 @@ def test_describe_leaderless_and_unknown() -> None:
     c.create_topic("t")
     c.heartbeat(1, want_fence=True)
     (topic,) = describe_topics(c.image)
-    assert topic["partitions"][0]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE
-    assert topic["partitions"][0]["leader_id"] == -1
+    assert topic.partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert topic.partitions[0].leader_id == -1
     (missing,) = describe_topics(c.image, ["nope"])
-    assert missing["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert describe_topic_by_id(c.image, uuid.uuid4())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert describe_topic_by_id(c.image, uuid.uuid4()).error_code == ErrorCode.UNKNOWN_TOPIC_ID
     tid = c.image.topic("t").topic_id
-    assert describe_topic_by_id(c.image, tid)["name"] == "t"
+    assert describe_topic_by_id(c.image, tid).name == "t"
 
 
 def test_producer_id_space_exhausted() -> None:
