@@ -74,6 +74,8 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS,
     ApiKey.METADATA,
+    ApiKey.SASL_AUTHENTICATE,
+    ApiKey.SASL_HANDSHAKE,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every
