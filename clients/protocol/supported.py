@@ -69,7 +69,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # (clients.protocol.messages): their handlers read attributes. The others' requests still
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+    ApiKey.ALTER_PARTITION,
     ApiKey.API_VERSIONS,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.BROKER_REGISTRATION,
     ApiKey.DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS,

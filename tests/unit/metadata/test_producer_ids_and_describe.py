@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
 from clients.protocol.messages.metadata import MetadataResponseData
 from metadata.controller.producer_ids import allocate_producer_ids
 from metadata.describe import (
@@ -22,9 +22,9 @@ def test_producer_id_blocks_are_consecutive_and_replicated() -> None:
     starts = []
     for b in (1, 2, 1):
         request = {"broker_id": b, "broker_epoch": c.image.broker(b).epoch}
-        records, response = allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings)
-        assert response["error_code"] == 0 and response["producer_id_len"] == 1000
-        starts.append(response["producer_id_start"])
+        records, response = allocate_producer_ids(c.image, as_message(ApiKey.ALLOCATE_PRODUCER_IDS, 0, request), c.now_ms, settings=c.settings)
+        assert response.error_code == 0 and response.producer_id_len == 1000
+        starts.append(response.producer_id_start)
         c.commit(records)
     assert starts == [0, 1000, 2000]
     assert c.image.next_producer_id == 3000
@@ -34,8 +34,8 @@ def test_producer_ids_with_stale_epoch() -> None:
     c = Cluster()
     c.add_brokers(1)
     for request in ({"broker_id": 1, "broker_epoch": 99}, {"broker_id": 7, "broker_epoch": 0}):
-        records, response = allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings)
-        assert records == [] and response["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+        records, response = allocate_producer_ids(c.image, as_message(ApiKey.ALLOCATE_PRODUCER_IDS, 0, request), c.now_ms, settings=c.settings)
+        assert records == [] and response.error_code == ErrorCode.STALE_BROKER_EPOCH
 
 
 def test_describe_topics_reports_leader_and_offline_replicas() -> None:
@@ -81,5 +81,5 @@ def test_producer_id_space_exhausted() -> None:
     c.add_brokers(1)
     c.commit([ProducerIdsRecord(broker_id=1, broker_epoch=0, next_producer_id=2**63 - 500)])
     request = {"broker_id": 1, "broker_epoch": c.image.broker(1).epoch}
-    records, response = allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings)
-    assert records == [] and response["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR
+    records, response = allocate_producer_ids(c.image, as_message(ApiKey.ALLOCATE_PRODUCER_IDS, 0, request), c.now_ms, settings=c.settings)
+    assert records == [] and response.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
