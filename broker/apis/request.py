@@ -82,7 +82,7 @@ class CloseAfterResponse(CloseConnection):
     """Raised by a handler whose response must be sent and the connection then closed
     (a failed SASL step: Kafka answers it, then closes)."""
 
-    def __init__(self, reason: str, body: dict) -> None:
+    def __init__(self, reason: str, body: Any) -> None:
         super().__init__(reason)
         self.body = body
 

@@ -8,7 +8,7 @@ answered and the connection then closes.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import TypeVar
 
 from broker.apis.request import (
     CloseAfterResponse,
@@ -18,6 +18,14 @@ from broker.apis.request import (
 )
 from broker.sasl.session import SaslSession, Step
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.sasl_authenticate import (
+    SaslAuthenticateRequestData,
+    SaslAuthenticateResponseData,
+)
+from clients.protocol.messages.sasl_handshake import (
+    SaslHandshakeRequestData,
+    SaslHandshakeResponseData,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,16 +33,17 @@ logger = logging.getLogger(__name__)
 # broker.network.connection).
 SASL_SESSION = "sasl"
 
-
-def sasl_handshake_error(body: Mapping[str, Any], version: int, code: int,
-                         message: str | None = None) -> dict[str, Any]:
-    return {"error_code": code, "mechanisms": []}
+AnyResponse = TypeVar("AnyResponse", SaslHandshakeResponseData, SaslAuthenticateResponseData)
 
 
-def sasl_authenticate_error(body: Mapping[str, Any], version: int, code: int,
-                            message: str | None = None) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "auth_bytes": b"",
-            "session_lifetime_ms": 0}
+def sasl_handshake_error(body: SaslHandshakeRequestData, version: int, code: int,
+                         message: str | None = None) -> SaslHandshakeResponseData:
+    return SaslHandshakeResponseData(error_code=code)
+
+
+def sasl_authenticate_error(body: SaslAuthenticateRequestData, version: int, code: int,
+                            message: str | None = None) -> SaslAuthenticateResponseData:
+    return SaslAuthenticateResponseData(error_code=code, error_message=message)
 
 
 def _session(ctx: RequestContext) -> SaslSession | None:
@@ -49,25 +58,30 @@ class SaslHandlers:
         router.register(ApiKey.SASL_HANDSHAKE, self.handshake, sasl_handshake_error)
         router.register(ApiKey.SASL_AUTHENTICATE, self.authenticate, sasl_authenticate_error)
 
-    async def handshake(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def handshake(self, request: DecodedRequest,
+                        ctx: RequestContext) -> SaslHandshakeResponseData:
+        request_body: SaslHandshakeRequestData = request.body
         session = _session(ctx)
         if session is None:
-            return sasl_handshake_error(request.body, request.api_version,
+            return sasl_handshake_error(request_body, request.api_version,
                                         ErrorCode.ILLEGAL_SASL_STATE)
-        step = session.handshake(str(request.body.get("mechanism") or ""),
-                                 request.api_version)
-        body = {"error_code": step.error_code, "mechanisms": list(session.enabled_mechanisms)}
+        step = session.handshake(request_body.mechanism, request.api_version)
+        body = SaslHandshakeResponseData(error_code=step.error_code,
+                                         mechanisms=list(session.enabled_mechanisms))
         return _answer(step, body, ctx, "SaslHandshake")
 
-    async def authenticate(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def authenticate(self, request: DecodedRequest,
+                           ctx: RequestContext) -> SaslAuthenticateResponseData:
+        request_body: SaslAuthenticateRequestData = request.body
         session = _session(ctx)
         if session is None:
-            return sasl_authenticate_error(request.body, request.api_version,
+            return sasl_authenticate_error(request_body, request.api_version,
                                            ErrorCode.ILLEGAL_SASL_STATE,
                                            "SASL is not enabled on this listener")
-        step = session.authenticate(bytes(request.body.get("auth_bytes") or b""))
-        body = {"error_code": step.error_code, "error_message": step.error_message,
-                "auth_bytes": step.token, "session_lifetime_ms": step.session_lifetime_ms}
+        step = session.authenticate(bytes(request_body.auth_bytes))
+        body = SaslAuthenticateResponseData(
+            error_code=step.error_code, error_message=step.error_message,
+            auth_bytes=step.token, session_lifetime_ms=step.session_lifetime_ms)
         if session.authenticated and step.error_code == ErrorCode.NONE:
             logger.debug("connection %d from %s authenticated as User:%s with %s",
                          ctx.connection_id, ctx.peer[0], session.principal_name,
@@ -75,7 +89,7 @@ class SaslHandlers:
         return _answer(step, body, ctx, "SaslAuthenticate")
 
 
-def _answer(step: Step, body: dict, ctx: RequestContext, api: str) -> dict:
+def _answer(step: Step, body: AnyResponse, ctx: RequestContext, api: str) -> AnyResponse:
     if step.close:
         logger.info("%s from %s:%d on %s failed: %s", api, ctx.peer[0], ctx.peer[1],
                     ctx.listener_name, step.error_message)

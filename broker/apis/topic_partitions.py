@@ -8,23 +8,27 @@ at most `max.request.partition.size.limit` (2000, Kafka's default).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
-from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequestData,
+    DescribeTopicPartitionsResponseData,
+)
 from metadata.image import MetadataImage
 from metadata.topic_partition_pages import topic_partition_page
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000
 
 
-def describe_topic_partitions_error(body: Mapping[str, Any], version: int, code: int,
-                                    message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
-        {"error_code": code, "name": t.get("name"), "topic_id": ZERO_UUID, "is_internal": False,
-         "partitions": [], "topic_authorized_operations": -2147483648}
-        for t in body.get("topics") or ()]}
+def describe_topic_partitions_error(body: DescribeTopicPartitionsRequestData, version: int,
+                                    code: int, message: str | None = None
+                                    ) -> DescribeTopicPartitionsResponseData:
+    Topic = DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponseTopic
+    return DescribeTopicPartitionsResponseData(
+        topics=[Topic(error_code=code, name=t.name) for t in body.topics])
 
 
 class DescribeTopicPartitionsHandler:
@@ -39,13 +43,13 @@ class DescribeTopicPartitionsHandler:
         router.register(ApiKey.DESCRIBE_TOPIC_PARTITIONS, self.handle,
                         describe_topic_partitions_error)
 
-    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
+    async def handle(self, request: DecodedRequest,
+                     ctx: RequestContext) -> DescribeTopicPartitionsResponseData:
+        body: DescribeTopicPartitionsRequestData = request.body
         image = self._image()
-        requested = [str(t["name"]) for t in body.get("topics") or ()]
-        raw_cursor = body.get("cursor")
-        cursor = None if raw_cursor is None else (str(raw_cursor["topic_name"]),
-                                                  int(raw_cursor["partition_index"]))
+        requested = [t.name for t in body.topics]
+        cursor = None if body.cursor is None else (body.cursor.topic_name,
+                                                   body.cursor.partition_index)
         if cursor is not None and (cursor[1] < 0 or (requested and cursor[0] not in requested)):
             return describe_topic_partitions_error(
                 body, request.api_version, ErrorCode.INVALID_REQUEST)
@@ -59,11 +63,10 @@ class DescribeTopicPartitionsHandler:
             allowed = self._authz.allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                                 names)
             topics = [(n, ErrorCode.NONE) for n in names if n in allowed]
-        limit = min(int(body.get("response_partition_limit", 2000)),
-                    MAX_REQUEST_PARTITION_SIZE_LIMIT)
+        limit = min(body.response_partition_limit, MAX_REQUEST_PARTITION_SIZE_LIMIT)
         response = topic_partition_page(image, topics, max(limit, 1), cursor, ctx.listener_name)
-        for topic in response["topics"]:
-            if topic["error_code"] == ErrorCode.NONE:
-                topic["topic_authorized_operations"] = self._authz.operations(
-                    ctx, ResourceType.TOPIC, topic["name"])
+        for topic in response.topics:
+            if topic.error_code == ErrorCode.NONE:
+                topic.topic_authorized_operations = self._authz.operations(
+                    ctx, ResourceType.TOPIC, topic.name)
         return response

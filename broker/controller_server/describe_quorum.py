@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from clients.protocol import ErrorCode, ZERO_UUID
+from clients.protocol.messages.describe_cluster import (
+    DescribeClusterRequestData,
+    DescribeClusterResponseData,
+)
 from kraft.status import QuorumStatus, ReplicaStatus
 from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 
@@ -23,7 +27,6 @@ from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 # DescribeCluster endpoint_type values (Kafka's EndpointType).
 ENDPOINT_TYPE_BROKERS = 1
 ENDPOINT_TYPE_CONTROLLERS = 2
-_UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 
 
 @dataclass(frozen=True)
@@ -127,12 +130,13 @@ def _fetch_time(replica: ReplicaStatus, now_ms: int) -> int:
     return -1 if replica.last_contact_ms is None else now_ms - replica.last_contact_ms
 
 
-def describe_cluster_response(body: Mapping[str, Any], version: int, *, cluster_id: str,
-                              leader_id: int | None,
-                              endpoints: Mapping[int, ControllerEndpoint]) -> dict[str, Any]:
+def describe_cluster_response(body: DescribeClusterRequestData, version: int, *,
+                              cluster_id: str, leader_id: int | None,
+                              endpoints: Mapping[int, ControllerEndpoint]
+                              ) -> DescribeClusterResponseData:
     """DescribeCluster as a Kafka controller answers it: only for endpoint_type CONTROLLERS
     (v1+), listing the voters' controller endpoints and the active controller."""
-    requested = body.get("endpoint_type", ENDPOINT_TYPE_BROKERS) if version >= 1 else None
+    requested = body.endpoint_type if version >= 1 else None
     if requested != ENDPOINT_TYPE_CONTROLLERS:
         if version == 0:
             code = ErrorCode.INVALID_REQUEST
@@ -140,16 +144,14 @@ def describe_cluster_response(body: Mapping[str, Any], version: int, *, cluster_
             code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         else:
             code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
-        return {"throttle_time_ms": 0, "error_code": code, "error_message": code.message,
-                "cluster_id": cluster_id, "controller_id": -1, "brokers": []}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "endpoint_type": ENDPOINT_TYPE_CONTROLLERS,
-        "cluster_id": cluster_id,
-        "controller_id": -1 if leader_id is None else leader_id,
-        "brokers": [{"broker_id": node_id, "host": ep.host, "port": ep.port, "rack": None}
-                    for node_id, ep in sorted(endpoints.items())],
-        "cluster_authorized_operations": _UNKNOWN_AUTHORIZED_OPERATIONS,
-    }
+        return DescribeClusterResponseData(error_code=code, error_message=code.message,
+                                           cluster_id=cluster_id)
+    Broker = DescribeClusterResponseData.DescribeClusterBroker
+    return DescribeClusterResponseData(
+        error_code=ErrorCode.NONE,
+        endpoint_type=ENDPOINT_TYPE_CONTROLLERS,
+        cluster_id=cluster_id,
+        controller_id=-1 if leader_id is None else leader_id,
+        brokers=[Broker(broker_id=node_id, host=ep.host, port=ep.port)
+                 for node_id, ep in sorted(endpoints.items())],
+    )

@@ -35,6 +35,26 @@ from broker.controller_server.describe_quorum import (
     describe_quorum_response,
 )
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.allocate_producer_ids import (
+    AllocateProducerIdsRequestData,
+    AllocateProducerIdsResponseData,
+)
+from clients.protocol.messages.alter_partition import (
+    AlterPartitionRequestData,
+    AlterPartitionResponseData,
+)
+from clients.protocol.messages.broker_heartbeat import (
+    BrokerHeartbeatRequestData,
+    BrokerHeartbeatResponseData,
+)
+from clients.protocol.messages.broker_registration import (
+    BrokerRegistrationRequestData,
+    BrokerRegistrationResponseData,
+)
+from clients.protocol.messages.describe_cluster import (
+    DescribeClusterRequestData,
+    DescribeClusterResponseData,
+)
 from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
@@ -185,20 +205,20 @@ class QuorumController:
         install_api_versions(router)
 
     async def handle_broker_registration(self, request: DecodedRequest,
-                                         ctx: RequestContext) -> dict[str, Any]:
-        body = request.body
+                                         ctx: RequestContext) -> BrokerRegistrationResponseData:
+        body: BrokerRegistrationRequestData = request.body
         return await self.submit(request, lambda image, now: register_broker(
             image, body, now, self.tracker, self.settings))
 
     async def handle_broker_heartbeat(self, request: DecodedRequest,
-                                      ctx: RequestContext) -> dict[str, Any]:
-        body = request.body
+                                      ctx: RequestContext) -> BrokerHeartbeatResponseData:
+        body: BrokerHeartbeatRequestData = request.body
         return await self.submit(request, lambda image, now: broker_heartbeat(
             image, body, now, self.tracker, self.settings))
 
     async def handle_alter_partition(self, request: DecodedRequest,
-                                     ctx: RequestContext) -> dict[str, Any]:
-        body = request.body
+                                     ctx: RequestContext) -> AlterPartitionResponseData:
+        body: AlterPartitionRequestData = request.body
         return await self.submit(request, lambda image, now: alter_partition(image, body, now))
 
     async def handle_create_topics(self, request: DecodedRequest,
@@ -276,8 +296,9 @@ class QuorumController:
             image, request.body, now))
 
     async def handle_allocate_producer_ids(self, request: DecodedRequest,
-                                           ctx: RequestContext) -> dict[str, Any]:
-        body = request.body
+                                           ctx: RequestContext
+                                           ) -> AllocateProducerIdsResponseData:
+        body: AllocateProducerIdsRequestData = request.body
         return await self.submit(request, lambda image, now: allocate_producer_ids(
             image, body, now, settings=self.settings))
 
@@ -296,7 +317,7 @@ class QuorumController:
         return self.describe_quorum(request.body, request.api_version)
 
     async def handle_describe_cluster(self, request: DecodedRequest,
-                                      ctx: RequestContext) -> dict[str, Any]:
+                                      ctx: RequestContext) -> DescribeClusterResponseData:
         return self.describe_cluster(request.body, request.api_version)
 
     # -- background work ----------------------------------------------------------------------
@@ -439,8 +460,9 @@ class QuorumController:
             return result
 
     async def submit(self, request: DecodedRequest,
-                     decide: Decide[dict[str, Any]]) -> dict[str, Any]:
-        """Answer one controller RPC: the decision's response, or Kafka's error response."""
+                     decide: Decide[Any]) -> Any:
+        """Answer one controller RPC: the decision's response, or Kafka's error response
+        (a dict, or the API's response message class)."""
         error_body = CONTROLLER_ERRORS[request.api_key]
         try:
             return await self.decide_and_commit(decide)
@@ -481,7 +503,8 @@ class QuorumController:
         return describe_quorum_response(body, version, status, self.now_ms(), self._caught_up,
                                         self.endpoints)
 
-    def describe_cluster(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+    def describe_cluster(self, body: DescribeClusterRequestData,
+                         version: int) -> DescribeClusterResponseData:
         """DescribeClusterResponse body as a controller answers it."""
         return describe_cluster_response(body, version, cluster_id=self.cluster_id,
                                          leader_id=self.quorum.status().leader_id,

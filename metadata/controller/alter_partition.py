@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from clients.protocol import ZERO_UUID, ErrorCode
-from metadata.controller import Decision
+from clients.protocol.messages.alter_partition import (
+    AlterPartitionRequestData,
+    AlterPartitionResponseData,
+)
 from metadata.controller.brokers import check_broker_epoch
 from metadata.controller.reassignments import with_reassignment_finished
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
@@ -20,64 +22,65 @@ from metadata.records import (
 
 logger = logging.getLogger(__name__)
 
+Response = AlterPartitionResponseData
+PartitionResult = AlterPartitionResponseData.PartitionData
 
-def alter_partition(image: MetadataImage, request: dict[str, Any], now_ms: int) -> Decision:
+
+def alter_partition(image: MetadataImage, request: AlterPartitionRequestData,
+                    now_ms: int) -> tuple[list[MetadataRecord], AlterPartitionResponseData]:
     """AlterPartitionRequest (topics by `topic_id`, or `topic_name` before v2) -> records + response.
 
     Every accepted change bumps the partition epoch (on replay); the response carries the
     state after the change.
     """
-    broker_id = request["broker_id"]
-    code = check_broker_epoch(image, broker_id, request["broker_epoch"])
+    broker_id = request.broker_id
+    code = check_broker_epoch(image, broker_id, request.broker_epoch)
     if code != ErrorCode.NONE:
-        return [], {"throttle_time_ms": 0, "error_code": code, "topics": []}
+        return [], Response(error_code=code)
     records: list[MetadataRecord] = []
     topics_out = []
-    for t in request.get("topics") or []:
-        topic_id = t.get("topic_id")
-        by_id = topic_id is not None and topic_id != ZERO_UUID
-        topic = image.topic_by_id(topic_id) if by_id else image.topic(t.get("topic_name") or "")
+    for t in request.topics:
+        by_id = t.topic_id != ZERO_UUID
+        topic = image.topic_by_id(t.topic_id) if by_id else image.topic(t.topic_name)
         parts_out = []
-        for p in t.get("partitions") or []:
+        for p in t.partitions:
             if topic is None:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                parts_out.append(_error(p["partition_index"], missing))
+                parts_out.append(_error(p.partition_index, missing))
                 continue
             record, result = _alter_one(image, broker_id, topic, p)
             if record is not None:
                 records.append(record)
             parts_out.append(result)
-        topics_out.append(
-            {
-                "topic_id": topic.topic_id if topic is not None else (topic_id or ZERO_UUID),
-                "topic_name": topic.name if topic is not None else t.get("topic_name"),
-                "partitions": parts_out,
-            }
-        )
-    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "topics": topics_out}
+        topics_out.append(Response.TopicData(
+            topic_id=topic.topic_id if topic is not None else t.topic_id,
+            topic_name=topic.name if topic is not None else t.topic_name,
+            partitions=parts_out,
+        ))
+    return records, Response(error_code=ErrorCode.NONE, topics=topics_out)
 
 
 def _alter_one(
-    image: MetadataImage, broker_id: int, topic: TopicImage, p: dict[str, Any]
-) -> tuple[PartitionChangeRecord | None, dict[str, Any]]:
-    index = p["partition_index"]
+    image: MetadataImage, broker_id: int, topic: TopicImage,
+    p: AlterPartitionRequestData.PartitionData,
+) -> tuple[PartitionChangeRecord | None, PartitionResult]:
+    index = p.partition_index
     part = topic.partitions.get(index)
     if part is None:
         return None, _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if p["leader_epoch"] != part.leader_epoch:
+    if p.leader_epoch != part.leader_epoch:
         return None, _error(index, ErrorCode.FENCED_LEADER_EPOCH)
     if part.leader != broker_id:
         return None, _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    if p["partition_epoch"] != part.partition_epoch:
+    if p.partition_epoch != part.partition_epoch:
         return None, _error(index, ErrorCode.INVALID_UPDATE_VERSION)
 
-    with_epochs = p.get("new_isr_with_epochs")
-    if with_epochs is not None:
-        members = [(s["broker_id"], s.get("broker_epoch", -1)) for s in with_epochs]
-    else:
-        members = [(b, -1) for b in p.get("new_isr") or []]
+    # v3+ names the new ISR with broker epochs, earlier versions by id only; the other
+    # field is empty.
+    members = ([(s.broker_id, s.broker_epoch) for s in p.new_isr_with_epochs]
+               or [(b, -1) for b in p.new_isr])
     new_isr = tuple(b for b, _ in members)
-    recovery = p.get("leader_recovery_state", LEADER_RECOVERED)
+    recovery = p.leader_recovery_state
     if (
         not new_isr
         or len(set(new_isr)) != len(new_isr)
@@ -109,25 +112,19 @@ def _alter_one(
     return record, _success(index, part.merge(record))
 
 
-def _success(index: int, part: PartitionRegistration) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NONE,
-        "leader_id": part.leader,
-        "leader_epoch": part.leader_epoch,
-        "isr": list(part.isr),
-        "leader_recovery_state": part.leader_recovery_state,
-        "partition_epoch": part.partition_epoch,
-    }
+def _success(index: int, part: PartitionRegistration) -> PartitionResult:
+    return PartitionResult(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        leader_id=part.leader,
+        leader_epoch=part.leader_epoch,
+        isr=list(part.isr),
+        leader_recovery_state=part.leader_recovery_state,
+        partition_epoch=part.partition_epoch,
+    )
 
 
-def _error(index: int, code: int) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": code,
-        "leader_id": -1,
-        "leader_epoch": -1,
-        "isr": [],
-        "leader_recovery_state": LEADER_RECOVERED,
-        "partition_epoch": -1,
-    }
+def _error(index: int, code: int) -> PartitionResult:
+    return PartitionResult(partition_index=index, error_code=code, leader_id=-1,
+                           leader_epoch=-1, leader_recovery_state=LEADER_RECOVERED,
+                           partition_epoch=-1)

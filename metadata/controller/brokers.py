@@ -14,10 +14,16 @@ the image. Records must be committed before the response is sent.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
+from clients.protocol.messages.broker_heartbeat import (
+    BrokerHeartbeatRequestData,
+    BrokerHeartbeatResponseData,
+)
+from clients.protocol.messages.broker_registration import (
+    BrokerRegistrationRequestData,
+    BrokerRegistrationResponseData,
+)
 from metadata.delta import apply_records
 from metadata.election import leaderless_changes, leaderships, remove_broker_changes
 from metadata.heartbeats import BrokerHeartbeatTracker
@@ -36,22 +42,25 @@ from metadata.settings import ControllerSettings
 
 logger = logging.getLogger(__name__)
 
+RegistrationDecision = tuple[list[MetadataRecord], BrokerRegistrationResponseData]
+HeartbeatDecision = tuple[list[MetadataRecord], BrokerHeartbeatResponseData]
+
 
 def register_broker(
     image: MetadataImage,
-    request: dict[str, Any],
+    request: BrokerRegistrationRequestData,
     now_ms: int,
     tracker: BrokerHeartbeatTracker,
     settings: ControllerSettings,
-) -> Decision:
+) -> RegistrationDecision:
     """BrokerRegistrationRequest -> records + BrokerRegistrationResponse."""
-    broker_id = request["broker_id"]
-    incarnation_id = request["incarnation_id"]
+    broker_id = request.broker_id
+    incarnation_id = request.incarnation_id
 
-    def fail(code: int) -> Decision:
-        return [], {"throttle_time_ms": 0, "error_code": code, "broker_epoch": -1}
+    def fail(code: int) -> RegistrationDecision:
+        return [], BrokerRegistrationResponseData(error_code=code, broker_epoch=-1)
 
-    if settings.cluster_id is not None and request.get("cluster_id") != settings.cluster_id:
+    if settings.cluster_id is not None and request.cluster_id != settings.cluster_id:
         return fail(ErrorCode.INCONSISTENT_CLUSTER_ID)
     existing = image.broker(broker_id)
     if (
@@ -60,12 +69,12 @@ def register_broker(
         and tracker.has_valid_session(broker_id, now_ms, settings.broker_session_timeout_ms)
         # A broker restarted after a clean shutdown proves it is the same node by naming the
         # epoch it had (Kafka 3.7+), so it need not wait for its old session to expire.
-        and request.get("previous_broker_epoch", -1) != existing.epoch
+        and request.previous_broker_epoch != existing.epoch
     ):
         return fail(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
     features = tuple(
-        BrokerFeature(f["name"], f["min_supported_version"], f["max_supported_version"])
-        for f in request.get("features") or ()
+        BrokerFeature(f.name, f.min_supported_version, f.max_supported_version)
+        for f in request.features
     )
     for feature in features:
         level = image.features.get(feature.name)
@@ -86,27 +95,27 @@ def register_broker(
             incarnation_id=incarnation_id,
             broker_epoch=epoch,
             end_points=tuple(
-                BrokerEndpoint(ep["name"], ep["host"], ep["port"], ep["security_protocol"])
-                for ep in request.get("listeners") or ()
+                BrokerEndpoint(ep.name, ep.host, ep.port, ep.security_protocol)
+                for ep in request.listeners
             ),
             features=features,
-            rack=request.get("rack"),
+            rack=request.rack,
             fenced=True,
             in_controlled_shutdown=False,
         )
     )
     tracker.touch(broker_id, now_ms)
     logger.info("broker %d registering with epoch %d", broker_id, epoch)
-    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "broker_epoch": epoch}
+    return records, BrokerRegistrationResponseData(error_code=ErrorCode.NONE, broker_epoch=epoch)
 
 
 def broker_heartbeat(
     image: MetadataImage,
-    request: dict[str, Any],
+    request: BrokerHeartbeatRequestData,
     now_ms: int,
     tracker: BrokerHeartbeatTracker,
     settings: ControllerSettings,
-) -> Decision:
+) -> HeartbeatDecision:
     """BrokerHeartbeatRequest -> records + BrokerHeartbeatResponse.
 
     A fenced broker that has caught up is unfenced (and elected where partitions had no
@@ -114,14 +123,14 @@ def broker_heartbeat(
     broker leaves every ISR that has other members; `should_shut_down` is set on a later
     heartbeat, once the image shows the broker in controlled shutdown and leading nothing.
     """
-    broker_id = request["broker_id"]
+    broker_id = request.broker_id
     reg = image.broker(broker_id)
-    if reg is None or reg.epoch != request["broker_epoch"]:
+    if reg is None or reg.epoch != request.broker_epoch:
         code = ErrorCode.BROKER_ID_NOT_REGISTERED if reg is None else ErrorCode.STALE_BROKER_EPOCH
         return [], _heartbeat_response(code, caught_up=False, fenced=True, shut_down=False)
     tracker.touch(broker_id, now_ms)
     registered_at = tracker.registration_offset(broker_id)
-    caught_up = request["current_metadata_offset"] >= (
+    caught_up = request.current_metadata_offset >= (
         reg.epoch if registered_at is None else registered_at
     )
 
@@ -129,21 +138,21 @@ def broker_heartbeat(
     should_shut_down = False
     fenced = reg.fenced
     newly_offline = tracker.report_offline_dirs(broker_id, reg.epoch,
-                                                request.get("offline_log_dirs") or ())
+                                                request.offline_log_dirs)
     if newly_offline:
         logger.warning("broker %d reports offline log dirs %s", broker_id,
                        ", ".join(sorted(str(d) for d in newly_offline)))
-    if newly_offline and not request.get("want_shut_down") and not reg.fenced:
+    if newly_offline and not request.want_shut_down and not reg.fenced:
         # The replicas in a failed dir are gone, and which partitions lived there is only
         # on the broker: move every leadership away and take the broker out of every ISR.
         # Replicas in its healthy dirs catch up and rejoin the ISR as usual.
         records.extend(remove_broker_changes(image, broker_id, settings))
-    if request.get("want_shut_down"):
+    if request.want_shut_down:
         if (reg.in_controlled_shutdown or reg.fenced) and leaderships(image, broker_id) == 0:
             should_shut_down = True
         else:
             records.extend(controlled_shutdown_records(image, broker_id, settings))
-    elif request.get("want_fence"):
+    elif request.want_fence:
         if not reg.fenced:
             records.extend(fence_broker_records(image, broker_id, settings))
             fenced = True
@@ -159,14 +168,10 @@ def broker_heartbeat(
     )
 
 
-def _heartbeat_response(code: int, *, caught_up: bool, fenced: bool, shut_down: bool) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "is_caught_up": caught_up,
-        "is_fenced": fenced,
-        "should_shut_down": shut_down,
-    }
+def _heartbeat_response(code: int, *, caught_up: bool, fenced: bool,
+                        shut_down: bool) -> BrokerHeartbeatResponseData:
+    return BrokerHeartbeatResponseData(error_code=code, is_caught_up=caught_up,
+                                       is_fenced=fenced, should_shut_down=shut_down)
 
 
 def fence_broker_records(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
+from clients.protocol.messages.allocate_producer_ids import (
+    AllocateProducerIdsRequestData,
+    AllocateProducerIdsResponseData,
+)
 from metadata.controller.brokers import check_broker_epoch
 from metadata.image import MetadataImage
-from metadata.records import ProducerIdsRecord
+from metadata.records import MetadataRecord, ProducerIdsRecord
 from metadata.settings import ControllerSettings
 
 # Producer ids are int64; Kafka refuses to allocate past this point.
@@ -17,14 +18,14 @@ _MAX_PRODUCER_ID = 2**63 - 1
 
 def allocate_producer_ids(
     image: MetadataImage,
-    request: dict[str, Any],
+    request: AllocateProducerIdsRequestData,
     now_ms: int,
     *,
     settings: ControllerSettings,
-) -> Decision:
+) -> tuple[list[MetadataRecord], AllocateProducerIdsResponseData]:
     """AllocateProducerIdsRequest -> ProducerIdsRecord + response with the block."""
-    broker_id = request["broker_id"]
-    broker_epoch = request["broker_epoch"]
+    broker_id = request.broker_id
+    broker_epoch = request.broker_epoch
     code = check_broker_epoch(image, broker_id, broker_epoch)
     if code != ErrorCode.NONE:
         return [], _response(code, -1, 0)
@@ -36,5 +37,6 @@ def allocate_producer_ids(
     return [record], _response(ErrorCode.NONE, start, size)
 
 
-def _response(code: int, start: int, length: int) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id_start": start, "producer_id_len": length}
+def _response(code: int, start: int, length: int) -> AllocateProducerIdsResponseData:
+    return AllocateProducerIdsResponseData(error_code=code, producer_id_start=start,
+                                           producer_id_len=length)

@@ -54,9 +54,9 @@ class MemoryBroker:
         install_api_versions(router)
 
     async def handle_metadata(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        requested = request.body.get("topics")
+        requested = request.body.topics
         names = (list(self._topics) if requested is None
-                 else [t["name"] for t in requested if t.get("name")])
+                 else [t.name for t in requested if t.name])
         host, port = self.address
         return {"throttle_time_ms": 0,
                 "brokers": [{"node_id": NODE_ID, "host": host, "port": port, "rack": None}],

@@ -159,11 +159,11 @@ class GoldenServer:
             return ApiVersionsResponseData(api_keys=_api_keys())
         if key == ApiKey.METADATA:
             # null (or, in v0, empty) asks for every topic; from v1 empty asks for none.
-            topics = body["topics"]
+            topics = body.topics
             if topics is None or (not topics and request.api_version == 0):
                 names = [TOPIC]
             else:
-                names = [t["name"] for t in topics]
+                names = [t.name for t in topics]
             return {
                 "brokers": [{"node_id": 0, "host": "127.0.0.1", "port": self.port}],
                 "cluster_id": "golden-cluster", "controller_id": 0,

@@ -47,7 +47,7 @@ def check_handshake(server: GoldenServer, client_id: str, software: tuple[str, s
     assert_reencodes_identically(versions[-1])
     metadata = server.requests(ApiKey.METADATA, client_id)
     assert metadata, "no Metadata request"
-    requested = [[t["name"] for t in c.request.body["topics"]] if c.request.body["topics"] is not None
+    requested = [[t.name for t in c.request.body.topics] if c.request.body.topics is not None
                  else None for c in metadata]
     assert [TOPIC] in requested, requested
     for c in metadata:

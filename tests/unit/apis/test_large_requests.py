@@ -57,9 +57,9 @@ async def test_metadata_for_many_topics_lets_others_run_and_answers_each_topic_o
         response, steps = await dispatch_counting_steps(broker.server.router,
                                                         ApiKey.METADATA, 12, body)
     assert steps >= MANY // ITEMS_PER_SLICE - 1
-    answered = [t["name"] for t in response["topics"]]
+    answered = [t.name for t in response.topics]
     assert answered == [f"missing{i}" for i in range(MANY)] + ["known"]
-    assert len(response["topics"][-1]["partitions"]) == 3
+    assert len(response.topics[-1].partitions) == 3
 
 
 async def test_list_offsets_for_many_partitions_lets_others_run(tmp_path):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import trio
 
 from broker.apis.metadata import MetadataHandlers
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
 from metadata.records import (BrokerEndpoint, PartitionRecord, RegisterBrokerRecord,
@@ -31,12 +31,12 @@ def image() -> MetadataImage:
 
 def leaders(lapsed: bool) -> dict[int, tuple[int, int]]:
     handlers = MetadataHandlers(image, "c", broker_id=1, session_lapsed=lambda: lapsed)
-    request = SimpleNamespace(body={"topics": [{"name": "t"}]}, api_version=12)
+    body = as_message(ApiKey.METADATA, 12, {"topics": [{"name": "t"}]})
+    request = SimpleNamespace(body=body, api_version=12)
     ctx = SimpleNamespace(listener_name="PLAINTEXT")
     response = trio.run(handlers.handle_metadata, request, ctx)
-    [topic] = response["topics"]
-    return {p["partition_index"]: (p["leader_id"], p["error_code"])
-            for p in topic["partitions"]}
+    [topic] = response.topics
+    return {p.partition_index: (p.leader_id, p.error_code) for p in topic.partitions}
 
 
 def test_a_lapsed_broker_answers_its_own_partitions_as_leaderless() -> None:

@@ -25,7 +25,7 @@ class _ProducerIdController:
         self.image = image
         self.settings = ControllerSettings(producer_id_block_size=3)
 
-    async def handle(self, request, ctx) -> dict:  # type: ignore[no-untyped-def]
+    async def handle(self, request, ctx):  # type: ignore[no-untyped-def]
         records, response = allocate_producer_ids(self.image, request.body, 0, settings=self.settings)
         _, self.image = apply_records(self.image, records)
         return response

@@ -114,7 +114,7 @@ async def test_blocking_pipelined_requests_keep_their_answers(nursery: trio.Nurs
     release = trio.Event()
 
     async def held_metadata(request: Request) -> dict:
-        if request.body["topics"][0]["name"] == "held":
+        if request.body.topics[0].name == "held":
             await release.wait()
         return metadata_echo(request)
 

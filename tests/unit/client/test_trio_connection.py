@@ -16,7 +16,7 @@ from tests.unit.client.stub_broker import CLOSE, StubBroker
 
 def metadata_echo(request: Request) -> dict:
     """Answers Metadata naming the requested topics, so callers can match their answer."""
-    return {"topics": [{"name": t["name"], "partitions": []} for t in request.body["topics"]]}
+    return {"topics": [{"name": t.name, "partitions": []} for t in request.body.topics]}
 
 
 def metadata_body(*names: str) -> dict:
@@ -126,7 +126,7 @@ async def test_server_closing_fails_every_waiting_caller(nursery: trio.Nursery) 
     release = trio.Event()
 
     async def close_after_both(request: Request) -> object:
-        if request.body["topics"][0]["name"] == "first":
+        if request.body.topics[0].name == "first":
             await release.wait()
             return CLOSE
         arrived.set()
@@ -193,7 +193,7 @@ async def test_a_cancelled_caller_does_not_disturb_the_others(nursery: trio.Nurs
     gate = trio.Event()
 
     async def slow_first(request: Request) -> dict:
-        if request.body["topics"][0]["name"] == "cancelled":
+        if request.body.topics[0].name == "cancelled":
             await gate.wait()
         return metadata_echo(request)
 

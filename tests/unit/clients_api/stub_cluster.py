@@ -72,9 +72,9 @@ class StubCluster:
 
     def _metadata(self, request: Request) -> dict[str, Any]:
         self.metadata_requests += 1
-        wanted = request.body["topics"]
+        wanted = request.body.topics
         names = sorted({t for t, _ in self.partitions}) if wanted is None \
-            else [t["name"] for t in wanted]
+            else [t.name for t in wanted]
         topics = []
         for name in names:
             parts = sorted(p for t, p in self.partitions if t == name)

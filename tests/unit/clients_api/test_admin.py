@@ -56,9 +56,9 @@ class AdminStub:
              "isr_nodes": [1]} for p in (1, 0)]},
                   {"name": "__consumer_offsets", "error_code": 0, "is_internal": True,
                    "partitions": []}]
-        wanted = request.body["topics"]
+        wanted = request.body.topics
         if wanted is not None:
-            names = [t["name"] for t in wanted]
+            names = [t.name for t in wanted]
             known = {t["name"]: t for t in topics}
             topics = [known.get(n, {"name": n, "error_code": 3, "partitions": []})
                       for n in names]

@@ -37,8 +37,8 @@ async def sasl_listener(nursery: trio.Nursery) -> StubBroker:
     refuses requests sent before authenticating with ILLEGAL_SASL_STATE."""
     def refused_metadata(request: Request) -> dict[str, Any]:
         return {"brokers": [], "cluster_id": None, "controller_id": -1, "topics": [
-            {"name": t["name"], "error_code": ErrorCode.ILLEGAL_SASL_STATE, "partitions": []}
-            for t in request.body["topics"] or ()]}
+            {"name": t.name, "error_code": ErrorCode.ILLEGAL_SASL_STATE, "partitions": []}
+            for t in request.body.topics or ()]}
 
     return await StubBroker({
         ApiKey.SASL_HANDSHAKE: lambda r: {"error_code": 0, "mechanisms": ["PLAIN"]},

@@ -14,7 +14,14 @@ from broker.controller_server.describe_quorum import (
     describe_quorum_response,
 )
 from broker.controller_server.quorum_controller import CONTROLLER_ERRORS
-from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode, decode_response, encode_response
+from clients.protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    as_message,
+    decode_response,
+    encode_response,
+)
 from kraft.status import QuorumStatus, ReplicaStatus
 
 REQUESTS: dict[int, dict[str, Any]] = {
@@ -138,12 +145,17 @@ def test_describe_quorum_without_a_leader_is_not_leader_or_follower() -> None:
 
 
 def test_describe_cluster_only_answers_for_controller_endpoints() -> None:
-    v0 = describe_cluster_response({}, 0, cluster_id="c", leader_id=2, endpoints=ENDPOINTS)
+    def request(version: int, body: dict[str, Any]) -> Any:
+        return as_message(ApiKey.DESCRIBE_CLUSTER, version, body)
+
+    v0 = describe_cluster_response(request(0, {}), 0, cluster_id="c", leader_id=2,
+                                   endpoints=ENDPOINTS)
     assert round_trip(ApiKey.DESCRIBE_CLUSTER, 0, v0)["error_code"] == ErrorCode.INVALID_REQUEST
-    unknown = describe_cluster_response({"endpoint_type": 9}, 1, cluster_id="c", leader_id=2,
-                                        endpoints=ENDPOINTS)
-    assert unknown["error_code"] == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+    unknown = describe_cluster_response(request(1, {"endpoint_type": 9}), 1, cluster_id="c",
+                                        leader_id=2, endpoints=ENDPOINTS)
+    assert unknown.error_code == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
     ok = round_trip(ApiKey.DESCRIBE_CLUSTER, 1, describe_cluster_response(
-        {"endpoint_type": 2}, 1, cluster_id="c", leader_id=None, endpoints=ENDPOINTS))
+        request(1, {"endpoint_type": 2}), 1, cluster_id="c", leader_id=None,
+        endpoints=ENDPOINTS))
     assert (ok["error_code"], ok["controller_id"], ok["endpoint_type"]) == (0, -1, 2)
     assert [(b["broker_id"], b["port"]) for b in ok["brokers"]] == [(1, 9093), (2, 9094), (3, 9095)]

@@ -7,6 +7,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from clients.protocol import ApiKey, as_message
+from clients.protocol.messages.broker_heartbeat import BrokerHeartbeatResponseData
+from clients.protocol.messages.broker_registration import BrokerRegistrationResponseData
 from metadata.controller.brokers import broker_heartbeat, register_broker
 from metadata.controller.topics import create_topics
 from metadata.delta import MetadataDelta, apply_records
@@ -32,24 +35,25 @@ class Cluster:
             self.last_delta = delta
         return self.image
 
-    def decide(self, result: tuple[list[MetadataRecord], dict[str, Any]]) -> dict[str, Any]:
+    def decide(self, result: tuple[list[MetadataRecord], Any]) -> Any:
         records, response = result
         self.commit(records)
         return response
 
-    def register(self, broker_id: int, rack: str | None = None, incarnation: uuid.UUID | None = None) -> dict[str, Any]:
+    def register(self, broker_id: int, rack: str | None = None, incarnation: uuid.UUID | None = None) -> BrokerRegistrationResponseData:
         request = {
             "broker_id": broker_id,
-            "cluster_id": self.settings.cluster_id,
+            "cluster_id": self.settings.cluster_id or "",
             "incarnation_id": incarnation or uuid.UUID(int=broker_id + 1000, version=4),
             "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9092 + broker_id, "security_protocol": 0}],
             "features": [],
             "rack": rack,
         }
-        return self.decide(register_broker(self.image, request, self.now_ms, self.tracker, self.settings))
+        body = as_message(ApiKey.BROKER_REGISTRATION, 4, request)
+        return self.decide(register_broker(self.image, body, self.now_ms, self.tracker, self.settings))
 
     def heartbeat(self, broker_id: int, *, offset: int | None = None,
-                  offline_log_dirs: tuple[uuid.UUID, ...] = (), **flags: bool) -> dict[str, Any]:
+                  offline_log_dirs: tuple[uuid.UUID, ...] = (), **flags: bool) -> BrokerHeartbeatResponseData:
         reg = self.image.broker(broker_id)
         request = {
             "broker_id": broker_id,
@@ -59,12 +63,13 @@ class Cluster:
             "want_shut_down": flags.get("want_shut_down", False),
             "offline_log_dirs": list(offline_log_dirs),
         }
-        return self.decide(broker_heartbeat(self.image, request, self.now_ms, self.tracker, self.settings))
+        body = as_message(ApiKey.BROKER_HEARTBEAT, 1, request)
+        return self.decide(broker_heartbeat(self.image, body, self.now_ms, self.tracker, self.settings))
 
     def add_brokers(self, *ids: int, racks: dict[int, str] | None = None) -> None:
         for b in ids:
-            assert self.register(b, rack=(racks or {}).get(b))["error_code"] == 0
-            assert self.heartbeat(b)["is_fenced"] is False
+            assert self.register(b, rack=(racks or {}).get(b)).error_code == 0
+            assert self.heartbeat(b).is_fenced is False
 
     def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
         topic = {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [], "configs": []}

@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.alter_partition import (
+    AlterPartitionRequestData,
+    AlterPartitionResponseData,
+)
 from metadata.controller.alter_partition import alter_partition
 from tests.unit.metadata.harness import Cluster
 
@@ -36,21 +40,33 @@ def request(c: Cluster, *, broker_id: int = 1, isr: list[int], leader_epoch: int
     return {"broker_id": broker_id, "broker_epoch": reg.epoch if reg else -1, "topics": [t]}
 
 
-def part_result(response: dict[str, Any]) -> dict[str, Any]:
-    assert response["error_code"] == 0
-    return response["topics"][0]["partitions"][0]
+def typed(req: dict[str, Any]) -> AlterPartitionRequestData:
+    """`req` as the controller reads it: by topic name (v1, the ISR by broker id), else v3."""
+    if any("topic_name" in t for t in req["topics"]):
+        for t in req["topics"]:
+            for entry in t["partitions"]:
+                with_epochs = entry.pop("new_isr_with_epochs", None)
+                if with_epochs is not None:
+                    entry["new_isr"] = [b["broker_id"] for b in with_epochs]
+        return as_message(ApiKey.ALTER_PARTITION, 1, req)
+    return as_message(ApiKey.ALTER_PARTITION, 3, req)
+
+
+def part_result(response: AlterPartitionResponseData) -> AlterPartitionResponseData.PartitionData:
+    assert response.error_code == 0
+    return response.topics[0].partitions[0]
 
 
 def test_shrink_and_expand_bump_partition_epoch(cluster: Cluster) -> None:
-    records, response = alter_partition(cluster.image, request(cluster, isr=[1, 2]), cluster.now_ms)
+    records, response = alter_partition(cluster.image, typed(request(cluster, isr=[1, 2])), cluster.now_ms)
     result = part_result(response)
-    assert result["error_code"] == 0 and result["isr"] == [1, 2] and result["partition_epoch"] == 1
-    assert result["leader_id"] == 1 and result["leader_epoch"] == 0
+    assert result.error_code == 0 and result.isr == [1, 2] and result.partition_epoch == 1
+    assert result.leader_id == 1 and result.leader_epoch == 0
     cluster.commit(records)
     part = cluster.image.topic("t").partitions[0]
     assert part.isr == (1, 2) and part.partition_epoch == 1 and part.leader_epoch == 0
-    records, response = alter_partition(cluster.image, request(cluster, isr=[1, 2, 3]), cluster.now_ms)
-    assert part_result(response)["partition_epoch"] == 2
+    records, response = alter_partition(cluster.image, typed(request(cluster, isr=[1, 2, 3])), cluster.now_ms)
+    assert part_result(response).partition_epoch == 2
     cluster.commit(records)
     assert cluster.image.topic("t").partitions[0].isr == (1, 2, 3)
 
@@ -59,22 +75,22 @@ def test_legacy_new_isr_by_topic_name(cluster: Cluster) -> None:
     req = request(cluster, isr=[1], by_name=True)
     entry = req["topics"][0]["partitions"][0]
     entry["new_isr"] = [b["broker_id"] for b in entry.pop("new_isr_with_epochs")]
-    records, response = alter_partition(cluster.image, req, cluster.now_ms)
-    assert len(records) == 1 and part_result(response)["isr"] == [1]
-    assert response["topics"][0]["topic_name"] == "t"
+    records, response = alter_partition(cluster.image, typed(req), cluster.now_ms)
+    assert len(records) == 1 and part_result(response).isr == [1]
+    assert response.topics[0].topic_name == "t"
 
 
 def test_no_change_writes_nothing(cluster: Cluster) -> None:
-    records, response = alter_partition(cluster.image, request(cluster, isr=[1, 2, 3]), cluster.now_ms)
-    assert records == [] and part_result(response)["partition_epoch"] == 0
+    records, response = alter_partition(cluster.image, typed(request(cluster, isr=[1, 2, 3])), cluster.now_ms)
+    assert records == [] and part_result(response).partition_epoch == 0
 
 
 def code_of(cluster: Cluster, req: dict[str, Any]) -> int:
-    records, response = alter_partition(cluster.image, req, cluster.now_ms)
+    records, response = alter_partition(cluster.image, typed(req), cluster.now_ms)
     assert records == []
-    if response["error_code"]:
-        return response["error_code"]
-    return response["topics"][0]["partitions"][0]["error_code"]
+    if response.error_code:
+        return response.error_code
+    return response.topics[0].partitions[0].error_code
 
 
 def test_stale_broker_epoch(cluster: Cluster) -> None:
@@ -96,14 +112,14 @@ def test_requester_not_leader(cluster: Cluster) -> None:
 
 
 def test_ineligible_replicas(cluster: Cluster) -> None:
-    records, response = alter_partition(cluster.image, request(cluster, isr=[1, 2]), cluster.now_ms)
+    records, response = alter_partition(cluster.image, typed(request(cluster, isr=[1, 2])), cluster.now_ms)
     cluster.commit(records)
     cluster.heartbeat(3, want_fence=True)
     assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == ErrorCode.INELIGIBLE_REPLICA
 
 
 def test_controlled_shutdown_member_is_ineligible(cluster: Cluster) -> None:
-    records, _ = alter_partition(cluster.image, request(cluster, isr=[1, 2]), cluster.now_ms)
+    records, _ = alter_partition(cluster.image, typed(request(cluster, isr=[1, 2])), cluster.now_ms)
     cluster.commit(records)
     cluster.heartbeat(3, want_shut_down=True)
     assert code_of(cluster, request(cluster, isr=[1, 2, 3])) == ErrorCode.INELIGIBLE_REPLICA

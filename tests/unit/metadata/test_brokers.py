@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.broker_heartbeat import BrokerHeartbeatResponseData
+from clients.protocol.messages.broker_registration import BrokerRegistrationResponseData
 from metadata.controller.brokers import (
     broker_heartbeat,
     fence_expired_brokers,
@@ -18,11 +21,19 @@ from metadata.settings import ControllerSettings
 from tests.unit.metadata.harness import Cluster
 
 
+def registration(request: dict[str, Any]) -> Any:
+    return as_message(ApiKey.BROKER_REGISTRATION, 4, request)
+
+
+def heartbeat(request: dict[str, Any]) -> Any:
+    return as_message(ApiKey.BROKER_HEARTBEAT, 1, request)
+
+
 def test_new_registration_starts_fenced_with_epoch_from_metadata_offset() -> None:
     c = Cluster()
     c.commit([ConfigRecord(resource_type=4, resource_name="", name="x", value="1")] * 5)
     response = c.register(1)
-    assert response == {"throttle_time_ms": 0, "error_code": 0, "broker_epoch": 5}
+    assert response == BrokerRegistrationResponseData(error_code=0, broker_epoch=5)
     reg = c.image.broker(1)
     assert reg.fenced and reg.epoch == 5
     assert reg.endpoint("PLAINTEXT").port == 9093
@@ -35,18 +46,18 @@ def test_new_incarnation_after_session_expiry_bumps_epoch() -> None:
     old = c.image.broker(1).epoch
     c.now_ms += c.settings.broker_session_timeout_ms
     response = c.register(1, incarnation=uuid.uuid4())
-    assert response["error_code"] == 0 and response["broker_epoch"] > old
+    assert response.error_code == 0 and response.broker_epoch > old
     assert c.image.broker(1).fenced
 
 
 def test_same_incarnation_retry_gets_a_fresh_epoch_even_against_the_same_image() -> None:
     c = Cluster()
-    request = {"broker_id": 1, "cluster_id": None, "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
-    first = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
+    request = {"broker_id": 1, "cluster_id": "", "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
+    first = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
     c.commit(first[0])
-    second = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert second[1]["error_code"] == 0
-    assert second[1]["broker_epoch"] > first[1]["broker_epoch"]
+    second = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
+    assert second[1].error_code == 0
+    assert second[1].broker_epoch > first[1].broker_epoch
 
 
 def test_duplicate_live_broker_id_is_rejected() -> None:
@@ -54,7 +65,8 @@ def test_duplicate_live_broker_id_is_rejected() -> None:
     c.add_brokers(1)
     c.now_ms += c.settings.broker_session_timeout_ms - 1
     response = c.register(1, incarnation=uuid.uuid4())
-    assert response == {"throttle_time_ms": 0, "error_code": ErrorCode.DUPLICATE_BROKER_REGISTRATION, "broker_epoch": -1}
+    assert response == BrokerRegistrationResponseData(
+        error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION, broker_epoch=-1)
 
 
 def test_restart_naming_its_previous_epoch_registers_within_the_old_session() -> None:
@@ -62,31 +74,31 @@ def test_restart_naming_its_previous_epoch_registers_within_the_old_session() ->
     c.add_brokers(1)
     previous = c.image.broker(1).epoch
     c.now_ms += 1
-    request = {"broker_id": 1, "cluster_id": None, "incarnation_id": uuid.uuid4(), "listeners": [],
+    request = {"broker_id": 1, "cluster_id": "", "incarnation_id": uuid.uuid4(), "listeners": [],
                "features": [], "previous_broker_epoch": previous}
-    records, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert response["error_code"] == 0 and response["broker_epoch"] > previous
+    records, response = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
+    assert response.error_code == 0 and response.broker_epoch > previous
     wrong = dict(request, incarnation_id=uuid.uuid4(), previous_broker_epoch=previous - 1)
-    _, refused = register_broker(c.image, wrong, c.now_ms, c.tracker, c.settings)
-    assert refused["error_code"] == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    _, refused = register_broker(c.image, registration(wrong), c.now_ms, c.tracker, c.settings)
+    assert refused.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
 
 
 def test_inconsistent_cluster_id_is_rejected() -> None:
     c = Cluster(settings=ControllerSettings(cluster_id="abc"))
     request = {"broker_id": 1, "cluster_id": "other", "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
-    records, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert records == [] and response["error_code"] == ErrorCode.INCONSISTENT_CLUSTER_ID
+    records, response = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
+    assert records == [] and response.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
 
 
 def test_unsupported_feature_range_is_rejected() -> None:
     c = Cluster()
     c.commit([FeatureLevelRecord(name="metadata.version", feature_level=20)])
     request = {
-        "broker_id": 1, "cluster_id": None, "incarnation_id": uuid.uuid4(), "listeners": [],
+        "broker_id": 1, "cluster_id": "", "incarnation_id": uuid.uuid4(), "listeners": [],
         "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 10}],
     }
-    _, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert response["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    _, response = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
+    assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_heartbeat_unfences_only_once_caught_up_to_registration() -> None:
@@ -94,12 +106,11 @@ def test_heartbeat_unfences_only_once_caught_up_to_registration() -> None:
     c.register(1)
     registered_at = c.tracker.registration_offset(1)
     behind = c.heartbeat(1, offset=registered_at - 1)
-    assert behind["is_caught_up"] is False and behind["is_fenced"] is True
+    assert behind.is_caught_up is False and behind.is_fenced is True
     assert c.image.broker(1).fenced
     caught_up = c.heartbeat(1, offset=registered_at)
-    assert caught_up == {
-        "throttle_time_ms": 0, "error_code": 0, "is_caught_up": True, "is_fenced": False, "should_shut_down": False,
-    }
+    assert caught_up == BrokerHeartbeatResponseData(
+        error_code=0, is_caught_up=True, is_fenced=False, should_shut_down=False)
     assert not c.image.broker(1).fenced
 
 
@@ -108,10 +119,10 @@ def test_heartbeat_with_stale_epoch_or_unknown_broker() -> None:
     c.add_brokers(1)
     request = {"broker_id": 1, "broker_epoch": c.image.broker(1).epoch - 1, "current_metadata_offset": 0,
                "want_fence": False, "want_shut_down": False}
-    records, response = broker_heartbeat(c.image, request, c.now_ms, c.tracker, c.settings)
-    assert records == [] and response["error_code"] == ErrorCode.STALE_BROKER_EPOCH and response["is_fenced"]
-    _, response = broker_heartbeat(c.image, {**request, "broker_id": 9}, c.now_ms, c.tracker, c.settings)
-    assert response["error_code"] == ErrorCode.BROKER_ID_NOT_REGISTERED
+    records, response = broker_heartbeat(c.image, heartbeat(request), c.now_ms, c.tracker, c.settings)
+    assert records == [] and response.error_code == ErrorCode.STALE_BROKER_EPOCH and response.is_fenced
+    _, response = broker_heartbeat(c.image, heartbeat({**request, "broker_id": 9}), c.now_ms, c.tracker, c.settings)
+    assert response.error_code == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
 def test_session_expiry_fences_and_moves_leadership_to_first_live_isr_member() -> None:
@@ -228,7 +239,7 @@ def test_want_fence_fences_a_live_broker() -> None:
     c = Cluster()
     c.add_brokers(1)
     response = c.heartbeat(1, want_fence=True)
-    assert response["is_fenced"] is True and c.image.broker(1).fenced
+    assert response.is_fenced is True and c.image.broker(1).fenced
 
 
 def test_controlled_shutdown_moves_leadership_then_allows_shutdown() -> None:
@@ -243,7 +254,7 @@ def test_controlled_shutdown_moves_leadership_then_allows_shutdown() -> None:
     t = c.image.topic("t").topic_id
     solo = c.image.topic("solo").topic_id
     first = c.heartbeat(1, want_shut_down=True)
-    assert first["should_shut_down"] is False
+    assert first.should_shut_down is False
     assert c.image.broker(1).in_controlled_shutdown
     assert c.image.partition(t, 0).leader == 2 and c.image.partition(t, 0).isr == (2,)
     assert c.image.partition(t, 1).leader == 2 and c.image.partition(t, 1).isr == (2,)
@@ -251,7 +262,7 @@ def test_controlled_shutdown_moves_leadership_then_allows_shutdown() -> None:
     # Sole ISR member: stays in the ISR, but no longer leads.
     assert c.image.partition(solo, 0).isr == (1,) and c.image.partition(solo, 0).leader == -1
     second = c.heartbeat(1, want_shut_down=True)
-    assert second["should_shut_down"] is True
+    assert second.should_shut_down is True
 
 
 def test_unregister_broker_moves_duties_and_removes_registration() -> None:
@@ -272,8 +283,8 @@ def test_reregistration_of_a_leader_moves_its_leadership_first() -> None:
     c.create_topic("t", assignments=[{"partition_index": 0, "broker_ids": [1, 2]}], num_partitions=-1, replication_factor=-1)
     c.now_ms += 9000
     c.heartbeat(2)
-    request = {"broker_id": 1, "cluster_id": None, "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
-    records, response = register_broker(c.image, request, c.now_ms, c.tracker, c.settings)
+    request = {"broker_id": 1, "cluster_id": "", "incarnation_id": uuid.uuid4(), "listeners": [], "features": []}
+    records, response = register_broker(c.image, registration(request), c.now_ms, c.tracker, c.settings)
     assert isinstance(records[-1], RegisterBrokerRecord) and len(records) == 2
     c.commit(records)
     assert c.image.partition(c.image.topic("t").topic_id, 0).leader == 2
@@ -300,4 +311,4 @@ def test_fenced_broker_asking_to_shut_down_may_do_so_at_once() -> None:
     c.create_topic("t", assignments=[{"partition_index": 0, "broker_ids": [1, 2]}], num_partitions=-1, replication_factor=-1)
     c.heartbeat(1, want_fence=True)
     response = c.heartbeat(1, want_shut_down=True)
-    assert response["should_shut_down"] is True and response["is_fenced"] is True
+    assert response.should_shut_down is True and response.is_fenced is True

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from clients.protocol import ApiKey, as_message
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.brokers import fence_expired_brokers
 from metadata.election import build_partition_change, leaderships, preferred_leader_changes
@@ -66,8 +67,8 @@ def test_unclean_leader_recovers_through_alter_partition() -> None:
             "leader_recovery_state": 0, "partition_epoch": part.partition_epoch,
         }]}],
     }
-    records, response = alter_partition(c.image, req, c.now_ms)
-    assert response["topics"][0]["partitions"][0]["leader_recovery_state"] == 0
+    records, response = alter_partition(c.image, as_message(ApiKey.ALTER_PARTITION, 3, req), c.now_ms)
+    assert response.topics[0].partitions[0].leader_recovery_state == 0
     c.commit(records)
     assert c.image.partition(tid, 0).leader_recovery_state == 0
 

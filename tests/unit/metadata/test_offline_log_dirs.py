@@ -24,7 +24,7 @@ def test_a_newly_offline_dir_moves_leadership_and_isr_membership_away() -> None:
     response = c.heartbeat(1, offline_log_dirs=(DIR_A,))
     part = c.image.partition(tid, 0)
     assert (part.leader, part.isr, part.leader_epoch) == (2, (2, 3), 1)
-    assert response["is_fenced"] is False and not c.image.broker(1).fenced
+    assert response.is_fenced is False and not c.image.broker(1).fenced
 
 
 def test_the_same_report_again_changes_nothing() -> None:

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 import pytest
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode, as_message
+from clients.protocol.messages.alter_partition import AlterPartitionResponseData
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.reassignments import (
     alter_partition_reassignments,
@@ -48,7 +49,8 @@ def reassign(c: Cluster, targets: dict[tuple[str, int], Sequence[int] | None]
             for t in response["responses"] for p in t["partitions"]}
 
 
-def expand_isr(c: Cluster, isr: list[int], index: int = 0) -> dict[str, Any]:
+def expand_isr(c: Cluster, isr: list[int],
+               index: int = 0) -> AlterPartitionResponseData.PartitionData:
     """The partition leader's AlterPartition to `isr`, committed; its partition result."""
     p = part(c, index)
     leader = c.image.broker(p.leader)
@@ -58,9 +60,10 @@ def expand_isr(c: Cluster, isr: list[int], index: int = 0) -> dict[str, Any]:
             "partition_epoch": p.partition_epoch, "leader_recovery_state": 0,
             "new_isr_with_epochs": [{"broker_id": b, "broker_epoch": c.image.broker(b).epoch}
                                     for b in isr]}]}]}
-    response = c.decide(alter_partition(c.image, request, c.now_ms))
-    result = response["topics"][0]["partitions"][0]
-    assert result["error_code"] == ErrorCode.NONE
+    body = as_message(ApiKey.ALTER_PARTITION, 3, request)
+    response = c.decide(alter_partition(c.image, body, c.now_ms))
+    result = response.topics[0].partitions[0]
+    assert result.error_code == ErrorCode.NONE
     return result
 
 
@@ -82,7 +85,7 @@ def test_isr_holding_the_target_finishes_and_moves_the_removed_leader(cluster: C
     assert p.leader == 2 and p.leader_epoch == epoch + 1
     assert p.adding_replicas == () and p.removing_replicas == ()
     # The old leader learns from the answer that it no longer leads.
-    assert result["leader_id"] == 2 and result["isr"] == [2, 3, 4]
+    assert result.leader_id == 2 and result.isr == [2, 3, 4]
 
 
 def test_a_partial_isr_expansion_does_not_finish(cluster: Cluster) -> None:

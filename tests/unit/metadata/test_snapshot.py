@@ -10,6 +10,7 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clients.protocol import ApiKey, as_message
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.brokers import fence_expired_brokers, unregister_broker
 from metadata.controller.configs import incremental_alter_configs
@@ -82,10 +83,11 @@ def run(c: Cluster, op: tuple) -> None:
                 "partition_index": 0, "leader_epoch": part.leader_epoch, "partition_epoch": part.partition_epoch,
                 "new_isr_with_epochs": [{"broker_id": b, "broker_epoch": -1} for b in new_isr],
                 "leader_recovery_state": part.leader_recovery_state}]}]}
-        c.decide(alter_partition(c.image, request, c.now_ms))
+        c.decide(alter_partition(c.image, as_message(ApiKey.ALTER_PARTITION, 3, request), c.now_ms))
     elif kind == "pids" and c.image.broker(op[1]) is not None:
         request = {"broker_id": op[1], "broker_epoch": c.image.broker(op[1]).epoch}
-        c.decide(allocate_producer_ids(c.image, request, c.now_ms, settings=c.settings))
+        body = as_message(ApiKey.ALLOCATE_PRODUCER_IDS, 0, request)
+        c.decide(allocate_producer_ids(c.image, body, c.now_ms, settings=c.settings))
     elif kind == "rebalance":
         c.commit(preferred_leader_changes(c.image))
     elif kind == "unregister":

@@ -5,6 +5,9 @@ from __future__ import annotations
 import uuid
 
 from clients.protocol import ErrorCode
+from clients.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsResponseData,
+)
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
 from metadata.records import PartitionRecord, TopicRecord
@@ -26,12 +29,12 @@ def _all_pages(image: MetadataImage, topics: list[tuple[str, int]], limit: int) 
     pages, cursor = [], None
     while True:
         response = topic_partition_page(image, topics, limit, cursor)
-        pages.append([(t["name"], [p["partition_index"] for p in t["partitions"]])
-                      for t in response["topics"]])
-        nxt = response["next_cursor"]
+        pages.append([(t.name, [p.partition_index for p in t.partitions])
+                      for t in response.topics])
+        nxt = response.next_cursor
         if nxt is None:
             return pages
-        cursor = (nxt["topic_name"], nxt["partition_index"])
+        cursor = (nxt.topic_name, nxt.partition_index)
 
 
 def test_pages_split_topics_and_continue_where_the_cursor_points() -> None:
@@ -47,7 +50,8 @@ def test_pages_split_topics_and_continue_where_the_cursor_points() -> None:
 def test_an_exactly_full_page_points_at_the_next_topic() -> None:
     image = _image({"a": 2, "b": 1})
     response = topic_partition_page(image, [("a", 0), ("b", 0)], 2, None)
-    assert response["next_cursor"] == {"topic_name": "b", "partition_index": 0}
+    assert response.next_cursor == DescribeTopicPartitionsResponseData.Cursor(
+        topic_name="b", partition_index=0)
 
 
 def test_error_topics_carry_their_code_and_no_partitions() -> None:
@@ -55,7 +59,7 @@ def test_error_topics_carry_their_code_and_no_partitions() -> None:
     response = topic_partition_page(
         image, [("a", 0), ("gone", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)], 10,
         None)
-    assert [(t["name"], t["error_code"]) for t in response["topics"]] == [
+    assert [(t.name, t.error_code) for t in response.topics] == [
         ("a", 0), ("gone", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
         ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
-    assert response["next_cursor"] is None
+    assert response.next_cursor is None

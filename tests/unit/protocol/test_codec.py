@@ -163,9 +163,9 @@ def test_bad_varint_is_rejected() -> None:
 def test_uuid_fields_decode_to_uuid_objects() -> None:
     topic_id = uuid.uuid4()
     frame = encode_request(ApiKey.METADATA, 12, 1, None, {"topics": [{"topic_id": topic_id, "name": None}]})
-    topics = decode_request(frame).body["topics"]
-    assert topics == [{"topic_id": topic_id, "name": None}]
-    assert decode_request(encode_request(ApiKey.METADATA, 12, 1, None, {"topics": [{}]})).body["topics"][0]["topic_id"] == ZERO_UUID
+    (topic,) = decode_request(frame).body.topics
+    assert (topic.topic_id, topic.name) == (topic_id, None)
+    assert decode_request(encode_request(ApiKey.METADATA, 12, 1, None, {"topics": [{}]})).body.topics[0].topic_id == ZERO_UUID
 
 
 def _batch(payload_size: int) -> bytes:
