@@ -35,6 +35,11 @@ from broker.controller_server.describe_quorum import (
     describe_quorum_response,
 )
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.alter_configs import AlterConfigsResponseData
+from clients.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponseData
+from clients.protocol.messages.create_partitions import CreatePartitionsResponseData
+from clients.protocol.messages.delete_topics import DeleteTopicsResponseData
+from clients.protocol.messages.create_topics import CreateTopicsResponseData
 from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
@@ -202,19 +207,19 @@ class QuorumController:
         return await self.submit(request, lambda image, now: alter_partition(image, body, now))
 
     async def handle_create_topics(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> CreateTopicsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_topics(
             image, body, now, rng=self.rng, settings=self.settings))
 
     async def handle_delete_topics(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> DeleteTopicsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: delete_topics(
             image, body, now, settings=self.settings))
 
     async def handle_create_partitions(self, request: DecodedRequest,
-                                       ctx: RequestContext) -> dict[str, Any]:
+                                       ctx: RequestContext) -> CreatePartitionsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_partitions(
             image, body, now, rng=self.rng))
@@ -241,13 +246,13 @@ class QuorumController:
         return await self.submit(request, decide)
 
     async def handle_incremental_alter_configs(self, request: DecodedRequest,
-                                               ctx: RequestContext) -> dict[str, Any]:
+                                               ctx: RequestContext) -> IncrementalAlterConfigsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: incremental_alter_configs(
             image, body, now, settings=self.settings))
 
     async def handle_alter_configs(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> AlterConfigsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: legacy_alter_configs(
             image, body, now, settings=self.settings))
@@ -439,7 +444,7 @@ class QuorumController:
             return result
 
     async def submit(self, request: DecodedRequest,
-                     decide: Decide[dict[str, Any]]) -> dict[str, Any]:
+                     decide: Decide[Any]) -> Any:
         """Answer one controller RPC: the decision's response, or Kafka's error response."""
         error_body = CONTROLLER_ERRORS[request.api_key]
         try:

@@ -69,8 +69,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # (clients.protocol.messages): their handlers read attributes. The others' requests still
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.ALTER_CONFIGS,
     ApiKey.API_VERSIONS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from clients.protocol import SUPPORTED_VERSIONS, ApiKey, as_message
 from metadata.controller.brokers import broker_heartbeat, register_broker
 from metadata.controller.topics import create_topics
 from metadata.delta import MetadataDelta, apply_records
@@ -14,6 +15,14 @@ from metadata.heartbeats import BrokerHeartbeatTracker
 from metadata.image import MetadataImage
 from metadata.records import MetadataRecord
 from metadata.settings import ControllerSettings
+
+
+def typed(api_key: ApiKey, body: dict[str, Any], version: int | None = None) -> Any:
+    """A request body spelled as a dict, as the controller reads it (its message class, at
+    `version` or the latest supported)."""
+    if version is None:
+        version = SUPPORTED_VERSIONS[api_key][1]
+    return as_message(api_key, version, body)
 
 
 @dataclass
@@ -32,7 +41,7 @@ class Cluster:
             self.last_delta = delta
         return self.image
 
-    def decide(self, result: tuple[list[MetadataRecord], dict[str, Any]]) -> dict[str, Any]:
+    def decide(self, result: tuple[list[MetadataRecord], Any]) -> Any:
         records, response = result
         self.commit(records)
         return response
@@ -66,9 +75,10 @@ class Cluster:
             assert self.register(b, rack=(racks or {}).get(b))["error_code"] == 0
             assert self.heartbeat(b)["is_fenced"] is False
 
-    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
+    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> Any:
+        """Create one topic; its CreatableTopicResult."""
         topic = {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [], "configs": []}
         topic.update(extra)
-        request = {"topics": [topic], "timeout_ms": 1000, "validate_only": False}
+        request = typed(ApiKey.CREATE_TOPICS, {"topics": [topic], "timeout_ms": 1000, "validate_only": False})
         response = self.decide(create_topics(self.image, request, self.now_ms, rng=self.rng, settings=self.settings))
-        return response["topics"][0]
+        return response.topics[0]
