@@ -74,6 +74,7 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.CREATE_PARTITIONS,
     ApiKey.CREATE_TOPICS,
     ApiKey.DELETE_TOPICS,
+    ApiKey.DESCRIBE_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
 })
