@@ -37,6 +37,8 @@ from broker.controller_server.describe_quorum import (
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.messages.alter_configs import AlterConfigsResponseData
 from clients.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponseData
+from clients.protocol.messages.create_acls import CreateAclsResponseData
+from clients.protocol.messages.delete_acls import DeleteAclsResponseData
 from clients.protocol.messages.create_partitions import CreatePartitionsResponseData
 from clients.protocol.messages.delete_topics import DeleteTopicsResponseData
 from clients.protocol.messages.create_topics import CreateTopicsResponseData
@@ -287,12 +289,12 @@ class QuorumController:
             image, body, now, settings=self.settings))
 
     async def handle_create_acls(self, request: DecodedRequest,
-                                 ctx: RequestContext) -> dict[str, Any]:
+                                 ctx: RequestContext) -> CreateAclsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_acls(image, body, now))
 
     async def handle_delete_acls(self, request: DecodedRequest,
-                                 ctx: RequestContext) -> dict[str, Any]:
+                                 ctx: RequestContext) -> DeleteAclsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: delete_acls(image, body, now))
 

@@ -71,9 +71,12 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.ALTER_CONFIGS,
     ApiKey.API_VERSIONS,
+    ApiKey.CREATE_ACLS,
     ApiKey.CREATE_PARTITIONS,
     ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_ACLS,
     ApiKey.DELETE_TOPICS,
+    ApiKey.DESCRIBE_ACLS,
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
