@@ -70,6 +70,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.ALTER_CONFIGS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.API_VERSIONS,
     ApiKey.CREATE_ACLS,
     ApiKey.CREATE_PARTITIONS,
@@ -79,6 +80,7 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_ACLS,
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
 })
 
