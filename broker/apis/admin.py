@@ -26,11 +26,11 @@ from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.reassignments import REASSIGNMENT_ERRORS
-from broker.apis.client_quotas import alter_client_quotas_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
+from metadata.controller.client_quotas import alter_client_quotas_error
 from metadata.controller.configs import alter_configs_error, incremental_alter_configs_error
 from metadata.controller.partitions import create_partitions_error
 from metadata.controller.scram import alter_user_scram_credentials_error

@@ -69,6 +69,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # (clients.protocol.messages): their handlers read attributes. The others' requests still
 # decode into dicts; handlers move over API family by API family.
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.ALTER_CLIENT_QUOTAS,
     ApiKey.ALTER_CONFIGS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.API_VERSIONS,
@@ -78,6 +79,7 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DELETE_ACLS,
     ApiKey.DELETE_TOPICS,
     ApiKey.DESCRIBE_ACLS,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS,
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
