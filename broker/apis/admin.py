@@ -1,9 +1,10 @@
-"""The topic and config admin APIs a broker forwards to the active controller (Kafka 2.8+
-forwarding), and their error answers, which the controller's own listener uses too.
+"""The admin APIs a broker forwards to the active controller (Kafka 2.8+ forwarding), and
+their error answers, which the controller's own listener uses too.
 
-CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs and DescribeQuorum go
-to the active controller through the broker's `ControllerClient`; its answer is relayed
-in the version the client asked for. One translation is needed: DeleteTopics before v6
+CreateTopics, DeleteTopics, CreatePartitions, (Incremental)AlterConfigs, the ACL, SCRAM,
+quota and reassignment mutations, ElectLeaders and DescribeQuorum go to the active
+controller through the broker's `ControllerClient`; its answer is relayed in the version the
+client asked for. One translation is needed: DeleteTopics before v6
 names topics in `topic_names`, the controller's v6 in `topics`. When no controller answers
 in time every entry gets REQUEST_TIMED_OUT.
 
@@ -18,10 +19,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
-from clients.protocol.message import Message
-from clients.protocol.messages import response_class
-from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
-
 from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding
 from broker.apis.authorization import ALLOW_ALL, Authorization
@@ -30,8 +27,12 @@ from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, Reque
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
+from clients.protocol.message import Message
+from clients.protocol.messages import response_class
+from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
 from metadata.controller.client_quotas import alter_client_quotas_error
 from metadata.controller.configs import alter_configs_error, incremental_alter_configs_error
+from metadata.controller.leader_election import elect_leaders_error
 from metadata.controller.partitions import create_partitions_error
 from metadata.controller.scram import alter_user_scram_credentials_error
 from metadata.controller.topics import create_topics_error, delete_targets, delete_topics_error
@@ -48,19 +49,6 @@ MIN_FORWARD_TIMEOUT_MS = 5_000
 
 def _message(code: int, message: str | None) -> str:
     return message if message is not None else ErrorCode.from_code(code).message
-
-
-def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict[str, Any]:
-    """Every named partition with `code`, and the top-level error from v1 (v0 has none)."""
-    response: dict[str, Any] = {"throttle_time_ms": 0, "replica_election_results": [
-        {"topic": entry["topic"], "partition_result": [
-            {"partition_id": p, "error_code": code, "error_message": _message(code, message)}
-            for p in entry.get("partitions") or ()]}
-        for entry in body.get("topic_partitions") or ()]}
-    if version >= 1:
-        response["error_code"] = code
-    return response
 
 
 def unregister_broker_error(body: Mapping[str, Any], version: int, code: int,

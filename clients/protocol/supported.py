@@ -71,6 +71,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.ALTER_CLIENT_QUOTAS,
     ApiKey.ALTER_CONFIGS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.API_VERSIONS,
     ApiKey.CREATE_ACLS,
@@ -83,7 +84,9 @@ TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ApiKey.ELECT_LEADERS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
 })
 
 # The APIs whose response bodies decode into the message classes by default: the ones every
