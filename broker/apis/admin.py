@@ -27,7 +27,6 @@ from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, Reque
 from broker.controller_client import ControllerClient, ControllerUnavailableError
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
-from clients.protocol.message import Message
 from clients.protocol.messages import response_class
 from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
 from metadata.controller.client_quotas import alter_client_quotas_error
@@ -126,7 +125,6 @@ class ForwardingHandlers:
 
 
 def _timeout_ms(body: Any) -> int | None:
-    """The request's own timeout, for the APIs that have one."""
-    if isinstance(body, Message):
-        return getattr(body, "timeout_ms", None)
-    return body.get("timeout_ms")
+    """The request's own timeout, for the APIs that have one (all of them request messages;
+    a dict body is of an API without one)."""
+    return getattr(body, "timeout_ms", None)
