@@ -37,8 +37,12 @@ from broker.controller_server.describe_quorum import (
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.messages.alter_client_quotas import AlterClientQuotasResponseData
 from clients.protocol.messages.alter_configs import AlterConfigsResponseData
-from clients.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsResponseData
-from clients.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponseData
+from clients.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsResponseData,
+)
+from clients.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsResponseData,
+)
 from clients.protocol.messages.create_acls import CreateAclsResponseData
 from clients.protocol.messages.create_partitions import CreatePartitionsResponseData
 from clients.protocol.messages.create_topics import CreateTopicsResponseData
@@ -46,7 +50,9 @@ from clients.protocol.messages.delete_acls import DeleteAclsResponseData
 from clients.protocol.messages.delete_topics import DeleteTopicsResponseData
 from clients.protocol.messages.elect_leaders import ElectLeadersResponseData
 from clients.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponseData
-from clients.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsResponseData
+from clients.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsResponseData,
+)
 from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
@@ -253,7 +259,8 @@ class QuorumController:
         return await self.submit(request, decide)
 
     async def handle_incremental_alter_configs(self, request: DecodedRequest,
-                                               ctx: RequestContext) -> IncrementalAlterConfigsResponseData:
+                                               ctx: RequestContext
+                                           ) -> IncrementalAlterConfigsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: incremental_alter_configs(
             image, body, now, settings=self.settings))
@@ -265,18 +272,21 @@ class QuorumController:
             image, body, now, settings=self.settings))
 
     async def handle_alter_user_scram_credentials(self, request: DecodedRequest,
-                                                  ctx: RequestContext) -> AlterUserScramCredentialsResponseData:
+                                                  ctx: RequestContext
+                                              ) -> AlterUserScramCredentialsResponseData:
         return await self.submit(request, lambda image, now: alter_user_scram_credentials(
             image, request.body, now))
 
     async def handle_alter_partition_reassignments(self, request: DecodedRequest,
-                                                   ctx: RequestContext) -> AlterPartitionReassignmentsResponseData:
+                                                   ctx: RequestContext
+                                               ) -> AlterPartitionReassignmentsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: alter_partition_reassignments(
             image, body, now))
 
     async def handle_list_partition_reassignments(self, request: DecodedRequest,
-                                                  ctx: RequestContext) -> ListPartitionReassignmentsResponseData:
+                                                  ctx: RequestContext
+                                              ) -> ListPartitionReassignmentsResponseData:
         # A decision without records: answered from the active controller's latest image.
         body = request.body
         return await self.submit(request, lambda image, now: list_partition_reassignments(

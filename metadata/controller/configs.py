@@ -13,7 +13,10 @@ import logging
 from dataclasses import dataclass
 
 from clients.protocol import ErrorCode
-from clients.protocol.messages.alter_configs import AlterConfigsRequestData, AlterConfigsResponseData
+from clients.protocol.messages.alter_configs import (
+    AlterConfigsRequestData,
+    AlterConfigsResponseData,
+)
 from clients.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequestData,
     IncrementalAlterConfigsResponseData,

@@ -17,7 +17,10 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from clients.protocol import ErrorCode
-from clients.protocol.messages.elect_leaders import ElectLeadersRequestData, ElectLeadersResponseData
+from clients.protocol.messages.elect_leaders import (
+    ElectLeadersRequestData,
+    ElectLeadersResponseData,
+)
 from metadata.controller.rejection import error_text
 from metadata.election import build_partition_change, iter_partitions
 from metadata.image import MetadataImage, PartitionRegistration
