@@ -19,7 +19,7 @@ import trio
 from broker.apis.common import Slicer
 from broker.group.offsets_topic import OffsetsTopicSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from clients.protocol import ApiKey, ErrorCode
+from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode, as_message
 from metadata.controller.request_limits import fits_one_create_topics
 from metadata.image import MetadataImage
 from metadata.topic_names import topic_name_error
@@ -82,7 +82,10 @@ class TopicAutoCreator:
                 wanted.append(name)
         if not wanted:
             return codes
-        requests = (self._topic_request(n) for n in wanted)
+        # The bounds count the request as the controller reads it.
+        latest = SUPPORTED_VERSIONS[ApiKey.CREATE_TOPICS][1]
+        requests = (as_message(ApiKey.CREATE_TOPICS, latest,
+                               {"topics": [self._topic_request(n)]}).topics[0] for n in wanted)
         if not fits_one_create_topics(requests, self._config.num_partitions):
             logger.warning("not auto-creating %d topic(s) (%s, ...): one CreateTopics of "
                            "them would exceed the controller's bounds on a request",

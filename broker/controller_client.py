@@ -111,8 +111,9 @@ class ControllerClient:
         """The voter last seen accepting a request as active controller; None when unknown."""
         return self._active_id
 
-    async def send(self, api_key: int, body: dict[str, Any], timeout_ms: int) -> dict[str, Any]:
-        """Send ``body`` to the active controller and return its response.
+    async def send(self, api_key: int, body: Any, timeout_ms: int) -> dict[str, Any]:
+        """Send ``body`` (a dict or the API's request message) to the active controller and
+        return its response.
 
         Retries on connection failures and NOT_CONTROLLER, finding the controller again,
         until ``timeout_ms`` passes; then raises ControllerUnavailableError. Other error
@@ -164,7 +165,7 @@ class ControllerClient:
                 return candidate
         return None
 
-    async def _attempt(self, node_id: int, api_key: int, body: dict[str, Any],
+    async def _attempt(self, node_id: int, api_key: int, body: Any,
                        deadline: float, failures: dict[int, str]) -> dict[str, Any] | None:
         """One try at ``node_id``: its response, or None (the reason goes to ``failures``)."""
         attempt_deadline = min(deadline, trio.current_time() + self._request_timeout_s)

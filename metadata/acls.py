@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
-from typing import Any
 
 from clients.protocol.acl_types import (
     CLUSTER_NAME,
@@ -28,6 +27,8 @@ from clients.protocol.acl_types import (
     PatternType,
     ResourceType,
 )
+from clients.protocol.messages.delete_acls import DeleteAclsRequestData
+from clients.protocol.messages.describe_acls import DescribeAclsRequestData
 
 
 __all__ = ["AclOperation", "AclPermissionType", "PatternType", "ResourceType", "StandardAcl",
@@ -96,12 +97,13 @@ class AclFilter:
     permission_type: int = AclPermissionType.ANY
 
     @classmethod
-    def from_wire(cls, entry: Mapping[str, Any]) -> AclFilter:
-        """The filter of a DescribeAcls request or a DeleteAcls filter entry."""
-        return cls(int(entry["resource_type_filter"]), entry.get("resource_name_filter"),
-                   int(entry.get("pattern_type_filter", PatternType.LITERAL)),
-                   entry.get("principal_filter"), entry.get("host_filter"),
-                   int(entry["operation"]), int(entry["permission_type"]))
+    def from_wire(cls, entry: DescribeAclsRequestData | DeleteAclsRequestData.DeleteAclsFilter
+                  ) -> AclFilter:
+        """The filter of a DescribeAcls request or a DeleteAcls filter entry (v0 filters are
+        LITERAL, the field's default)."""
+        return cls(entry.resource_type_filter, entry.resource_name_filter,
+                   entry.pattern_type_filter, entry.principal_filter, entry.host_filter,
+                   entry.operation, entry.permission_type)
 
     def validate(self) -> None:
         for value, enum in ((self.resource_type, ResourceType), (self.pattern_type, PatternType),

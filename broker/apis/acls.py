@@ -8,33 +8,26 @@ request-wide checks (DESCRIBE or ALTER on the cluster) are the router hook's.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from broker.apis.request import DecodedRequest, ErrorBody, Handler, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.describe_acls import (
+    DescribeAclsRequestData,
+    DescribeAclsResponseData,
+)
 from metadata.acls import StandardAcl, AclFilter, AclValidationError
+from metadata.controller.acls import create_acls_error, delete_acls_error
 from metadata.image import MetadataImage
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
-
-def describe_acls_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "resources": []}
+DescribeAclsResource = DescribeAclsResponseData.DescribeAclsResource
 
 
-def create_acls_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "results": [
-        {"error_code": code, "error_message": message} for _ in body.get("creations") or ()]}
-
-
-def delete_acls_error(body: Mapping[str, Any], version: int, code: int,
-                      message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "filter_results": [
-        {"error_code": code, "error_message": message, "matching_acls": []}
-        for _ in body.get("filters") or ()]}
+def describe_acls_error(body: DescribeAclsRequestData, version: int, code: int,
+                        message: str | None = None) -> DescribeAclsResponseData:
+    return DescribeAclsResponseData(error_code=code, error_message=message)
 
 
 ACL_MUTATION_ERRORS: dict[int, ErrorBody] = {
@@ -44,14 +37,17 @@ ACL_MUTATION_ERRORS: dict[int, ErrorBody] = {
 ACL_ERRORS: dict[int, ErrorBody] = {**ACL_MUTATION_ERRORS, ApiKey.DESCRIBE_ACLS: describe_acls_error}
 
 
-def describe_resources(acls: list[StandardAcl]) -> list[dict[str, Any]]:
+def describe_resources(acls: list[StandardAcl]) -> list[DescribeAclsResource]:
     """DescribeAcls `resources`: the ACLs grouped by resource pattern."""
-    grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[tuple[int, str, int], list[DescribeAclsResponseData.AclDescription]] = (
+        defaultdict(list))
     for acl in acls:
         grouped[(acl.resource_type, acl.resource_name, acl.pattern_type)].append(
-            {"principal": acl.principal, "host": acl.host, "operation": acl.operation,
-             "permission_type": acl.permission_type})
-    return [{"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": entries}
+            DescribeAclsResponseData.AclDescription(
+                principal=acl.principal, host=acl.host, operation=acl.operation,
+                permission_type=acl.permission_type))
+    return [DescribeAclsResource(resource_type=rtype, resource_name=name, pattern_type=ptype,
+                                 acls=entries)
             for (rtype, name, ptype), entries in grouped.items()]
 
 
@@ -70,8 +66,10 @@ class AclHandlers:
             for api_key, error_body in ACL_MUTATION_ERRORS.items():
                 router.register(api_key, self.alter_acls, error_body)
 
-    async def describe_acls(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body, version = request.body, request.api_version
+    async def describe_acls(self, request: DecodedRequest,
+                            ctx: RequestContext) -> DescribeAclsResponseData:
+        body: DescribeAclsRequestData = request.body
+        version = request.api_version
         if not self._enabled:
             return describe_acls_error(body, version, ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
         acl_filter = AclFilter.from_wire(body)
@@ -80,10 +78,10 @@ class AclHandlers:
         except AclValidationError as exc:
             return describe_acls_error(body, version, ErrorCode.INVALID_REQUEST, str(exc))
         acls = [acl for _, acl in self._image().acls.matching(acl_filter)]
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-                "resources": describe_resources(acls)}
+        return DescribeAclsResponseData(error_code=ErrorCode.NONE, error_message=None,
+                                        resources=describe_resources(acls))
 
-    async def alter_acls(self, request: DecodedRequest, ctx: RequestContext) -> dict | None:
+    async def alter_acls(self, request: DecodedRequest, ctx: RequestContext) -> Any:
         if not self._enabled:
             return ACL_MUTATION_ERRORS[request.api_key](
                 request.body, request.api_version, ErrorCode.SECURITY_DISABLED,

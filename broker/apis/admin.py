@@ -1,15 +1,17 @@
-"""The topic and config admin APIs a broker forwards to the active controller (Kafka 2.8+
-forwarding), and their error answers, which the controller's own listener uses too.
+"""The admin APIs a broker forwards to the active controller (Kafka 2.8+ forwarding), and
+their error answers, which the controller's own listener uses too.
 
-CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs and DescribeQuorum go
-to the active controller through the broker's `ControllerClient`; its answer is relayed
-in the version the client asked for. Body dicts are version-neutral, so one translation is
-needed: DeleteTopics before v6 names topics in `topic_names`, the controller's v6 in
-`topics`. When no controller answers in time every entry gets REQUEST_TIMED_OUT.
+CreateTopics, DeleteTopics, CreatePartitions, (Incremental)AlterConfigs, the ACL, SCRAM,
+quota and reassignment mutations, ElectLeaders and DescribeQuorum go to the active
+controller through the broker's `ControllerClient`; its answer is relayed in the version the
+client asked for. One translation is needed: DeleteTopics before v6
+names topics in `topic_names`, the controller's v6 in `topics`. When no controller answers
+in time every entry gets REQUEST_TIMED_OUT.
 
 Kafka puts a request-wide error per entry where the response has no top-level error code:
 per topic for CreateTopics, DeleteTopics and CreatePartitions, per resource for
-IncrementalAlterConfigs; at top level for DescribeQuorum.
+IncrementalAlterConfigs; at top level for DescribeQuorum. The error answers of the APIs the
+controller decides are defined with their decisions (metadata.controller), once.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding
 from broker.apis.authorization import ALLOW_ALL, Authorization
 from broker.apis.reassignments import REASSIGNMENT_ERRORS
-from broker.apis.client_quotas import alter_client_quotas_error
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
-from broker.apis.scram import alter_user_scram_credentials_error
 from broker.controller_client import ControllerClient, ControllerUnavailableError
-from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
+from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
+from clients.protocol.messages import response_class
+from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
+from metadata.controller.client_quotas import alter_client_quotas_error
+from metadata.controller.configs import alter_configs_error, incremental_alter_configs_error
+from metadata.controller.leader_election import elect_leaders_error
+from metadata.controller.partitions import create_partitions_error
+from metadata.controller.scram import alter_user_scram_credentials_error
+from metadata.controller.topics import create_topics_error, delete_targets, delete_topics_error
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
@@ -40,59 +48,6 @@ MIN_FORWARD_TIMEOUT_MS = 5_000
 
 def _message(code: int, message: str | None) -> str:
     return message if message is not None else ErrorCode.from_code(code).message
-
-
-def _delete_targets(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The topics a DeleteTopics request names, by name (v0-5) or by name or id (v6+)."""
-    topics = [{"name": t.get("name"), "topic_id": t.get("topic_id") or ZERO_UUID}
-              for t in body.get("topics") or ()]
-    topics.extend({"name": name, "topic_id": ZERO_UUID} for name in body.get("topic_names") or ())
-    return topics
-
-
-def create_topics_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": topic["name"], "topic_id": ZERO_UUID, "error_code": code,
-         "error_message": _message(code, message), "num_partitions": -1,
-         "replication_factor": -1, "configs": None}
-        for topic in body.get("topics") or ()]}
-
-
-def delete_topics_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "responses": [
-        {"name": t["name"], "topic_id": t["topic_id"], "error_code": code,
-         "error_message": _message(code, message)}
-        for t in _delete_targets(body)]}
-
-
-def create_partitions_error(body: Mapping[str, Any], version: int, code: int,
-                            message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "results": [
-        {"name": topic["name"], "error_code": code, "error_message": _message(code, message)}
-        for topic in body.get("topics") or ()]}
-
-
-def incremental_alter_configs_error(body: Mapping[str, Any], version: int, code: int,
-                                    message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "responses": [
-        {"error_code": code, "error_message": _message(code, message),
-         "resource_type": res["resource_type"], "resource_name": res["resource_name"]}
-        for res in body.get("resources") or ()]}
-
-
-def elect_leaders_error(body: Mapping[str, Any], version: int, code: int,
-                        message: str | None = None) -> dict[str, Any]:
-    """Every named partition with `code`, and the top-level error from v1 (v0 has none)."""
-    response: dict[str, Any] = {"throttle_time_ms": 0, "replica_election_results": [
-        {"topic": entry["topic"], "partition_result": [
-            {"partition_id": p, "error_code": code, "error_message": _message(code, message)}
-            for p in entry.get("partitions") or ()]}
-        for entry in body.get("topic_partitions") or ()]}
-    if version >= 1:
-        response["error_code"] = code
-    return response
 
 
 def unregister_broker_error(body: Mapping[str, Any], version: int, code: int,
@@ -110,7 +65,7 @@ ADMIN_ERRORS: dict[int, ErrorBody] = {
     ApiKey.DELETE_TOPICS: delete_topics_error,
     ApiKey.CREATE_PARTITIONS: create_partitions_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
-    ApiKey.ALTER_CONFIGS: incremental_alter_configs_error,  # the same response shape
+    ApiKey.ALTER_CONFIGS: alter_configs_error,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials_error,
     ApiKey.ELECT_LEADERS: elect_leaders_error,
     ApiKey.UNREGISTER_BROKER: unregister_broker_error,
@@ -140,18 +95,16 @@ class ForwardingHandlers:
         for api_key, error_body in FORWARDED_ERRORS.items():
             router.register(api_key, self.forward, error_body)
 
-    async def forward(self, request: DecodedRequest, ctx: RequestContext) -> dict:
+    async def forward(self, request: DecodedRequest, ctx: RequestContext) -> Any:
         api_key, version = request.api_key, request.api_version
-        body = dict(request.body)
+        body = request.body
         if api_key == ApiKey.DELETE_TOPICS:
-            body["topics"] = _delete_targets(body)
-            body.pop("topic_names", None)
+            body = DeleteTopicsRequestData(topics=delete_targets(body), timeout_ms=body.timeout_ms)
         split = split_for_forwarding(api_key, body, ctx, self._authz, self._image)
         if split.body is None:
-            return fit_response(api_key, version, {"throttle_time_ms": 0,
-                                                   split.results_key: split.refused})
+            return response_class(api_key)(**{split.results_key: split.refused})
         body = split.body
-        requested_timeout = body.get("timeout_ms")
+        requested_timeout = _timeout_ms(body)
         if requested_timeout is None:
             timeout_ms = DEFAULT_FORWARD_TIMEOUT_MS
         else:
@@ -163,7 +116,15 @@ class ForwardingHandlers:
                            ctx.peer[0], ctx.peer[1], exc)
             return _RELAYED_ERRORS[api_key](request.body, version, ErrorCode.REQUEST_TIMED_OUT,
                                             "No active controller answered in time.")
+        response = fit_response(api_key, version, response)
         if split.refused:
             answered = list(response.get(split.results_key) or ())
-            response = {**response, split.results_key: answered + split.refused}
-        return fit_response(api_key, version, response)
+            # The relayed entries are dicts, the refused ones messages: the encoder takes both.
+            response[split.results_key] = answered + split.refused
+        return response
+
+
+def _timeout_ms(body: Any) -> int | None:
+    """The request's own timeout, for the APIs that have one (all of them request messages;
+    a dict body is of an API without one)."""
+    return getattr(body, "timeout_ms", None)

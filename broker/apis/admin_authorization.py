@@ -1,7 +1,7 @@
 """What a broker checks before forwarding an admin request to the active controller
-(Kafka's KafkaApis checks for CreateTopics, DeleteTopics, CreatePartitions and
-IncrementalAlterConfigs): the entries the principal may not touch are answered here with
-TOPIC_/CLUSTER_AUTHORIZATION_FAILED, the rest go on to the controller."""
+(Kafka's KafkaApis checks for CreateTopics, DeleteTopics, CreatePartitions,
+IncrementalAlterConfigs and AlterConfigs): the entries the principal may not touch are
+answered here with TOPIC_/CLUSTER_AUTHORIZATION_FAILED, the rest go on to the controller."""
 
 from __future__ import annotations
 
@@ -11,6 +11,17 @@ from typing import Any, Callable
 from broker.apis.authorization import AclOperation, Authorization, ResourceType
 from broker.apis.request import RequestContext
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode
+from clients.protocol.message import Message
+from clients.protocol.messages.alter_configs import AlterConfigsRequestData
+from clients.protocol.messages.create_partitions import CreatePartitionsRequestData
+from clients.protocol.messages.create_topics import CreateTopicsRequestData
+from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
+from clients.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequestData,
+)
+from metadata.controller.configs import incremental_result, legacy_result
+from metadata.controller.partitions import partitions_result
+from metadata.controller.topics import deleted_topic_result, topic_error_result
 from metadata.image import MetadataImage
 
 TOPIC_CONFIG_RESOURCE = 2
@@ -23,57 +34,64 @@ class Split:
     """The request to forward (None: nothing left to ask) and the refused entries'
     results, to add under `results_key` of the controller's answer."""
 
-    body: dict[str, Any] | None
+    body: Any
     results_key: str
-    refused: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[Message] = field(default_factory=list)
 
 
-def _refused_topic(api_key: int, name: str | None, topic_id: Any, code: int) -> dict[str, Any]:
-    message = ErrorCode.from_code(code).message
-    if api_key == ApiKey.CREATE_TOPICS:
-        return {"name": name, "topic_id": ZERO_UUID, "error_code": code,
-                "error_message": message, "num_partitions": -1, "replication_factor": -1,
-                "configs": None}
-    if api_key == ApiKey.DELETE_TOPICS:
-        return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
-    return {"name": name, "error_code": code, "error_message": message}
+def _with(body: Message, **changes: Any) -> Any:
+    """A copy of the request message `body` with `changes` made."""
+    return type(body)(**{**dict(body.fields()), **changes})
 
 
-def split_for_forwarding(api_key: int, body: dict[str, Any], ctx: RequestContext,
+def split_for_forwarding(api_key: int, body: Any, ctx: RequestContext,
                          authz: Authorization, image: Callable[[], MetadataImage]) -> Split:
     """Split `body` (DeleteTopics already in its v6 `topics` form) by authorization."""
     if api_key == ApiKey.CREATE_TOPICS:
-        topics = body.get("topics") or []
         if authz.cluster(ctx, AclOperation.CREATE):
             return Split(body, "topics")
-        allowed = authz.allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC,
-                                      (t["name"] for t in topics))
-        return _split_topics(api_key, body, "topics", "topics", allowed)
+        return _split_create_topics(body, ctx, authz)
     if api_key == ApiKey.CREATE_PARTITIONS:
-        allowed = authz.allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC,
-                                      (t["name"] for t in body.get("topics") or ()))
-        return _split_topics(api_key, body, "topics", "results", allowed)
+        return _split_create_partitions(body, ctx, authz)
     if api_key == ApiKey.DELETE_TOPICS:
         return _split_delete_topics(body, ctx, authz, image())
     if api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
-        return _split_configs(body, ctx, authz)
+        return _split_configs(api_key, body, ctx, authz)
     return Split(body, "")
 
 
-def _split_topics(api_key: int, body: dict[str, Any], key: str, results_key: str,
-                  allowed: set[str]) -> Split:
-    entries = body.get(key) or []
-    kept = [t for t in entries if t["name"] in allowed]
-    refused = [_refused_topic(api_key, t["name"], ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-               for t in entries if t["name"] not in allowed]
-    return Split({**body, key: kept} if kept or not refused else None, results_key, refused)
+def _refused_message() -> str:
+    return ErrorCode.from_code(ErrorCode.TOPIC_AUTHORIZATION_FAILED).message
 
 
-def _split_delete_topics(body: dict[str, Any], ctx: RequestContext, authz: Authorization,
-                         image: MetadataImage) -> Split:
+def _split_create_topics(body: CreateTopicsRequestData, ctx: RequestContext,
+                         authz: Authorization) -> Split:
+    allowed = authz.allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC,
+                                  (t.name for t in body.topics))
+    kept = [t for t in body.topics if t.name in allowed]
+    refused: list[Message] = [
+        topic_error_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for t in body.topics if t.name not in allowed]
+    return Split(_with(body, topics=kept) if kept or not refused else None, "topics", refused)
+
+
+def _split_create_partitions(body: CreatePartitionsRequestData, ctx: RequestContext,
+                             authz: Authorization) -> Split:
+    allowed = authz.allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC,
+                                  (t.name for t in body.topics))
+    kept = [t for t in body.topics if t.name in allowed]
+    refused: list[Message] = [
+        partitions_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _refused_message())
+        for t in body.topics if t.name not in allowed]
+    return Split(_with(body, topics=kept) if kept or not refused else None, "results", refused)
+
+
+def _split_delete_topics(body: DeleteTopicsRequestData, ctx: RequestContext,
+                         authz: Authorization, image: MetadataImage) -> Split:
     kept, refused = [], []
-    for target in body.get("topics") or ():
-        name, topic_id = target.get("name"), target.get("topic_id") or ZERO_UUID
+    code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, _refused_message()
+    for target in body.topics:
+        name, topic_id = target.name, target.topic_id
         if name is None and topic_id != ZERO_UUID:
             topic = image.topic_by_id(topic_id)
             if topic is None:
@@ -81,23 +99,25 @@ def _split_delete_topics(body: dict[str, Any], ctx: RequestContext, authz: Autho
                 continue
             if not authz.allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
                 # Kafka does not reveal the name behind an id the principal may not describe.
-                refused.append(_refused_topic(ApiKey.DELETE_TOPICS, None, topic_id,
-                                              ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                refused.append(deleted_topic_result(None, topic_id, code, message))
                 continue
             name = topic.name
         if name is not None and not authz.allowed(ctx, AclOperation.DELETE,
                                                   ResourceType.TOPIC, name):
-            refused.append(_refused_topic(ApiKey.DELETE_TOPICS, name, topic_id,
-                                          ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            refused.append(deleted_topic_result(name, topic_id, code, message))
             continue
         kept.append(target)
-    return Split({**body, "topics": kept} if kept or not refused else None, "responses", refused)
+    return Split(_with(body, topics=kept) if kept or not refused else None, "responses",
+                 refused)
 
 
-def _split_configs(body: dict[str, Any], ctx: RequestContext, authz: Authorization) -> Split:
+def _split_configs(api_key: int,
+                   body: IncrementalAlterConfigsRequestData | AlterConfigsRequestData,
+                   ctx: RequestContext, authz: Authorization) -> Split:
+    result = incremental_result if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS else legacy_result
     kept, refused = [], []
-    for resource in body.get("resources") or ():
-        rtype, name = int(resource["resource_type"]), resource["resource_name"]
+    for resource in body.resources:
+        rtype, name = resource.resource_type, resource.resource_name
         if rtype == TOPIC_CONFIG_RESOURCE:
             ok = authz.allowed(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name)
             code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -109,7 +129,6 @@ def _split_configs(body: dict[str, Any], ctx: RequestContext, authz: Authorizati
         if ok:
             kept.append(resource)
         else:
-            refused.append({"error_code": code, "error_message": ErrorCode.from_code(code).message,
-                            "resource_type": rtype, "resource_name": name})
-    return Split({**body, "resources": kept} if kept or not refused else None, "responses",
+            refused.append(result(rtype, name, code, ErrorCode.from_code(code).message))
+    return Split(_with(body, resources=kept) if kept or not refused else None, "responses",
                  refused)

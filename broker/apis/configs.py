@@ -4,12 +4,16 @@ server configuration, each with Kafka's source and (on request) synonyms."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import Slicer
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.describe_configs import (
+    DescribeConfigsRequestData,
+    DescribeConfigsResponseData,
+)
 from metadata.image import MetadataImage
 from metadata.topic_config_layers import (
     BrokerLayers,
@@ -32,6 +36,10 @@ DYNAMIC_DEFAULT_BROKER_CONFIG = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
                 "list": 7, "class": 8, "password": 9}
 
+Result = DescribeConfigsResponseData.DescribeConfigsResult
+Entry = DescribeConfigsResponseData.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponseData.DescribeConfigsSynonym
+
 
 def config_text(value: object) -> str | None:
     """A parsed config value as Kafka prints it."""
@@ -45,16 +53,16 @@ def config_text(value: object) -> str | None:
 
 
 def _entry(name: str, value: str | None, source: int, *, config_type: str, doc: str | None,
-           read_only: bool, sensitive: bool, synonyms: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"name": name, "value": None if sensitive else value, "read_only": read_only,
-            "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms,
-            "config_type": CONFIG_TYPES.get(config_type, 0), "documentation": doc}
+           read_only: bool, sensitive: bool, synonyms: list[Synonym]) -> Entry:
+    return Entry(name=name, value=None if sensitive else value, read_only=read_only,
+                 config_source=source, is_sensitive=sensitive, synonyms=synonyms,
+                 config_type=CONFIG_TYPES.get(config_type, 0), documentation=doc)
 
 
 def _result(resource_type: int, name: str, code: int = ErrorCode.NONE,
-            message: str | None = None, configs: list[dict[str, Any]] | None = None) -> dict:
-    return {"error_code": code, "error_message": message, "resource_type": resource_type,
-            "resource_name": name, "configs": configs or []}
+            message: str | None = None, configs: list[Entry] | None = None) -> Result:
+    return Result(error_code=code, error_message=message, resource_type=resource_type,
+                  resource_name=name, configs=configs or [])
 
 
 class DescribeConfigsHandler:
@@ -69,20 +77,20 @@ class DescribeConfigsHandler:
     def register(self, router: RequestRouter) -> None:
         router.register(ApiKey.DESCRIBE_CONFIGS, self.handle, describe_configs_error_body)
 
-    async def handle(self, request: DecodedRequest, ctx: RequestContext) -> dict:
-        body = request.body
-        synonyms = bool(body.get("include_synonyms"))
-        docs = bool(body.get("include_documentation"))
+    async def handle(self, request: DecodedRequest,
+                     ctx: RequestContext) -> DescribeConfigsResponseData:
+        body: DescribeConfigsRequestData = request.body
+        synonyms, docs = body.include_synonyms, body.include_documentation
         image = self._image()
-        resources = body.get("resources") or ()
+        resources = body.resources
         # A resource named twice is refused, as Kafka's config APIs refuse duplicates: each
         # copy would otherwise cost a full description (a few KB from a few request bytes).
-        named = Counter((int(r["resource_type"]), r["resource_name"]) for r in resources)
-        results = []
+        named = Counter((r.resource_type, r.resource_name) for r in resources)
+        results: list[Result] = []
         slicer = Slicer()
         for resource in resources:
-            rtype, name = int(resource["resource_type"]), resource["resource_name"]
-            keys = resource.get("configuration_keys")
+            rtype, name = resource.resource_type, resource.resource_name
+            keys = resource.configuration_keys
             wanted = None if keys is None else set(keys)
             if named[(rtype, name)] > 1:
                 results.append(_result(rtype, name, ErrorCode.INVALID_REQUEST,
@@ -100,13 +108,13 @@ class DescribeConfigsHandler:
             else:
                 results.append(_result(rtype, name, ErrorCode.INVALID_REQUEST,
                                        f"resource type {rtype} is not supported"))
-            await slicer.tick(1 + len(results[-1]["configs"]))
-        return {"throttle_time_ms": 0, "results": results}
+            await slicer.tick(1 + len(results[-1].configs))
+        return DescribeConfigsResponseData(results=results)
 
     # -- topics --------------------------------------------------------------------------
 
     def _topic(self, image: MetadataImage, name: str, wanted: set[str] | None,
-               include_synonyms: bool, include_docs: bool) -> dict:
+               include_synonyms: bool, include_docs: bool) -> Result:
         problem = topic_name_error(name)
         if problem is not None:
             return _result(TOPIC_RESOURCE, name, ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -124,9 +132,9 @@ class DescribeConfigsHandler:
         for key, definition in sorted(TOPIC_CONFIGS.items()):
             if wanted is not None and key not in wanted:
                 continue
-            chain = [{"name": s.name, "value": s.value, "source": int(s.source)}
+            chain = [Synonym(name=s.name, value=s.value, source=int(s.source))
                      for s in topic_config_synonyms(key, overrides, layers)]
-            value, source = config_text(values[key]), chain[0]["source"]
+            value, source = config_text(values[key]), chain[0].source
             configs.append(_entry(key, value, source, config_type=definition.type,
                                   doc=definition.doc if include_docs else None, read_only=False,
                                   sensitive=False, synonyms=chain if include_synonyms else []))
@@ -135,13 +143,13 @@ class DescribeConfigsHandler:
     # -- brokers -------------------------------------------------------------------------
 
     def _broker(self, image: MetadataImage, name: str, wanted: set[str] | None,
-                include_synonyms: bool, include_docs: bool) -> dict:
+                include_synonyms: bool, include_docs: bool) -> Result:
         if name == "":
             dynamic = image.broker_config(None)
             return _result(BROKER_RESOURCE, name, configs=[
                 _entry(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG, config_type="string", doc=None,
                        read_only=False, sensitive=False,
-                       synonyms=[{"name": k, "value": v, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
+                       synonyms=[Synonym(name=k, value=v, source=DYNAMIC_DEFAULT_BROKER_CONFIG)]
                        if include_synonyms else [])
                 for k, v in sorted(dynamic.items()) if wanted is None or k in wanted])
         if name != str(self._config.node_id):
@@ -153,7 +161,7 @@ class DescribeConfigsHandler:
                                                          include_docs)))
 
     def _broker_entries(self, image: MetadataImage, wanted: set[str] | None,
-                        include_synonyms: bool, include_docs: bool) -> Iterable[dict[str, Any]]:
+                        include_synonyms: bool, include_docs: bool) -> Iterable[Entry]:
         from broker.config.dynamic import dynamic_broker_keys
 
         per_broker = image.broker_config(self._config.node_id)
@@ -165,16 +173,16 @@ class DescribeConfigsHandler:
             if wanted is not None and key not in wanted:
                 continue
             definition = definitions.get(key)
-            chain = []
+            chain: list[Synonym] = []
             if key in per_broker:
-                chain.append({"name": key, "value": per_broker[key], "source": DYNAMIC_BROKER_CONFIG})
+                chain.append(Synonym(name=key, value=per_broker[key], source=DYNAMIC_BROKER_CONFIG))
             if key in cluster:
-                chain.append({"name": key, "value": cluster[key],
-                              "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
+                chain.append(Synonym(name=key, value=cluster[key],
+                                     source=DYNAMIC_DEFAULT_BROKER_CONFIG))
             raw = None if described.raw is None else str(described.raw)
-            chain.append({"name": key, "value": None if described.is_sensitive else raw,
-                          "source": int(described.source)})
-            yield _entry(key, chain[0]["value"], chain[0]["source"],
+            chain.append(Synonym(name=key, value=None if described.is_sensitive else raw,
+                                 source=int(described.source)))
+            yield _entry(key, chain[0].value, chain[0].source,
                          config_type=definition.type if definition else "string",
                          doc=definition.doc if (definition and include_docs) else None,
                          read_only=key not in dynamic_keys, sensitive=described.is_sensitive,
@@ -191,8 +199,7 @@ def _server_key_definitions() -> dict[str, Any]:
     return merged
 
 
-def describe_configs_error_body(body: Mapping[str, Any], version: int, error_code: int,
-                                message: str | None = None) -> dict:
-    resources = body.get("resources") or []
-    return {"throttle_time_ms": 0, "results": [
-        _result(int(r["resource_type"]), r["resource_name"], error_code) for r in resources]}
+def describe_configs_error_body(body: DescribeConfigsRequestData, version: int, error_code: int,
+                                message: str | None = None) -> DescribeConfigsResponseData:
+    return DescribeConfigsResponseData(results=[
+        _result(r.resource_type, r.resource_name, error_code) for r in body.resources])

@@ -55,6 +55,24 @@ from clients.protocol.messages.describe_cluster import (
     DescribeClusterRequestData,
     DescribeClusterResponseData,
 )
+from clients.protocol.messages.alter_client_quotas import AlterClientQuotasResponseData
+from clients.protocol.messages.alter_configs import AlterConfigsResponseData
+from clients.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsResponseData,
+)
+from clients.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsResponseData,
+)
+from clients.protocol.messages.create_acls import CreateAclsResponseData
+from clients.protocol.messages.create_partitions import CreatePartitionsResponseData
+from clients.protocol.messages.create_topics import CreateTopicsResponseData
+from clients.protocol.messages.delete_acls import DeleteAclsResponseData
+from clients.protocol.messages.delete_topics import DeleteTopicsResponseData
+from clients.protocol.messages.elect_leaders import ElectLeadersResponseData
+from clients.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponseData
+from clients.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsResponseData,
+)
 from kraft.errors import CommandApplyError, NotLeaderError, QuorumError, QuorumTimeoutError
 from kraft.metadata_state_machine import MetadataStateMachine
 from kraft.quorum import RaftQuorum
@@ -222,25 +240,25 @@ class QuorumController:
         return await self.submit(request, lambda image, now: alter_partition(image, body, now))
 
     async def handle_create_topics(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> CreateTopicsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_topics(
             image, body, now, rng=self.rng, settings=self.settings))
 
     async def handle_delete_topics(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> DeleteTopicsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: delete_topics(
             image, body, now, settings=self.settings))
 
     async def handle_create_partitions(self, request: DecodedRequest,
-                                       ctx: RequestContext) -> dict[str, Any]:
+                                       ctx: RequestContext) -> CreatePartitionsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_partitions(
             image, body, now, rng=self.rng))
 
     async def handle_elect_leaders(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> ElectLeadersResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: elect_leaders(image, body, now))
 
@@ -261,37 +279,41 @@ class QuorumController:
         return await self.submit(request, decide)
 
     async def handle_incremental_alter_configs(self, request: DecodedRequest,
-                                               ctx: RequestContext) -> dict[str, Any]:
+                                               ctx: RequestContext
+                                           ) -> IncrementalAlterConfigsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: incremental_alter_configs(
             image, body, now, settings=self.settings))
 
     async def handle_alter_configs(self, request: DecodedRequest,
-                                   ctx: RequestContext) -> dict[str, Any]:
+                                   ctx: RequestContext) -> AlterConfigsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: legacy_alter_configs(
             image, body, now, settings=self.settings))
 
     async def handle_alter_user_scram_credentials(self, request: DecodedRequest,
-                                                  ctx: RequestContext) -> dict[str, Any]:
+                                                  ctx: RequestContext
+                                              ) -> AlterUserScramCredentialsResponseData:
         return await self.submit(request, lambda image, now: alter_user_scram_credentials(
             image, request.body, now))
 
     async def handle_alter_partition_reassignments(self, request: DecodedRequest,
-                                                   ctx: RequestContext) -> dict[str, Any]:
+                                                   ctx: RequestContext
+                                               ) -> AlterPartitionReassignmentsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: alter_partition_reassignments(
             image, body, now))
 
     async def handle_list_partition_reassignments(self, request: DecodedRequest,
-                                                  ctx: RequestContext) -> dict[str, Any]:
+                                                  ctx: RequestContext
+                                              ) -> ListPartitionReassignmentsResponseData:
         # A decision without records: answered from the active controller's latest image.
         body = request.body
         return await self.submit(request, lambda image, now: list_partition_reassignments(
             image, body, now))
 
     async def handle_alter_client_quotas(self, request: DecodedRequest,
-                                         ctx: RequestContext) -> dict[str, Any]:
+                                         ctx: RequestContext) -> AlterClientQuotasResponseData:
         return await self.submit(request, lambda image, now: alter_client_quotas(
             image, request.body, now))
 
@@ -303,12 +325,12 @@ class QuorumController:
             image, body, now, settings=self.settings))
 
     async def handle_create_acls(self, request: DecodedRequest,
-                                 ctx: RequestContext) -> dict[str, Any]:
+                                 ctx: RequestContext) -> CreateAclsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: create_acls(image, body, now))
 
     async def handle_delete_acls(self, request: DecodedRequest,
-                                 ctx: RequestContext) -> dict[str, Any]:
+                                 ctx: RequestContext) -> DeleteAclsResponseData:
         body = request.body
         return await self.submit(request, lambda image, now: delete_acls(image, body, now))
 

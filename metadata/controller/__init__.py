@@ -1,7 +1,9 @@
 """The controller's decisions: pure functions from (image, request, now_ms) to records and a response.
 
-Requests and responses are dicts keyed by the snake_case field names of Kafka's message
-definitions at their latest version, so the network layer can pass them straight through.
+Requests are the generated message classes (clients.protocol.messages) of the APIs in
+`clients.protocol.TYPED_REQUESTS`, else dicts keyed by the snake_case field names of Kafka's
+message definitions; responses are message classes or such dicts, which the network layer
+encodes as they are.
 The records must be committed through the quorum before the response is sent.
 """
 
@@ -11,5 +13,5 @@ from typing import Any
 
 from metadata.records import MetadataRecord
 
-Decision = tuple[list[MetadataRecord], dict[str, Any]]
+Decision = tuple[list[MetadataRecord], Any]
 """What every decision returns: records to commit, then the response body."""

@@ -2,16 +2,23 @@
 
 Validation follows Kafka's controller: each entity is checked on its own (empty, duplicate
 or unknown entity types, empty names, unknown keys, non-integral byte rates) and answered
-with INVALID_REQUEST; a failing entity changes nothing, the others go ahead.
+with INVALID_REQUEST; a failing entity changes nothing, the others go ahead. Both APIs'
+responses, error answers included, are defined here once.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Mapping
-
 from clients.protocol import ErrorCode
+from clients.protocol.messages.alter_client_quotas import (
+    AlterClientQuotasRequestData,
+    AlterClientQuotasResponseData,
+)
+from clients.protocol.messages.describe_client_quotas import (
+    DescribeClientQuotasRequestData,
+    DescribeClientQuotasResponseData,
+)
 from metadata.client_quotas import (
     CLIENT_ID,
     IP,
@@ -22,7 +29,7 @@ from metadata.client_quotas import (
     QuotaEntity,
     entity_of,
 )
-from metadata.controller import Decision
+from metadata.controller.rejection import error_text
 from metadata.image import MetadataImage
 from metadata.records import MetadataRecord
 
@@ -34,6 +41,27 @@ MATCH_DEFAULT = 1
 MATCH_ANY = 2
 
 Problem = tuple[int, str]
+AlterEntry = AlterClientQuotasResponseData.EntryData
+AlterEntity = AlterClientQuotasResponseData.EntityData
+DescribeEntity = DescribeClientQuotasResponseData.EntityData
+
+
+def alter_client_quotas_error(body: AlterClientQuotasRequestData, version: int, code: int,
+                              message: str | None = None) -> AlterClientQuotasResponseData:
+    """Every entry of the request with `code` (the response has no top-level error)."""
+    text = error_text(code, message)
+    return AlterClientQuotasResponseData(entries=[
+        AlterEntry(error_code=code, error_message=text, entity=[
+            AlterEntity(entity_type=e.entity_type, entity_name=e.entity_name)
+            for e in entry.entity])
+        for entry in body.entries])
+
+
+def describe_client_quotas_error(body: DescribeClientQuotasRequestData, version: int, code: int,
+                                 message: str | None = None) -> DescribeClientQuotasResponseData:
+    """The top-level `code` and no entries."""
+    return DescribeClientQuotasResponseData(error_code=code,
+                                            error_message=error_text(code, message), entries=None)
 
 
 def _entity_problem(components: list[tuple[str, str | None]]) -> Problem | None:
@@ -65,31 +93,25 @@ def _value_problem(key: str, value: float) -> Problem | None:
     return None
 
 
-def _wire_entity(components: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
-    return [{"entity_type": t, "entity_name": n} for t, n in components]
-
-
-def alter_client_quotas(image: MetadataImage, request: Mapping[str, Any],
-                        now_ms: int) -> Decision:
+def alter_client_quotas(image: MetadataImage, request: AlterClientQuotasRequestData,
+                        now_ms: int) -> tuple[list[MetadataRecord], AlterClientQuotasResponseData]:
     """AlterClientQuotasRequest -> records + one result per entry."""
-    validate_only = bool(request.get("validate_only"))
     records: list[MetadataRecord] = []
-    results: list[dict[str, Any]] = []
+    results: list[AlterEntry] = []
     done: set[QuotaEntity] = set()
-    for entry in request.get("entries") or ():
-        components = [(str(e.get("entity_type") or ""), e.get("entity_name"))
-                      for e in entry.get("entity") or ()]
+    for entry in request.entries:
+        components = [(e.entity_type, e.entity_name) for e in entry.entity]
         problem = _entity_problem(components)
         entity = entity_of(components)
         if problem is None and entity in done:
             problem = ErrorCode.INVALID_REQUEST, f"Ignoring duplicate entity {components}"
         ops: dict[str, float | None] = {}
-        for op in entry.get("ops") or ():
-            key = str(op.get("key") or "")
+        for op in entry.ops:
+            key = op.key
             if problem is None and key in ops:
                 problem = (ErrorCode.INVALID_REQUEST,
                            f"Duplicate quota key {key} not updating quota for this entity")
-            ops[key] = None if op.get("remove") else float(op.get("value") or 0.0)
+            ops[key] = None if op.remove else float(op.value)
         if problem is None:
             for key, value in ops.items():
                 if value is not None:
@@ -97,7 +119,7 @@ def alter_client_quotas(image: MetadataImage, request: Mapping[str, Any],
                     if problem is not None:
                         break
         done.add(entity)
-        if problem is None and not validate_only:
+        if problem is None and not request.validate_only:
             current = image.client_quotas.get(entity, {})
             for key, value in ops.items():
                 if value is None and key in current:
@@ -107,11 +129,11 @@ def alter_client_quotas(image: MetadataImage, request: Mapping[str, Any],
                     records.append(ClientQuotaRecord(
                         tuple(EntityData(t, n) for t, n in entity), key, value, False))
         code, message = problem if problem is not None else (ErrorCode.NONE, None)
-        results.append({"error_code": code, "error_message": message,
-                        "entity": _wire_entity(components)})
+        results.append(AlterEntry(error_code=code, error_message=message, entity=[
+            AlterEntity(entity_type=t, entity_name=n) for t, n in components]))
     if records:
         logger.info("altering %d client quota value(s)", len(records))
-    return records, {"throttle_time_ms": 0, "entries": results}
+    return records, AlterClientQuotasResponseData(entries=results)
 
 
 def _matches(entity: QuotaEntity, components: list[tuple[str, int, str | None]],
@@ -127,12 +149,12 @@ def _matches(entity: QuotaEntity, components: list[tuple[str, int, str | None]],
     return not strict or len(names) == len(components)
 
 
-def describe_client_quotas(image: MetadataImage, request: Mapping[str, Any]) -> dict[str, Any]:
+def describe_client_quotas(image: MetadataImage, request: DescribeClientQuotasRequestData
+                           ) -> DescribeClientQuotasResponseData:
     """DescribeClientQuotasResponse: the entities matching the filter and their values."""
     components: list[tuple[str, int, str | None]] = []
-    for c in request.get("components") or ():
-        entity_type, match_type = str(c.get("entity_type") or ""), int(c.get("match_type") or 0)
-        match = c.get("match")
+    for c in request.components:
+        entity_type, match_type, match = c.entity_type, c.match_type, c.match
         problem = None
         if any(entity_type == seen[0] for seen in components):
             problem = f"Duplicate {entity_type} filter component"
@@ -143,12 +165,13 @@ def describe_client_quotas(image: MetadataImage, request: Mapping[str, Any]) -> 
         elif match_type == MATCH_EXACT and match is None:
             problem = f"Request specified EXACT matching of {entity_type} without a name"
         if problem is not None:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
-                    "error_message": problem, "entries": None}
+            return describe_client_quotas_error(request, 0, ErrorCode.INVALID_REQUEST, problem)
         components.append((entity_type, match_type, match))
     entries = [
-        {"entity": _wire_entity(list(entity)),
-         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]}
+        DescribeClientQuotasResponseData.EntryData(
+            entity=[DescribeEntity(entity_type=t, entity_name=n) for t, n in entity],
+            values=[DescribeClientQuotasResponseData.ValueData(key=k, value=v)
+                    for k, v in sorted(values.items())])
         for entity, values in sorted(image.client_quotas.items(), key=lambda e: repr(e[0]))
-        if _matches(entity, components, bool(request.get("strict")))]
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
+        if _matches(entity, components, request.strict)]
+    return DescribeClientQuotasResponseData(error_code=0, error_message=None, entries=entries)

@@ -3,17 +3,25 @@ resources.
 
 Broker resource names are a broker id or "" for the cluster-wide default. List values are
 comma-separated, as on the wire; APPEND and SUBTRACT start from the current value, else the
-config's default.
+config's default. Both APIs' responses are defined here once (the broker's error answers
+use them too).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
 
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
-from metadata.controller.rejection import Rejected
+from clients.protocol.messages.alter_configs import (
+    AlterConfigsRequestData,
+    AlterConfigsResponseData,
+)
+from clients.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequestData,
+    IncrementalAlterConfigsResponseData,
+)
+from metadata.controller.rejection import Rejected, error_text
 from metadata.image import MetadataImage
 from metadata.records import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigRecord, MetadataRecord
 from metadata.settings import ControllerSettings
@@ -36,30 +44,122 @@ OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
 
+IncrementalResult = IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse
+LegacyResult = AlterConfigsResponseData.AlterConfigsResourceResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOp:
+    """One config change of a resource: `operation` is OP_SET, OP_DELETE, OP_APPEND or
+    OP_SUBTRACT."""
+
+    name: str
+    value: str | None
+    operation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceOutcome:
+    """What became of one resource of an alter request (the fields both responses carry)."""
+
+    resource_type: int
+    resource_name: str
+    error_code: int
+    error_message: str | None
+
+
+def incremental_result(resource_type: int, resource_name: str, code: int,
+                       message: str | None) -> IncrementalResult:
+    """One resource's IncrementalAlterConfigs result."""
+    return IncrementalResult(error_code=code, error_message=message,
+                             resource_type=resource_type, resource_name=resource_name)
+
+
+def legacy_result(resource_type: int, resource_name: str, code: int,
+                  message: str | None) -> LegacyResult:
+    """One resource's AlterConfigs result."""
+    return LegacyResult(error_code=code, error_message=message,
+                        resource_type=resource_type, resource_name=resource_name)
+
+
+def incremental_alter_configs_error(body: IncrementalAlterConfigsRequestData, version: int,
+                                    code: int, message: str | None = None
+                                    ) -> IncrementalAlterConfigsResponseData:
+    """Every resource of the request with `code` (the response has no top-level error)."""
+    text = error_text(code, message)
+    return IncrementalAlterConfigsResponseData(responses=[
+        incremental_result(res.resource_type, res.resource_name, code, text)
+        for res in body.resources])
+
+
+def alter_configs_error(body: AlterConfigsRequestData, version: int, code: int,
+                        message: str | None = None) -> AlterConfigsResponseData:
+    """Every resource of the request with `code` (the response has no top-level error)."""
+    text = error_text(code, message)
+    return AlterConfigsResponseData(responses=[
+        legacy_result(res.resource_type, res.resource_name, code, text)
+        for res in body.resources])
+
 
 def incremental_alter_configs(
     image: MetadataImage,
-    request: dict[str, Any],
+    request: IncrementalAlterConfigsRequestData,
     now_ms: int,
     *,
     settings: ControllerSettings,
-) -> Decision:
+) -> tuple[list[MetadataRecord], IncrementalAlterConfigsResponseData]:
     """IncrementalAlterConfigsRequest -> records + response (`validate_only` writes nothing)."""
-    resources = request.get("resources") or []
-    validate_only = bool(request.get("validate_only"))
+    resources = [(res.resource_type, res.resource_name,
+                  [ConfigOp(c.name, c.value, c.config_operation) for c in res.configs])
+                 for res in request.resources]
+    records, outcomes = _alter(image, resources, request.validate_only, settings)
+    return records, IncrementalAlterConfigsResponseData(responses=[
+        incremental_result(o.resource_type, o.resource_name, o.error_code, o.error_message)
+        for o in outcomes])
+
+
+def legacy_alter_configs(
+    image: MetadataImage,
+    request: AlterConfigsRequestData,
+    now_ms: int,
+    *,
+    settings: ControllerSettings,
+) -> tuple[list[MetadataRecord], AlterConfigsResponseData]:
+    """AlterConfigsRequest (key 33): each resource's dynamic configs become exactly the given
+    set; keys it leaves out are deleted (a null value deletes too)."""
+    resources = []
+    for res in request.resources:
+        names = {c.name for c in res.configs}
+        ops = [ConfigOp(c.name, c.value, OP_DELETE if c.value is None else OP_SET)
+               for c in res.configs]
+        current = image.configs.get((res.resource_type, res.resource_name), {})
+        ops.extend(ConfigOp(name, None, OP_DELETE)
+                   for name in sorted(current) if name not in names)
+        resources.append((res.resource_type, res.resource_name, ops))
+    records, outcomes = _alter(image, resources, request.validate_only, settings)
+    return records, AlterConfigsResponseData(responses=[
+        legacy_result(o.resource_type, o.resource_name, o.error_code, o.error_message)
+        for o in outcomes])
+
+
+def _alter(
+    image: MetadataImage,
+    resources: list[tuple[int, str, list[ConfigOp]]],
+    validate_only: bool,
+    settings: ControllerSettings,
+) -> tuple[list[MetadataRecord], list[ResourceOutcome]]:
+    """Each resource's changes (`validate_only`: none are kept) and outcome, in order."""
     seen: dict[tuple[int, str], int] = {}
-    for res in resources:
-        key = (res["resource_type"], res["resource_name"])
-        seen[key] = seen.get(key, 0) + 1
+    for rtype, rname, _ in resources:
+        seen[(rtype, rname)] = seen.get((rtype, rname), 0) + 1
     records: list[MetadataRecord] = []
-    responses = []
-    for res in resources:
-        rtype, rname = res["resource_type"], res["resource_name"]
+    outcomes: list[ResourceOutcome] = []
+    for rtype, rname, ops in resources:
         code, message = ErrorCode.NONE, None
         try:
             if seen[(rtype, rname)] > 1:
                 raise Rejected(ErrorCode.INVALID_REQUEST, f"Duplicate resource {rname!r} in request.")
-            changes = _alter_one(image, rtype, rname, res.get("configs") or [], settings)
+            changes = _alter_one(image, rtype, rname, ops, settings)
         except Rejected as rej:
             code, message = rej.code, rej.message
         else:
@@ -67,41 +167,15 @@ def incremental_alter_configs(
                 records.extend(changes)
                 if changes:
                     logger.info("altering %d config(s) of resource %d:%r", len(changes), rtype, rname)
-        responses.append(
-            {"error_code": code, "error_message": message, "resource_type": rtype, "resource_name": rname}
-        )
-    return records, {"throttle_time_ms": 0, "responses": responses}
-
-
-def legacy_alter_configs(
-    image: MetadataImage,
-    request: dict[str, Any],
-    now_ms: int,
-    *,
-    settings: ControllerSettings,
-) -> Decision:
-    """AlterConfigsRequest (key 33): each resource's dynamic configs become exactly the given
-    set; keys it leaves out are deleted (a null value deletes too)."""
-    resources = []
-    for res in request.get("resources") or []:
-        given = res.get("configs") or []
-        names = {c["name"] for c in given}
-        ops = [{"name": c["name"], "value": c.get("value"),
-                "config_operation": OP_DELETE if c.get("value") is None else OP_SET}
-               for c in given]
-        current = image.configs.get((res["resource_type"], res["resource_name"]), {})
-        ops.extend({"name": name, "value": None, "config_operation": OP_DELETE}
-                   for name in sorted(current) if name not in names)
-        resources.append({**res, "configs": ops})
-    return incremental_alter_configs(image, {**request, "resources": resources}, now_ms,
-                                     settings=settings)
+        outcomes.append(ResourceOutcome(rtype, rname, code, message))
+    return records, outcomes
 
 
 def _alter_one(
     image: MetadataImage,
     rtype: int,
     rname: str,
-    ops: list[dict[str, Any]],
+    ops: list[ConfigOp],
     settings: ControllerSettings,
 ) -> list[MetadataRecord]:
     if rtype == TOPIC_RESOURCE:
@@ -112,14 +186,14 @@ def _alter_one(
             raise Rejected(ErrorCode.INVALID_REQUEST, f"Invalid broker name {rname!r}.")
     else:
         raise Rejected(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {rtype}.")
-    names = [op["name"] for op in ops]
+    names = [op.name for op in ops]
     if len(set(names)) != len(names):
         raise Rejected(ErrorCode.INVALID_REQUEST, "Duplicate configuration key in request.")
 
     current = dict(image.configs.get((rtype, rname), {}))
     updated = dict(current)
     for op in ops:
-        name, value, operation = op["name"], op.get("value"), op["config_operation"]
+        name, value, operation = op.name, op.value, op.operation
         if rtype == TOPIC_RESOURCE and name not in TOPIC_CONFIGS:
             raise Rejected(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         if operation == OP_DELETE:

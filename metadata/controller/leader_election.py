@@ -7,7 +7,8 @@ Kafka's rules per partition (ReplicationControlManager.electLeader):
   the first live ISR member, else the first live replica, which becomes the sole ISR member
   and recovers its log (else ELIGIBLE_LEADERS_NOT_AVAILABLE).
 A request naming no partitions (null) covers every partition, and the response then leaves
-out those that needed no election.
+out those that needed no election. The ElectLeaders response, error answer included, is
+defined here once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
+from clients.protocol.messages.elect_leaders import (
+    ElectLeadersRequestData,
+    ElectLeadersResponseData,
+)
+from metadata.controller.rejection import error_text
 from metadata.election import build_partition_change, iter_partitions
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.records import NO_LEADER, MetadataRecord, PartitionChangeRecord
@@ -26,6 +31,21 @@ UNCLEAN = 1
 ELECTION_TYPES = {PREFERRED: "PREFERRED", UNCLEAN: "UNCLEAN"}
 
 PartitionResult = tuple[int, str | None]
+ElectionResult = ElectLeadersResponseData.ReplicaElectionResult
+PartitionOutcome = ElectLeadersResponseData.PartitionResult
+
+
+def elect_leaders_error(body: ElectLeadersRequestData, version: int, code: int,
+                        message: str | None = None) -> ElectLeadersResponseData:
+    """Every named partition with `code`, and the top-level error from v1 (v0 has none)."""
+    text = error_text(code, message)
+    return ElectLeadersResponseData(
+        error_code=code if version >= 1 else ErrorCode.NONE,
+        replica_election_results=[
+            ElectionResult(topic=entry.topic, partition_result=[
+                PartitionOutcome(partition_id=p, error_code=code, error_message=text)
+                for p in entry.partitions])
+            for entry in body.topic_partitions or ()])
 
 
 def elect_partition(image: MetadataImage, topic_name: str, partition_id: int,
@@ -67,34 +87,31 @@ def _unclean(image: MetadataImage, topic_id: Any, partition_id: int,
     return (ErrorCode.NONE, None), change
 
 
-def elect_leaders(image: MetadataImage, request: dict[str, Any], now_ms: int = 0) -> Decision:
+def elect_leaders(image: MetadataImage, request: ElectLeadersRequestData, now_ms: int = 0
+                  ) -> tuple[list[MetadataRecord], ElectLeadersResponseData]:
     """ElectLeadersRequest -> records + ElectLeadersResponse (latest version's fields)."""
-    election_type = int(request.get("election_type", PREFERRED))
+    election_type = request.election_type
     if election_type not in ELECTION_TYPES:
-        return [], {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
-                    "replica_election_results": []}
-    named = request.get("topic_partitions")
+        return [], ElectLeadersResponseData(error_code=ErrorCode.INVALID_REQUEST)
+    named = request.topic_partitions
     every_partition = named is None
     if every_partition:
         wanted: Iterable[tuple[str, int]] = [
             (topic.name, pid) for topic, pid, _ in iter_partitions(image)]
     else:
-        wanted = dict.fromkeys((entry["topic"], int(p)) for entry in named
-                               for p in entry.get("partitions") or ())
+        wanted = dict.fromkeys((entry.topic, p) for entry in named for p in entry.partitions)
     records: list[MetadataRecord] = []
-    results: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    results: dict[str, list[PartitionOutcome]] = defaultdict(list)
     for topic_name, partition_id in wanted:
         (code, message), change = elect_partition(image, topic_name, partition_id, election_type)
         if change is not None:
             records.append(change)
         if every_partition and code == ErrorCode.ELECTION_NOT_NEEDED:
             continue
-        results[topic_name].append({"partition_id": partition_id, "error_code": code,
-                                    "error_message": message})
-    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                     "replica_election_results": [
-                         {"topic": topic, "partition_result": parts}
-                         for topic, parts in results.items()]}
+        results[topic_name].append(PartitionOutcome(partition_id=partition_id, error_code=code,
+                                                     error_message=message))
+    return records, ElectLeadersResponseData(error_code=ErrorCode.NONE, replica_election_results=[
+        ElectionResult(topic=topic, partition_result=parts) for topic, parts in results.items()])
 
 
 def imbalanced_brokers(image: MetadataImage, percentage: int) -> dict[int, float]:

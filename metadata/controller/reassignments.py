@@ -12,7 +12,8 @@ reassignment survives controller failover and restarts.
 Validation follows Kafka's ReplicationControlManager: an empty target, a broker named twice
 or a broker that is not registered is INVALID_REPLICA_ASSIGNMENT; a missing topic or
 partition UNKNOWN_TOPIC_OR_PARTITION; cancelling where nothing moves
-NO_REASSIGNMENT_IN_PROGRESS.
+NO_REASSIGNMENT_IN_PROGRESS. Both APIs' responses, error answers included, are defined here
+once.
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ import logging
 import uuid
 from dataclasses import replace
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
-from metadata.controller.rejection import Rejected
+from clients.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequestData,
+    AlterPartitionReassignmentsResponseData,
+)
+from clients.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequestData,
+    ListPartitionReassignmentsResponseData,
+)
+from metadata.controller.rejection import Rejected, error_text
 from metadata.delta import apply_records
 from metadata.election import iter_partitions
 from metadata.image import MetadataImage, PartitionRegistration
@@ -34,6 +41,28 @@ from metadata.records import NO_LEADER, NO_LEADER_CHANGE, MetadataRecord, Partit
 logger = logging.getLogger(__name__)
 
 Eligible = Callable[[int], bool]
+AlterResponse = AlterPartitionReassignmentsResponseData
+ListResponse = ListPartitionReassignmentsResponseData
+
+
+def alter_partition_reassignments_error(body: AlterPartitionReassignmentsRequestData,
+                                        version: int, code: int, message: str | None = None
+                                        ) -> AlterResponse:
+    """The request-wide `code` at top level and on every partition named."""
+    text = error_text(code, message)
+    return AlterResponse(error_code=code, error_message=text, responses=[
+        AlterResponse.ReassignableTopicResponse(name=topic.name, partitions=[
+            AlterResponse.ReassignablePartitionResponse(
+                partition_index=p.partition_index, error_code=code, error_message=text)
+            for p in topic.partitions])
+        for topic in body.topics])
+
+
+def list_partition_reassignments_error(body: ListPartitionReassignmentsRequestData,
+                                       version: int, code: int, message: str | None = None
+                                       ) -> ListResponse:
+    """The top-level `code` and no topics."""
+    return ListResponse(error_code=code, error_message=error_text(code, message))
 
 
 def is_reassigning(part: PartitionRegistration) -> bool:
@@ -194,19 +223,20 @@ def _alter_one(image: MetadataImage, topic_name: str, partition_id: int,
     return start(image, topic.topic_id, partition_id, part, validate_target(image, replicas))
 
 
-def alter_partition_reassignments(image: MetadataImage, request: dict[str, Any],
-                                  now_ms: int = 0) -> Decision:
+def alter_partition_reassignments(image: MetadataImage,
+                                  request: AlterPartitionReassignmentsRequestData,
+                                  now_ms: int = 0) -> tuple[list[MetadataRecord], AlterResponse]:
     """AlterPartitionReassignmentsRequest -> records + response."""
     records: list[MetadataRecord] = []
-    responses = []
-    for topic in request.get("topics") or ():
-        name = topic["name"]
-        answered = []
-        for entry in topic.get("partitions") or ():
-            index = int(entry["partition_index"])
+    responses: list[AlterResponse.ReassignableTopicResponse] = []
+    for topic in request.topics:
+        name = topic.name
+        answered: list[AlterResponse.ReassignablePartitionResponse] = []
+        for entry in topic.partitions:
+            index = entry.partition_index
             code, message = ErrorCode.NONE, None
             try:
-                record = _alter_one(image, name, index, entry.get("replicas"))
+                record = _alter_one(image, name, index, entry.replicas)
             except Rejected as rejected:
                 code, message = rejected.code, rejected.message
             else:
@@ -214,43 +244,44 @@ def alter_partition_reassignments(image: MetadataImage, request: dict[str, Any],
                     records.append(record)
                     # Later entries for the same partition see this change.
                     image = _with_change(image, record)
-                verb = "cancelled" if entry.get("replicas") is None else "reassigning to"
-                logger.info("%s-%d: %s %s", name, index, verb, entry.get("replicas") or "")
-            answered.append({"partition_index": index, "error_code": code,
-                             "error_message": message})
-        responses.append({"name": name, "partitions": answered})
-    return records, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                     "error_message": None, "responses": responses}
+                verb = "cancelled" if entry.replicas is None else "reassigning to"
+                logger.info("%s-%d: %s %s", name, index, verb, entry.replicas or "")
+            answered.append(AlterResponse.ReassignablePartitionResponse(
+                partition_index=index, error_code=code, error_message=message))
+        responses.append(AlterResponse.ReassignableTopicResponse(name=name, partitions=answered))
+    return records, AlterResponse(error_code=ErrorCode.NONE, error_message=None,
+                                  responses=responses)
 
 
 def _with_change(image: MetadataImage, record: PartitionChangeRecord) -> MetadataImage:
     return apply_records(image, [record])[1]
 
 
-def list_partition_reassignments(image: MetadataImage, request: dict[str, Any],
-                                 now_ms: int = 0) -> Decision:
+def list_partition_reassignments(image: MetadataImage,
+                                 request: ListPartitionReassignmentsRequestData,
+                                 now_ms: int = 0) -> tuple[list[MetadataRecord], ListResponse]:
     """ListPartitionReassignmentsRequest -> the ongoing reassignments (no records).
 
     Unknown topics and partitions, and partitions not being moved, are left out.
     """
-    named = request.get("topics")
-    ongoing: dict[str, list[dict[str, Any]]] = {}
+    named = request.topics
+    ongoing: dict[str, list[ListResponse.OngoingPartitionReassignment]] = {}
     if named is None:
         wanted = [(topic.name, pid, part) for topic, pid, part in iter_partitions(image)]
     else:
         wanted = []
         for entry in named:
-            topic = image.topic(entry["name"])
-            for pid in entry.get("partition_indexes") or ():
-                part = None if topic is None else topic.partitions.get(int(pid))
+            topic = image.topic(entry.name)
+            for pid in entry.partition_indexes:
+                part = None if topic is None else topic.partitions.get(pid)
                 if part is not None:
-                    wanted.append((entry["name"], int(pid), part))
+                    wanted.append((entry.name, pid, part))
     for name, pid, part in wanted:
         if is_reassigning(part):
-            ongoing.setdefault(name, []).append({
-                "partition_index": pid, "replicas": list(part.replicas),
-                "adding_replicas": list(part.adding_replicas),
-                "removing_replicas": list(part.removing_replicas)})
-    return [], {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-                "topics": [{"name": name, "partitions": parts}
-                           for name, parts in ongoing.items()]}
+            ongoing.setdefault(name, []).append(ListResponse.OngoingPartitionReassignment(
+                partition_index=pid, replicas=list(part.replicas),
+                adding_replicas=list(part.adding_replicas),
+                removing_replicas=list(part.removing_replicas)))
+    return [], ListResponse(error_code=ErrorCode.NONE, error_message=None, topics=[
+        ListResponse.OngoingTopicReassignment(name=name, partitions=parts)
+        for name, parts in ongoing.items()])

@@ -1,6 +1,14 @@
-"""The exception a decision raises to refuse one item of a request."""
+"""The exception a decision raises to refuse one item of a request, and the text an error
+entry carries."""
 
 from __future__ import annotations
+
+from clients.protocol import ErrorCode
+
+
+def error_text(code: int, message: str | None) -> str:
+    """`message`, or Kafka's default message of `code` when there is none."""
+    return message if message is not None else ErrorCode.from_code(code).message
 
 
 class Rejected(Exception):

@@ -11,10 +11,14 @@ of partitions.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
+from clients.protocol.messages.create_partitions import CreatePartitionsRequestData
+from clients.protocol.messages.create_topics import CreateTopicsRequestData
 from metadata.image import MetadataImage
+
+CreatableTopic = CreateTopicsRequestData.CreatableTopic
+CreatePartitionsTopic = CreatePartitionsRequestData.CreatePartitionsTopic
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 MAX_RECORDS_PER_REQUEST = 10_000
@@ -22,26 +26,25 @@ TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 
-def requested_partitions(topic: Mapping[str, Any], default_num_partitions: int) -> int:
+def requested_partitions(topic: CreatableTopic, default_num_partitions: int) -> int:
     """The partitions one CreatableTopic asks for, as Kafka counts them: its manual
     assignments, else `num_partitions` (-1: the default); a value Kafka refuses counts 0."""
-    assignments = topic.get("assignments") or ()
-    if assignments:
-        return len(assignments)
-    num_partitions = topic.get("num_partitions", -1)
+    if topic.assignments:
+        return len(topic.assignments)
+    num_partitions = topic.num_partitions
     if num_partitions == -1:
         return default_num_partitions
     return max(num_partitions, 0)
 
 
-def create_topics_partitions(topics: Iterable[Mapping[str, Any]],
+def create_topics_partitions(topics: Iterable[CreatableTopic],
                              default_num_partitions: int) -> int:
     """The partitions a CreateTopics request asks for, over all its topics (validate-only
     requests and topics that will fail included, as Kafka's check counts them)."""
     return sum(requested_partitions(t, default_num_partitions) for t in topics)
 
 
-def create_topics_refusal(topics: Iterable[Mapping[str, Any]],
+def create_topics_refusal(topics: Iterable[CreatableTopic],
                           default_num_partitions: int) -> str | None:
     """The POLICY_VIOLATION message a CreateTopics of `topics` gets as a whole, or None."""
     if create_topics_partitions(topics, default_num_partitions) > MAX_PARTITIONS_PER_REQUEST:
@@ -49,13 +52,12 @@ def create_topics_refusal(topics: Iterable[Mapping[str, Any]],
     return None
 
 
-def topic_creation_records(topic: Mapping[str, Any], default_num_partitions: int) -> int:
+def topic_creation_records(topic: CreatableTopic, default_num_partitions: int) -> int:
     """The records creating one topic writes: the topic, its partitions, its configs."""
-    configs = topic.get("configs") or ()
-    return 1 + requested_partitions(topic, default_num_partitions) + len(configs)
+    return 1 + requested_partitions(topic, default_num_partitions) + len(topic.configs)
 
 
-def fits_one_create_topics(topics: Iterable[Mapping[str, Any]],
+def fits_one_create_topics(topics: Iterable[CreatableTopic],
                            default_num_partitions: int) -> bool:
     """Whether a controller would take `topics` in one CreateTopics (within both bounds,
     if every topic succeeds)."""
@@ -69,23 +71,23 @@ def fits_one_create_topics(topics: Iterable[Mapping[str, Any]],
 
 
 def create_partitions_additions(image: MetadataImage,
-                                topics: Iterable[Mapping[str, Any]]) -> int:
+                                topics: Iterable[CreatePartitionsTopic]) -> int:
     """The partitions a CreatePartitions request would add: for each existing topic named
     once, the new count above its current one."""
     entries = list(topics)
-    name_counts = Counter(entry["name"] for entry in entries)
+    name_counts = Counter(entry.name for entry in entries)
     added = 0
     for entry in entries:
-        if name_counts[entry["name"]] > 1:
+        if name_counts[entry.name] > 1:
             continue  # refused as a duplicate: adds nothing
-        topic = image.topic(entry["name"])
+        topic = image.topic(entry.name)
         if topic is not None:
-            added += max(entry["count"] - topic.partition_count(), 0)
+            added += max(entry.count - topic.partition_count(), 0)
     return added
 
 
 def create_partitions_refusal(image: MetadataImage,
-                              topics: Iterable[Mapping[str, Any]]) -> str | None:
+                              topics: Iterable[CreatePartitionsTopic]) -> str | None:
     """The POLICY_VIOLATION message a CreatePartitions gets as a whole, or None."""
     if create_partitions_additions(image, topics) > MAX_PARTITIONS_PER_REQUEST:
         return TOO_MANY_PARTITIONS

@@ -2,6 +2,7 @@
 
 A client sends the salted password (PBKDF2, RFC 5802's Hi); the controller derives
 StoredKey and ServerKey from it and records only those, with the salt and iteration count.
+Both APIs' responses, error answers included, are defined here once.
 """
 
 from __future__ import annotations
@@ -9,10 +10,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from typing import Any, Mapping
-
 from clients.protocol import ErrorCode
-from metadata.controller import Decision
+from clients.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequestData,
+    AlterUserScramCredentialsResponseData,
+)
+from clients.protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequestData,
+    DescribeUserScramCredentialsResponseData,
+)
+from metadata.controller.rejection import error_text
 from metadata.image import MetadataImage
 from metadata.records import MetadataRecord
 from metadata.scram import (
@@ -27,6 +34,29 @@ logger = logging.getLogger(__name__)
 
 _HASHES = {1: hashlib.sha256, 2: hashlib.sha512}
 
+AlterResult = AlterUserScramCredentialsResponseData.AlterUserScramCredentialsResult
+DescribeResult = DescribeUserScramCredentialsResponseData.DescribeUserScramCredentialsResult
+CredentialInfo = DescribeUserScramCredentialsResponseData.CredentialInfo
+Upsertion = AlterUserScramCredentialsRequestData.ScramCredentialUpsertion
+
+
+def alter_user_scram_credentials_error(body: AlterUserScramCredentialsRequestData, version: int,
+                                       code: int, message: str | None = None
+                                       ) -> AlterUserScramCredentialsResponseData:
+    """Every user the request names, once, with `code`."""
+    users = dict.fromkeys(e.name for e in [*body.deletions, *body.upsertions])
+    text = error_text(code, message)
+    return AlterUserScramCredentialsResponseData(results=[
+        AlterResult(user=user, error_code=code, error_message=text) for user in users])
+
+
+def describe_user_scram_credentials_error(body: DescribeUserScramCredentialsRequestData,
+                                          version: int, code: int, message: str | None = None
+                                          ) -> DescribeUserScramCredentialsResponseData:
+    """The top-level `code` and no results."""
+    return DescribeUserScramCredentialsResponseData(error_code=code,
+                                                    error_message=error_text(code, message))
+
 
 def credential_from_salted_password(mechanism: int, salt: bytes, salted_password: bytes,
                                     iterations: int) -> ScramCredential:
@@ -38,30 +68,29 @@ def credential_from_salted_password(mechanism: int, salt: bytes, salted_password
     return ScramCredential(salt, digest(client_key).digest(), server_key, iterations)
 
 
-def _check_upsertion(entry: Mapping[str, Any]) -> tuple[int, str] | None:
-    mechanism = entry.get("mechanism")
-    if mechanism not in MECHANISM_NAMES:
+def _check_upsertion(entry: Upsertion) -> tuple[int, str] | None:
+    if entry.mechanism not in MECHANISM_NAMES:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
-    iterations = int(entry.get("iterations") or 0)
-    if iterations < MIN_ITERATIONS:
+    if entry.iterations < MIN_ITERATIONS:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
-    if iterations > MAX_ITERATIONS:
+    if entry.iterations > MAX_ITERATIONS:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
-    if not entry.get("salt") or not entry.get("salted_password"):
+    if not entry.salt or not entry.salted_password:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
     return None
 
 
-def alter_user_scram_credentials(image: MetadataImage, request: Mapping[str, Any],
-                                 now_ms: int) -> Decision:
+def alter_user_scram_credentials(image: MetadataImage,
+                                 request: AlterUserScramCredentialsRequestData, now_ms: int
+                                 ) -> tuple[list[MetadataRecord],
+                                            AlterUserScramCredentialsResponseData]:
     """AlterUserScramCredentialsRequest -> records + response (one result per user)."""
-    deletions = list(request.get("deletions") or ())
-    upsertions = list(request.get("upsertions") or ())
+    deletions, upsertions = request.deletions, request.upsertions
     errors: dict[str, tuple[int, str]] = {}
     seen: set[tuple[str, int]] = set()
     users: list[str] = []
-    for entry in deletions + upsertions:
-        name, mechanism = str(entry.get("name") or ""), entry.get("mechanism")
+    for entry in [*deletions, *upsertions]:
+        name, mechanism = entry.name, entry.mechanism
         if name not in users:
             users.append(name)
         if (name, mechanism) in seen:
@@ -73,7 +102,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: Mapping[str, Any
             errors.setdefault(name, (ErrorCode.UNACCEPTABLE_CREDENTIAL,
                                      "Username must not be empty"))
     for entry in deletions:
-        name, mechanism = str(entry.get("name") or ""), entry.get("mechanism")
+        name, mechanism = entry.name, entry.mechanism
         if mechanism not in MECHANISM_NAMES:
             errors.setdefault(name, (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                                      "Unknown SCRAM mechanism"))
@@ -84,55 +113,52 @@ def alter_user_scram_credentials(image: MetadataImage, request: Mapping[str, Any
     for entry in upsertions:
         problem = _check_upsertion(entry)
         if problem is not None:
-            errors.setdefault(str(entry.get("name") or ""), problem)
+            errors.setdefault(entry.name, problem)
     records: list[MetadataRecord] = []
     for entry in deletions:
-        name = str(entry["name"])
-        if name not in errors:
-            records.append(RemoveUserScramCredentialRecord(name, int(entry["mechanism"])))
-    for entry in upsertions:
-        name = str(entry["name"])
-        if name not in errors:
-            mechanism = int(entry["mechanism"])
+        if entry.name not in errors:
+            records.append(RemoveUserScramCredentialRecord(entry.name, entry.mechanism))
+    for upsertion in upsertions:
+        if upsertion.name not in errors:
             credential = credential_from_salted_password(
-                mechanism, bytes(entry["salt"]), bytes(entry["salted_password"]),
-                int(entry["iterations"]))
-            records.append(credential.to_record(name, mechanism))
+                upsertion.mechanism, bytes(upsertion.salt), bytes(upsertion.salted_password),
+                upsertion.iterations)
+            records.append(credential.to_record(upsertion.name, upsertion.mechanism))
     if records:
         logger.info("altering SCRAM credentials of %d user(s)",
                     len({r.name for r in records}))
-    results = [{"user": name, "error_code": errors.get(name, (0, None))[0],
-                "error_message": errors.get(name, (0, None))[1]} for name in users]
-    return records, {"throttle_time_ms": 0, "results": results}
+    results = [AlterResult(user=name, error_code=errors.get(name, (0, None))[0],
+                           error_message=errors.get(name, (0, None))[1]) for name in users]
+    return records, AlterUserScramCredentialsResponseData(results=results)
 
 
 def describe_user_scram_credentials(image: MetadataImage,
-                                    request: Mapping[str, Any]) -> dict[str, Any]:
+                                    request: DescribeUserScramCredentialsRequestData
+                                    ) -> DescribeUserScramCredentialsResponseData:
     """DescribeUserScramCredentialsResponse: mechanisms and iterations, never keys."""
-    by_user: dict[str, list[dict[str, int]]] = {}
+    by_user: dict[str, list[CredentialInfo]] = {}
     for (name, mechanism), credential in sorted(image.scram_credentials.items()):
-        by_user.setdefault(name, []).append({"mechanism": mechanism,
-                                             "iterations": credential.iterations})
-    wanted = request.get("users")
-    if not wanted:
-        results = [{"user": name, "error_code": 0, "error_message": None,
-                    "credential_infos": infos} for name, infos in by_user.items()]
-        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-                "results": results}
-    names = [str(u.get("name") or "") for u in wanted]
+        by_user.setdefault(name, []).append(CredentialInfo(mechanism=mechanism,
+                                                           iterations=credential.iterations))
+    if not request.users:
+        return DescribeUserScramCredentialsResponseData(
+            error_code=0, error_message=None,
+            results=[DescribeResult(user=name, error_code=0, error_message=None,
+                                    credential_infos=infos) for name, infos in by_user.items()])
+    names = [u.name for u in request.users]
     results = []
     for name in dict.fromkeys(names):
         if names.count(name) > 1:
-            results.append({"user": name, "error_code": ErrorCode.DUPLICATE_RESOURCE,
-                            "error_message": "Cannot describe SCRAM credentials for the "
-                                             "same user twice in a single request",
-                            "credential_infos": []})
+            results.append(DescribeResult(
+                user=name, error_code=ErrorCode.DUPLICATE_RESOURCE,
+                error_message="Cannot describe SCRAM credentials for the same user twice in "
+                              "a single request"))
         elif name not in by_user:
-            results.append({"user": name, "error_code": ErrorCode.RESOURCE_NOT_FOUND,
-                            "error_message": "Attempt to describe a user credential that "
-                                             "does not exist",
-                            "credential_infos": []})
+            results.append(DescribeResult(
+                user=name, error_code=ErrorCode.RESOURCE_NOT_FOUND,
+                error_message="Attempt to describe a user credential that does not exist"))
         else:
-            results.append({"user": name, "error_code": 0, "error_message": None,
-                            "credential_infos": by_user[name]})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+            results.append(DescribeResult(user=name, error_code=0, error_message=None,
+                                          credential_infos=by_user[name]))
+    return DescribeUserScramCredentialsResponseData(error_code=0, error_message=None,
+                                                    results=results)

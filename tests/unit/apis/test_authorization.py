@@ -40,7 +40,7 @@ class _Controller:
 
     def __init__(self) -> None:
         self.broker: Any = None
-        self.asked: list[tuple[int, dict]] = []
+        self.asked: list[tuple[int, Any]] = []
 
     async def handle(self, request, ctx) -> dict:  # type: ignore[no-untyped-def]
         self.asked.append((request.api_key, request.body))
@@ -155,8 +155,8 @@ async def test_metadata_hides_undescribable_topics_and_needs_create_to_auto_crea
         with trio.fail_after(10):
             while not any(key == ApiKey.CREATE_TOPICS for key, _ in controller.asked):
                 await trio.sleep(0.01)
-        created = [t["name"] for key, body in controller.asked if key == ApiKey.CREATE_TOPICS
-                   for t in body["topics"]]
+        created = [t.name for key, body in controller.asked if key == ApiKey.CREATE_TOPICS
+                   for t in body.topics]
         assert created == ["open-new"]
         cluster = await conn.request(ApiKey.DESCRIBE_CLUSTER,
                                      {"include_cluster_authorized_operations": True})
@@ -173,7 +173,7 @@ async def test_create_topics_is_refused_per_topic_before_forwarding(tmp_path):
              "configs": []} for n in ("open-b", "elsewhere")]})
         codes = {t["name"]: t["error_code"] for t in response["topics"]}
         assert codes == {"open-b": ErrorCode.NONE, "elsewhere": TOPIC_DENIED}
-        forwarded = [t["name"] for _, body in controller.asked for t in body["topics"]]
+        forwarded = [t.name for _, body in controller.asked for t in body.topics]
         assert forwarded == ["open-b"]
         await conn.aclose()
 

@@ -12,9 +12,12 @@ from broker.apis.api_versions import install_api_versions
 from broker.apis.request import RequestRouter
 from broker.network import NetworkServer
 from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.create_topics import CreateTopicsRequestData
 from metadata.controller.topics import create_topics
 from metadata.settings import ControllerSettings
 from tests.unit.apis.harness import Broker, running_broker
+
+CreatableTopicConfig = CreateTopicsRequestData.CreatableTopicConfig
 
 
 class _TopicController:
@@ -22,11 +25,11 @@ class _TopicController:
 
     def __init__(self, publish: bool = True) -> None:
         self.broker: Broker | None = None
-        self.requests: list[dict] = []
+        self.requests: list[CreateTopicsRequestData] = []
         self.created = trio.Event()
         self.publish = publish
 
-    async def handle(self, request, ctx) -> dict:  # type: ignore[no-untyped-def]
+    async def handle(self, request, ctx):  # type: ignore[no-untyped-def]
         assert self.broker is not None
         self.requests.append(request.body)
         records, response = create_topics(self.broker.image, request.body, 0,
@@ -55,7 +58,7 @@ async def test_metadata_for_a_missing_topic_creates_it(tmp_path):
             assert first["topics"][0]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE
             with trio.fail_after(10):
                 await controller.created.wait()
-            assert controller.requests[0]["topics"][0]["num_partitions"] == 3
+            assert controller.requests[0].topics[0].num_partitions == 3
             second = await conn.request(ApiKey.METADATA, body, 9)
             assert second["topics"][0]["error_code"] == 0
             assert len(second["topics"][0]["partitions"]) == 3
@@ -94,9 +97,9 @@ async def test_offsets_topic_is_never_auto_created_under_replicated(tmp_path):
             assert first["topics"][0]["error_code"] == ErrorCode.LEADER_NOT_AVAILABLE
             with trio.fail_after(10):
                 await controller.created.wait()
-            (topic,) = controller.requests[0]["topics"]
-            assert (topic["replication_factor"], topic["num_partitions"]) == (3, 5)
-            assert {"name": "cleanup.policy", "value": "compact"} in topic["configs"]
+            (topic,) = controller.requests[0].topics
+            assert (topic.replication_factor, topic.num_partitions) == (3, 5)
+            assert CreatableTopicConfig(name="cleanup.policy", value="compact") in topic.configs
             again = await conn.request(ApiKey.METADATA, body, 9)
             assert again["topics"][0]["error_code"] != ErrorCode.NONE
             assert broker.image.topic("__consumer_offsets") is None
@@ -130,7 +133,7 @@ async def test_missing_topics_of_one_request_go_as_one_bounded_create_topics(tmp
             assert {t["error_code"] for t in first["topics"]} == {ErrorCode.LEADER_NOT_AVAILABLE}
             with trio.fail_after(10):
                 await controller.created.wait()
-            assert [[t["name"] for t in r["topics"]] for r in controller.requests] == [
+            assert [[t.name for t in r.topics] for r in controller.requests] == [
                 ["few0", "few1", "few2"]]
             await conn.aclose()
         await channel.aclose()

@@ -84,7 +84,7 @@ async def test_describe_configs_of_many_topics_lets_others_run(tmp_path):
         response, steps = await dispatch_counting_steps(broker.server.router,
                                                         ApiKey.DESCRIBE_CONFIGS, 4, body)
     assert steps >= MANY // ITEMS_PER_SLICE - 1
-    assert {r["error_code"] for r in response["results"]} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert {r.error_code for r in response.results} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
 async def test_describe_configs_refuses_a_resource_named_twice(tmp_path):
@@ -97,12 +97,12 @@ async def test_describe_configs_refuses_a_resource_named_twice(tmp_path):
                 "include_synonyms": True, "include_documentation": True}
         response, _ = await dispatch_counting_steps(broker.server.router,
                                                     ApiKey.DESCRIBE_CONFIGS, 4, body)
-    results = response["results"]
-    assert [(r["resource_name"], r["error_code"]) for r in results] == [
+    results = response.results
+    assert [(r.resource_name, r.error_code) for r in results] == [
         ("twice", ErrorCode.INVALID_REQUEST), ("once", ErrorCode.NONE),
         ("twice", ErrorCode.INVALID_REQUEST), ("twice", ErrorCode.INVALID_REQUEST)]
-    assert results[0]["error_message"] == "Duplicate resource." and not results[0]["configs"]
-    assert results[1]["configs"]
+    assert results[0].error_message == "Duplicate resource." and not results[0].configs
+    assert results[1].configs
 
 
 async def test_offset_fetch_of_many_partitions_lets_others_run(tmp_path):

@@ -29,9 +29,9 @@ class AdminStub:
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.DELETE_TOPICS: self.delete_topics,
             ApiKey.CREATE_PARTITIONS: lambda r: {"results": [
-                {"name": t["name"], "error_code": ErrorCode.INVALID_PARTITIONS,
+                {"name": t.name, "error_code": ErrorCode.INVALID_PARTITIONS,
                  "error_message": "Topic currently has 3 partitions, which is higher than "
-                                  "the requested 2."} for t in r.body["topics"]]},
+                                  "the requested 2."} for t in r.body.topics]},
             ApiKey.DESCRIBE_CONFIGS: lambda r: {"results": [{
                 "error_code": 0, "error_message": None, "resource_type": 2,
                 "resource_name": "t", "configs": [
@@ -66,13 +66,13 @@ class AdminStub:
                 "controller_id": 1, "cluster_id": "cid", "topics": topics}
 
     def create_topics(self, request: Request) -> dict:
-        return {"topics": [{"name": t["name"], "topic_id": TOPIC_ID,
+        return {"topics": [{"name": t.name, "topic_id": TOPIC_ID,
                             "error_code": self.create_error, "error_message": None}
-                           for t in request.body["topics"]]}
+                           for t in request.body.topics]}
 
     def delete_topics(self, request: Request) -> dict:
-        return {"responses": [{"name": t["name"], "error_code": 0}
-                              for t in request.body["topics"]]}
+        return {"responses": [{"name": t.name, "error_code": 0}
+                              for t in request.body.topics]}
 
 
 async def test_trio_admin_maps_requests_and_results(nursery: trio.Nursery) -> None:
@@ -82,10 +82,9 @@ async def test_trio_admin_maps_requests_and_results(nursery: trio.Nursery) -> No
         created = await admin.create_topics([NewTopic("t", 3, 1, {"retention.ms": "1000"})])
         assert created == {"t": TOPIC_ID}
         (request,) = broker.requests(ApiKey.CREATE_TOPICS)
-        assert request.body["topics"][0]["num_partitions"] == 3
-        assert request.body["topics"][0]["replication_factor"] == 1
-        assert request.body["topics"][0]["configs"] == [{"name": "retention.ms",
-                                                         "value": "1000"}]
+        (topic,) = request.body.topics
+        assert (topic.num_partitions, topic.replication_factor) == (3, 1)
+        assert [(c.name, c.value) for c in topic.configs] == [("retention.ms", "1000")]
         assert await admin.list_topics() == ["t"]
         assert await admin.list_topics(include_internal=True) == ["__consumer_offsets", "t"]
         (described,) = await admin.describe_topics(["t"])
@@ -97,7 +96,7 @@ async def test_trio_admin_maps_requests_and_results(nursery: trio.Nursery) -> No
         await admin.delete_topics(["t"])
         delete = broker.requests(ApiKey.DELETE_TOPICS)[0]
         assert delete.api_version == 6
-        assert [t["name"] for t in delete.body["topics"]] == ["t"]
+        assert [t.name for t in delete.body.topics] == ["t"]
         with pytest.raises(KafkaError) as info:
             await admin.create_partitions({"t": 2})
         assert info.value.code == ErrorCode.INVALID_PARTITIONS
@@ -107,9 +106,9 @@ async def test_trio_admin_maps_requests_and_results(nursery: trio.Nursery) -> No
         assert configs["segment.bytes"].is_default
         await admin.incremental_alter_configs("t", {"retention.ms": "5", "cleanup.policy": None})
         alter = broker.requests(ApiKey.INCREMENTAL_ALTER_CONFIGS)[0]
-        assert alter.body["resources"][0]["configs"] == [
-            {"name": "retention.ms", "config_operation": 0, "value": "5"},
-            {"name": "cleanup.policy", "config_operation": 1, "value": None}]
+        assert [(c.name, c.config_operation, c.value)
+                for c in alter.body.resources[0].configs] == [
+            ("retention.ms", 0, "5"), ("cleanup.policy", 1, None)]
         cluster = await admin.describe_cluster()
         assert (cluster.cluster_id, cluster.controller_id) == ("cid", 1)
         assert cluster.brokers[0].rack == "r1"
@@ -130,7 +129,7 @@ async def test_blocking_admin_raises_kafka_error_codes(nursery: trio.Nursery) ->
 
     assert await in_thread(run) == ErrorCode.TOPIC_ALREADY_EXISTS
     request = broker.requests(ApiKey.CREATE_TOPICS)[0]
-    assert request.body["topics"][0]["num_partitions"] == -1
+    assert request.body.topics[0].num_partitions == -1
 
 
 def test_describe_lines_follow_kafka_format() -> None:

@@ -21,13 +21,16 @@ from clients.protocol import (
     as_message,
     decode_response,
     encode_response,
+    is_typed,
 )
+from clients.protocol.fit import fit_request
 from kraft.status import QuorumStatus, ReplicaStatus
 
 REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.CREATE_TOPICS: {"topics": [{"name": "a"}, {"name": "b"}]},
-    ApiKey.DELETE_TOPICS: {"topics": [{"name": "a", "topic_id": uuid.uuid4()}],
-                           "topic_names": ["b"]},
+    # v6+ names topics in `topics`, earlier versions in `topic_names`.
+    ApiKey.DELETE_TOPICS: {"topics": [{"name": "a", "topic_id": uuid.uuid4()}, {"name": "b"}],
+                           "topic_names": ["a", "b"]},
     ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "a", "count": 2}]},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: {"resources": [
         {"resource_type": 2, "resource_name": "a"}, {"resource_type": 4, "resource_name": ""}]},
@@ -73,6 +76,12 @@ def round_trip(api_key: int, version: int, body: dict[str, Any]) -> dict[str, An
     return decoded
 
 
+def request_body(api_key: int, version: int) -> Any:
+    """The request as the controller's handler reads it at `version`."""
+    body = fit_request(api_key, version, REQUESTS[api_key])
+    return as_message(api_key, version, body) if is_typed(api_key) else body
+
+
 def versions(api_key: int) -> list[int]:
     low, high = SUPPORTED_VERSIONS[api_key]
     return list(range(low, high + 1))
@@ -82,7 +91,7 @@ def versions(api_key: int) -> list[int]:
 def test_not_controller_answer_encodes_in_every_version(api_key: int) -> None:
     for version in versions(api_key):
         decoded = round_trip(api_key, version, CONTROLLER_ERRORS[api_key](
-            REQUESTS[api_key], version, ErrorCode.NOT_CONTROLLER))
+            request_body(api_key, version), version, ErrorCode.NOT_CONTROLLER))
         if api_key == ApiKey.ELECT_LEADERS:
             # Per partition in every version; at top level too from v1.
             (topic,) = decoded["replica_election_results"]

@@ -58,8 +58,8 @@ class Cluster:
     def _create_topics(self, node_id: int):  # noqa: ANN202
         def answer(request: Request) -> dict:
             code = ErrorCode.NONE if self.leader == node_id else ErrorCode.NOT_CONTROLLER
-            return {"topics": [{"name": t["name"], "error_code": code}
-                               for t in request.body["topics"]]}
+            return {"topics": [{"name": t.name, "error_code": code}
+                               for t in request.body.topics]}
         return answer
 
     def _describe_quorum(self, request: Request) -> dict:

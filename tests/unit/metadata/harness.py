@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.protocol import ApiKey, as_message
+from clients.protocol import SUPPORTED_VERSIONS, ApiKey, as_message
 from clients.protocol.messages.broker_heartbeat import BrokerHeartbeatResponseData
 from clients.protocol.messages.broker_registration import BrokerRegistrationResponseData
 from metadata.controller.brokers import broker_heartbeat, register_broker
@@ -17,6 +17,14 @@ from metadata.heartbeats import BrokerHeartbeatTracker
 from metadata.image import MetadataImage
 from metadata.records import MetadataRecord
 from metadata.settings import ControllerSettings
+
+
+def typed(api_key: ApiKey, body: dict[str, Any], version: int | None = None) -> Any:
+    """A request body spelled as a dict, as the controller reads it (its message class, at
+    `version` or the latest supported)."""
+    if version is None:
+        version = SUPPORTED_VERSIONS[api_key][1]
+    return as_message(api_key, version, body)
 
 
 @dataclass
@@ -71,9 +79,10 @@ class Cluster:
             assert self.register(b, rack=(racks or {}).get(b)).error_code == 0
             assert self.heartbeat(b).is_fenced is False
 
-    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
+    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> Any:
+        """Create one topic; its CreatableTopicResult."""
         topic = {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [], "configs": []}
         topic.update(extra)
-        request = {"topics": [topic], "timeout_ms": 1000, "validate_only": False}
+        request = typed(ApiKey.CREATE_TOPICS, {"topics": [topic], "timeout_ms": 1000, "validate_only": False})
         response = self.decide(create_topics(self.image, request, self.now_ms, rng=self.rng, settings=self.settings))
-        return response["topics"][0]
+        return response.topics[0]

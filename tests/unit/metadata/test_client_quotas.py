@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from clients.protocol import ErrorCode
+from typing import Any
+
+from clients.protocol import ApiKey, ErrorCode
 from metadata.client_quotas import CLIENT_ID, USER, ResolvedQuota, entity_of, resolve_quota
 from metadata.controller.client_quotas import alter_client_quotas, describe_client_quotas
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
+from tests.unit.metadata.harness import typed
 
 KEY = "producer_byte_rate"
 LEVELS = [
@@ -39,19 +42,20 @@ def test_no_quota_is_unlimited_and_keys_resolve_independently() -> None:
 
 
 def _alter(image: MetadataImage, entity: list[tuple[str, str | None]], ops: list[tuple],
-           validate_only: bool = False) -> tuple[list, dict]:
+           validate_only: bool = False) -> tuple[list, Any]:
     request = {"entries": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
                             "ops": [{"key": k, "value": v, "remove": r} for k, v, r in ops]}],
                "validate_only": validate_only}
-    records, response = alter_client_quotas(image, request, 0)
-    return records, response["entries"][0]
+    records, response = alter_client_quotas(
+        image, typed(ApiKey.ALTER_CLIENT_QUOTAS, request), 0)
+    return records, response.entries[0]
 
 
 def test_alter_records_and_replays_then_removes() -> None:
     image = MetadataImage.empty()
     records, result = _alter(image, [(USER, "alice"), (CLIENT_ID, None)],
                              [(KEY, 1024.0, False), ("request_percentage", 50.5, False)])
-    assert result["error_code"] == 0 and len(records) == 2
+    assert result.error_code == 0 and len(records) == 2
     _, image = apply_records(image, records)
     assert image.client_quotas[entity_of([(USER, "alice"), (CLIENT_ID, None)])] == {
         KEY: 1024.0, "request_percentage": 50.5}
@@ -80,14 +84,14 @@ def test_alter_records_and_replays_then_removes() -> None:
 def test_bad_entries_get_invalid_request_and_change_nothing(entity, ops, message) -> None:
     records, result = _alter(MetadataImage.empty(), entity, ops)
     assert records == []
-    assert result["error_code"] == ErrorCode.INVALID_REQUEST
-    assert message in result["error_message"]
+    assert result.error_code == ErrorCode.INVALID_REQUEST
+    assert message in result.error_message
 
 
 def test_validate_only_checks_but_writes_nothing() -> None:
     records, result = _alter(MetadataImage.empty(), [(USER, "a")], [(KEY, 5.0, False)],
                              validate_only=True)
-    assert records == [] and result["error_code"] == 0
+    assert records == [] and result.error_code == 0
 
 
 def _image_with_quotas() -> MetadataImage:
@@ -100,12 +104,12 @@ def _image_with_quotas() -> MetadataImage:
 
 
 def _described(components: list[tuple[str, int, str | None]], strict: bool) -> set:
-    response = describe_client_quotas(_image_with_quotas(), {
+    response = describe_client_quotas(_image_with_quotas(), typed(ApiKey.DESCRIBE_CLIENT_QUOTAS, {
         "components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components],
-        "strict": strict})
-    assert response["error_code"] == 0
-    return {tuple((e["entity_type"], e["entity_name"]) for e in entry["entity"])
-            for entry in response["entries"]}
+        "strict": strict}))
+    assert response.error_code == 0
+    return {tuple((e.entity_type, e.entity_name) for e in entry.entity)
+            for entry in response.entries}
 
 
 def test_describe_filters_exact_default_any_and_strict() -> None:
@@ -118,6 +122,6 @@ def test_describe_filters_exact_default_any_and_strict() -> None:
 
 
 def test_describe_rejects_exact_match_without_a_name() -> None:
-    response = describe_client_quotas(MetadataImage.empty(), {
-        "components": [{"entity_type": USER, "match_type": 0, "match": None}], "strict": False})
-    assert response["error_code"] == ErrorCode.INVALID_REQUEST
+    response = describe_client_quotas(MetadataImage.empty(), typed(ApiKey.DESCRIBE_CLIENT_QUOTAS, {
+        "components": [{"entity_type": USER, "match_type": 0, "match": None}], "strict": False}))
+    assert response.error_code == ErrorCode.INVALID_REQUEST

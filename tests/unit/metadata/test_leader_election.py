@@ -4,8 +4,9 @@ automatic rebalance's imbalance threshold."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode
 from metadata.controller.leader_election import (
     PREFERRED,
     UNCLEAN,
@@ -14,7 +15,7 @@ from metadata.controller.leader_election import (
     rebalance_changes,
 )
 from metadata.records import NO_LEADER, PartitionChangeRecord
-from tests.unit.metadata.harness import Cluster
+from tests.unit.metadata.harness import Cluster, typed
 
 
 def cluster() -> tuple[Cluster, uuid.UUID]:
@@ -27,15 +28,16 @@ def cluster() -> tuple[Cluster, uuid.UUID]:
     return c, c.image.topic("t").topic_id
 
 
-def request(election_type: int, partitions: dict[str, list[int]] | None) -> dict:
+def request(election_type: int, partitions: dict[str, list[int]] | None) -> Any:
     named = None if partitions is None else [
         {"topic": topic, "partitions": ids} for topic, ids in partitions.items()]
-    return {"election_type": election_type, "topic_partitions": named, "timeout_ms": 60000}
+    return typed(ApiKey.ELECT_LEADERS, {"election_type": election_type,
+                                        "topic_partitions": named, "timeout_ms": 60000})
 
 
-def codes(response: dict) -> dict[tuple[str, int], int]:
-    return {(r["topic"], p["partition_id"]): p["error_code"]
-            for r in response["replica_election_results"] for p in r["partition_result"]}
+def codes(response: Any) -> dict[tuple[str, int], int]:
+    return {(r.topic, p.partition_id): p.error_code
+            for r in response.replica_election_results for p in r.partition_result}
 
 
 def test_preferred_election_moves_leadership_back_and_reports_each_partition() -> None:
@@ -43,7 +45,7 @@ def test_preferred_election_moves_leadership_back_and_reports_each_partition() -
     c.commit([PartitionChangeRecord(partition_id=0, topic_id=tid, leader=2)])
     records, response = elect_leaders(c.image, request(PREFERRED, {"t": [0, 1], "gone": [0]}))
     assert records == [PartitionChangeRecord(partition_id=0, topic_id=tid, leader=1)]
-    assert response["error_code"] == ErrorCode.NONE
+    assert response.error_code == ErrorCode.NONE
     assert codes(response) == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
                                ("gone", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     c.commit(records)
@@ -96,7 +98,7 @@ def test_unclean_election_without_a_live_replica_is_not_available() -> None:
 def test_an_unknown_election_type_is_an_invalid_request() -> None:
     c, _ = cluster()
     records, response = elect_leaders(c.image, request(5, None))
-    assert (records, response["error_code"]) == ([], ErrorCode.INVALID_REQUEST)
+    assert (records, response.error_code) == ([], ErrorCode.INVALID_REQUEST)
 
 
 def test_the_rebalance_moves_only_brokers_over_the_imbalance_percentage() -> None:

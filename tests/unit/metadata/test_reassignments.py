@@ -11,13 +11,14 @@ from clients.protocol import ApiKey, ErrorCode, as_message
 from clients.protocol.messages.alter_partition import AlterPartitionResponseData
 from metadata.controller.alter_partition import alter_partition
 from metadata.controller.reassignments import (
+    ListResponse,
     alter_partition_reassignments,
     completed_state,
     list_partition_reassignments,
 )
 from metadata.image import PartitionRegistration
 from metadata.records import PartitionChangeRecord
-from tests.unit.metadata.harness import Cluster
+from tests.unit.metadata.harness import Cluster, typed
 
 
 @pytest.fixture
@@ -43,10 +44,11 @@ def reassign(c: Cluster, targets: dict[tuple[str, int], Sequence[int] | None]
             {"partition_index": index, "replicas": None if replicas is None else list(replicas)})
     request = {"timeout_ms": 1000,
                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-    response = c.decide(alter_partition_reassignments(c.image, request))
-    assert response["error_code"] == ErrorCode.NONE
-    return {(t["name"], p["partition_index"]): p["error_code"]
-            for t in response["responses"] for p in t["partitions"]}
+    response = c.decide(alter_partition_reassignments(
+        c.image, typed(ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)))
+    assert response.error_code == ErrorCode.NONE
+    return {(t.name, p.partition_index): p.error_code
+            for t in response.responses for p in t.partitions}
 
 
 def expand_isr(c: Cluster, isr: list[int],
@@ -195,13 +197,16 @@ def test_one_bad_partition_does_not_stop_the_others(cluster: Cluster) -> None:
 
 def test_list_shows_ongoing_reassignments_only(cluster: Cluster) -> None:
     reassign(cluster, {("t", 1): [2, 3, 4]})
-    _, everything = list_partition_reassignments(cluster.image, {"topics": None})
-    assert everything["topics"] == [{"name": "t", "partitions": [
-        {"partition_index": 1, "replicas": [2, 3, 4, 1], "adding_replicas": [4],
-         "removing_replicas": [1]}]}]
-    _, named = list_partition_reassignments(cluster.image, {"topics": [
-        {"name": "t", "partition_indexes": [0]}, {"name": "gone", "partition_indexes": [0]}]})
-    assert named["topics"] == []
+    _, everything = list_partition_reassignments(
+        cluster.image, typed(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": None}))
+    assert everything.topics == [ListResponse.OngoingTopicReassignment(name="t", partitions=[
+        ListResponse.OngoingPartitionReassignment(
+            partition_index=1, replicas=[2, 3, 4, 1], adding_replicas=[4],
+            removing_replicas=[1])])]
+    _, named = list_partition_reassignments(
+        cluster.image, typed(ApiKey.LIST_PARTITION_REASSIGNMENTS, {"topics": [
+            {"name": "t", "partition_indexes": [0]}, {"name": "gone", "partition_indexes": [0]}]}))
+    assert named.topics == []
 
 
 def test_the_reassignment_survives_a_snapshot(cluster: Cluster) -> None:

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from clients.protocol import ErrorCode
+from clients.protocol import ApiKey, ErrorCode
+from clients.protocol.messages.create_partitions import CreatePartitionsRequestData
+from clients.protocol.messages.create_topics import CreateTopicsRequestData
 from metadata.controller import partitions as partitions_decision
 from metadata.controller import topics as topics_decision
 from metadata.controller.partitions import create_partitions
@@ -23,27 +25,32 @@ from metadata.controller.request_limits import (
 from metadata.controller.topics import create_topics
 from metadata.records import PartitionRecord
 from metadata.settings import ControllerSettings
-from tests.unit.metadata.harness import Cluster
+from tests.unit.metadata.harness import Cluster, typed
+
+CreatableTopic = CreateTopicsRequestData.CreatableTopic
+Growth = CreatePartitionsRequestData.CreatePartitionsTopic
 
 
-def creatable(name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
-            "assignments": [], "configs": [], **extra}
+def creatable(name: str, partitions: int = 1, rf: int = 1, **extra: Any) -> CreatableTopic:
+    topic = {"name": name, "num_partitions": partitions, "replication_factor": rf,
+             "assignments": [], "configs": [], **extra}
+    return typed(ApiKey.CREATE_TOPICS, {"topics": [topic]}).topics[0]
 
 
-def run_create(c: Cluster, topics: list[dict[str, Any]], validate_only: bool = False
-               ) -> tuple[list, list[dict[str, Any]]]:
-    request = {"topics": topics, "timeout_ms": 1000, "validate_only": validate_only}
+def run_create(c: Cluster, topics: list[CreatableTopic], validate_only: bool = False
+               ) -> tuple[list, list[Any]]:
+    request = CreateTopicsRequestData(topics=topics, timeout_ms=1000, validate_only=validate_only)
     records, response = create_topics(c.image, request, c.now_ms, rng=c.rng, settings=c.settings)
-    return records, response["topics"]
+    return records, response.topics
 
 
 def run_grow(c: Cluster, counts: dict[str, int], validate_only: bool = False
-             ) -> tuple[list, list[dict[str, Any]]]:
-    request = {"topics": [{"name": n, "count": k, "assignments": None} for n, k in counts.items()],
-               "timeout_ms": 1000, "validate_only": validate_only}
+             ) -> tuple[list, list[Any]]:
+    request = typed(ApiKey.CREATE_PARTITIONS, {
+        "topics": [{"name": n, "count": k, "assignments": None} for n, k in counts.items()],
+        "timeout_ms": 1000, "validate_only": validate_only})
     records, response = create_partitions(c.image, request, c.now_ms, rng=c.rng)
-    return records, response["results"]
+    return records, response.results
 
 
 @pytest.fixture
@@ -66,11 +73,11 @@ def no_placement(monkeypatch: pytest.MonkeyPatch) -> None:
     forbid_placement(monkeypatch)
 
 
-def assert_refused(records: list, results: list[dict[str, Any]], names: list[str],
+def assert_refused(records: list, results: list[Any], names: list[str],
                    message: str = TOO_MANY_PARTITIONS) -> None:
     assert records == []
-    assert [r["name"] for r in results] == names
-    assert {(r["error_code"], r["error_message"]) for r in results} == {
+    assert [r.name for r in results] == names
+    assert {(r.error_code, r.error_message) for r in results} == {
         (ErrorCode.POLICY_VIOLATION, message)}
 
 
@@ -86,7 +93,7 @@ def assert_refused(records: list, results: list[dict[str, Any]], names: list[str
     # Kafka counts the assignments even when num_partitions is (wrongly) set as well.
     (creatable("t", 500, -1, assignments=[{"partition_index": 0, "broker_ids": [1]}]), 1),
 ])
-def test_partitions_are_counted_as_kafka_counts_them(topic: dict[str, Any], expected: int) -> None:
+def test_partitions_are_counted_as_kafka_counts_them(topic: CreatableTopic, expected: int) -> None:
     assert requested_partitions(topic, 4) == expected
 
 
@@ -142,7 +149,7 @@ def test_the_default_partition_count_counts(no_placement: None) -> None:
 
 def test_a_request_of_ten_thousand_records_is_created(cluster: Cluster) -> None:
     records, results = run_create(cluster, [creatable("a", 6_000), creatable("b", 3_998)])
-    assert [r["error_code"] for r in results] == [ErrorCode.NONE, ErrorCode.NONE]
+    assert [r.error_code for r in results] == [ErrorCode.NONE, ErrorCode.NONE]
     assert len(records) == 10_000
     assert sum(isinstance(r, PartitionRecord) for r in records) == 9_998
 
@@ -169,7 +176,7 @@ def test_failing_topics_write_no_records_and_do_not_count_as_records(cluster: Cl
     topics = [creatable("a", 9_000)] + [creatable(f"bad name {i}", 1) for i in range(999)]
     records, results = run_create(cluster, topics)
     assert len(records) == 9_001
-    assert [r["error_code"] for r in results] == [ErrorCode.NONE] + [
+    assert [r.error_code for r in results] == [ErrorCode.NONE] + [
         ErrorCode.INVALID_TOPIC_EXCEPTION] * 999
 
 
@@ -199,10 +206,10 @@ def test_additions_over_several_topics_add_up(cluster: Cluster,
 def test_only_what_would_be_added_counts(cluster: Cluster) -> None:
     cluster.create_topic("big", 5)
     cluster.create_topic("small", 1)
-    entries = [{"name": "big", "count": 10_005}, {"name": "small", "count": 1},
-               {"name": "missing", "count": 50_000}]
+    entries = [Growth(name="big", count=10_005), Growth(name="small", count=1),
+               Growth(name="missing", count=50_000)]
     assert create_partitions_additions(cluster.image, entries) == 10_000
-    duplicated = [{"name": "small", "count": 20_000}, {"name": "small", "count": 20_000}]
+    duplicated = [Growth(name="small", count=20_000), Growth(name="small", count=20_000)]
     assert create_partitions_additions(cluster.image, duplicated) == 0
     records, results = run_grow(cluster, {"big": 10_005})
-    assert results[0]["error_code"] == ErrorCode.NONE and len(records) == 10_000
+    assert results[0].error_code == ErrorCode.NONE and len(records) == 10_000

@@ -7,8 +7,13 @@ import hashlib
 
 import scramp
 
-from clients.protocol import ErrorCode
+from typing import Any
+
+from clients.protocol import ApiKey, ErrorCode
 from metadata.controller.scram import (
+    AlterResult,
+    CredentialInfo,
+    DescribeResult,
     alter_user_scram_credentials,
     credential_from_salted_password,
     describe_user_scram_credentials,
@@ -16,6 +21,7 @@ from metadata.controller.scram import (
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
 from metadata.scram import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from tests.unit.metadata.harness import typed
 
 SALT = b"0123456789abcdef"
 
@@ -28,8 +34,18 @@ def upsertion(name: str, mechanism: int = 2, password: str = "pw",
                                                    iterations)}
 
 
-def apply(image: MetadataImage, request: dict) -> tuple[MetadataImage, dict]:
-    records, response = alter_user_scram_credentials(image, request, 0)
+def alter(image: MetadataImage, request: dict) -> tuple[list, Any]:
+    return alter_user_scram_credentials(
+        image, typed(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request), 0)
+
+
+def describe(image: MetadataImage, request: dict) -> Any:
+    return describe_user_scram_credentials(
+        image, typed(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, request))
+
+
+def apply(image: MetadataImage, request: dict) -> tuple[MetadataImage, Any]:
+    records, response = alter(image, request)
     return apply_records(image, records)[1], response
 
 
@@ -44,26 +60,25 @@ def test_the_derived_keys_are_the_ones_scramp_makes_from_the_password() -> None:
 def test_upsert_then_delete_through_the_image_and_a_snapshot() -> None:
     image, response = apply(MetadataImage(), {"deletions": [], "upsertions": [
         upsertion("alice"), upsertion("alice", 1), upsertion("bob")]})
-    assert response["results"] == [
-        {"user": "alice", "error_code": 0, "error_message": None},
-        {"user": "bob", "error_code": 0, "error_message": None}]
+    assert response.results == [AlterResult(user="alice", error_code=0, error_message=None),
+                                AlterResult(user="bob", error_code=0, error_message=None)]
     assert set(image.scram_credentials) == {("alice", 2), ("alice", 1), ("bob", 2)}
     rebuilt = apply_records(MetadataImage(), image.to_records())[1]
     assert rebuilt.scram_credentials == image.scram_credentials
     image, response = apply(image, {"deletions": [{"name": "alice", "mechanism": 1}],
                                     "upsertions": []})
-    assert response["results"][0]["error_code"] == 0
+    assert response.results[0].error_code == 0
     assert set(image.scram_credentials) == {("alice", 2), ("bob", 2)}
 
 
 def test_refusals_write_nothing_for_that_user() -> None:
     image, _ = apply(MetadataImage(), {"deletions": [], "upsertions": [upsertion("alice")]})
-    records, response = alter_user_scram_credentials(image, {
+    records, response = alter(image, {
         "deletions": [{"name": "ghost", "mechanism": 2}, {"name": "alice", "mechanism": 7}],
         "upsertions": [upsertion("low", iterations=100), upsertion("high", iterations=20000),
                        upsertion("twice"), upsertion("twice"), upsertion(""),
-                       upsertion("ok")]}, 0)
-    codes = {r["user"]: r["error_code"] for r in response["results"]}
+                       upsertion("ok")]})
+    codes = {r.user: r.error_code for r in response.results}
     assert codes == {"ghost": ErrorCode.RESOURCE_NOT_FOUND,
                      "alice": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                      "low": ErrorCode.UNACCEPTABLE_CREDENTIAL,
@@ -76,15 +91,14 @@ def test_refusals_write_nothing_for_that_user() -> None:
 def test_describe_lists_mechanisms_and_iterations_only() -> None:
     image, _ = apply(MetadataImage(), {"deletions": [], "upsertions": [
         upsertion("alice", iterations=8192), upsertion("bob", 1)]})
-    everyone = describe_user_scram_credentials(image, {"users": None})
-    assert everyone["results"] == [
-        {"user": "alice", "error_code": 0, "error_message": None,
-         "credential_infos": [{"mechanism": 2, "iterations": 8192}]},
-        {"user": "bob", "error_code": 0, "error_message": None,
-         "credential_infos": [{"mechanism": 1, "iterations": 4096}]}]
-    some = describe_user_scram_credentials(image, {"users": [{"name": "bob"},
-                                                             {"name": "nobody"}]})
-    assert [(r["user"], r["error_code"]) for r in some["results"]] == [
+    everyone = describe(image, {"users": None})
+    assert everyone.results == [
+        DescribeResult(user="alice", error_code=0, error_message=None,
+                       credential_infos=[CredentialInfo(mechanism=2, iterations=8192)]),
+        DescribeResult(user="bob", error_code=0, error_message=None,
+                       credential_infos=[CredentialInfo(mechanism=1, iterations=4096)])]
+    some = describe(image, {"users": [{"name": "bob"}, {"name": "nobody"}]})
+    assert [(r.user, r.error_code) for r in some.results] == [
         ("bob", 0), ("nobody", ErrorCode.RESOURCE_NOT_FOUND)]
 
 

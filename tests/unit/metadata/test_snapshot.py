@@ -21,7 +21,7 @@ from metadata.delta import apply_records
 from metadata.election import preferred_leader_changes
 from metadata.image import MetadataImage
 from metadata.record_codec import decode_record, encode_record
-from tests.unit.metadata.harness import Cluster
+from tests.unit.metadata.harness import Cluster, typed
 
 BROKERS = st.integers(1, 5)
 NAMES = st.sampled_from(["a", "b", "c.d", "c_d", "e"])
@@ -59,17 +59,17 @@ def run(c: Cluster, op: tuple) -> None:
     elif kind == "create":
         c.create_topic(op[1], op[2], op[3])
     elif kind == "delete":
-        c.decide(delete_topics(c.image, {"topic_names": [op[1]]}, c.now_ms, settings=c.settings))
+        c.decide(delete_topics(c.image, typed(ApiKey.DELETE_TOPICS, {"topic_names": [op[1]]}, 5), c.now_ms, settings=c.settings))
     elif kind == "grow":
         topic = c.image.topic(op[1])
         count = (topic.partition_count() if topic else 0) + op[2]
-        c.decide(create_partitions(c.image, {"topics": [{"name": op[1], "count": count, "assignments": None}]}, c.now_ms, rng=c.rng))
+        c.decide(create_partitions(c.image, typed(ApiKey.CREATE_PARTITIONS, {"topics": [{"name": op[1], "count": count, "assignments": None}]}), c.now_ms, rng=c.rng))
     elif kind == "config":
         _, name, key, delete = op
         value = {"retention.ms": "1234", "cleanup.policy": "compact"}[key]
         request = {"resources": [{"resource_type": 2, "resource_name": name, "configs": [
             {"name": key, "config_operation": 1 if delete else 0, "value": None if delete else value}]}]}
-        c.decide(incremental_alter_configs(c.image, request, c.now_ms, settings=c.settings))
+        c.decide(incremental_alter_configs(c.image, typed(ApiKey.INCREMENTAL_ALTER_CONFIGS, request), c.now_ms, settings=c.settings))
     elif kind == "shrink":
         topic = c.image.topic(op[1])
         if topic is None:
