@@ -19,7 +19,8 @@ from clients.net.blocking_connection import BlockingKafkaConnection
 from clients.protocol import ApiKey, KafkaError, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from metadata.topic_names import METADATA_TOPIC
-from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+from tests.unit.broker.apis.batches import (batch, fetch_body, only_partition, produce_body,
+    values_of)
 
 
 def node_hosts(count: int = 3) -> list[str]:

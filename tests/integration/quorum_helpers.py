@@ -34,7 +34,7 @@ from broker.testing.waiting import wait_for as poll_until
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
-from tests.unit.log.helpers import batch
+from tests.unit.broker.log.helpers import batch
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from clients.records.batch import encode_batch, iter_record_batches
 from clients.records.header import parse_header
 from clients.records.record import Record
 from tests.compat.cluster import HOST, Cluster, running_cluster, wait_for
-from tests.unit.apis.batches import (
+from tests.unit.broker.apis.batches import (
     batch,
     fetch_body,
     now_ms,

@@ -17,7 +17,8 @@ from tests.integration.fault_support import (
     node_hosts,
     produce_acknowledged,
 )
-from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+from tests.unit.broker.apis.batches import (batch, fetch_body, only_partition, produce_body,
+    values_of)
 
 pytestmark = pytest.mark.slow
 
