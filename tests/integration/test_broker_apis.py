@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher import stop_quorum
+from cluster.launcher import stop_quorum
 from clients.protocol import ApiKey, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from clients.records.batch import encode_batch, iter_record_batches

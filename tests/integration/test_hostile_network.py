@@ -27,10 +27,10 @@ from typing import Callable, Iterator
 
 import pytest
 
-from broker.launcher import start_node
-from broker.launcher.layout import NodeInfo
-from broker.launcher.processes import exit_code, is_running, read_pid
-from broker.testing.waiting import wait_for
+from cluster.launcher import start_node
+from cluster.launcher.layout import NodeInfo
+from cluster.launcher.processes import exit_code, is_running, read_pid
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from tests.compat.cluster import HOST, Cluster, running_cluster

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from tests.integration.fault_support import (

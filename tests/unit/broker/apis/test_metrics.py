@@ -15,7 +15,7 @@ from prometheus_client.samples import Sample
 
 from broker.config.metrics_listener import MetricsListener
 from broker.metrics.endpoint import MetricsEndpoint
-from broker.testing.metrics import metrics_url, scrape, value
+from cluster.testing.metrics import metrics_url, scrape, value
 from clients.protocol import ApiKey
 from metadata.records import PartitionChangeRecord
 from tests.unit.broker.apis.batches import batch, fetch_body, only_partition, produce_body

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.unit.broker.group.harness import GroupBroker, running_group_broker
 

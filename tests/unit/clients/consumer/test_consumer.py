@@ -18,7 +18,7 @@ from clients.consumer import (
     WakeupException,
     parse_fetched_records,
 )
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.consumer.core import ConsumerCore
 from clients.records.batch import LOG_APPEND_TIME, Record, encode_batch
 from clients.records.control import COMMIT, encode_end_txn_batch

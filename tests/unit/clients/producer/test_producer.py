@@ -13,7 +13,7 @@ from clients.producer import BlockingProducer, ConfigError, ProducerConfig, open
 from clients.clock import monotonic_ms
 from clients.producer.core import ProducerCore
 from clients.producer.future import DeliveryFuture
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode, KafkaError
 from tests.unit.clients.net.test_blocking_connection import in_thread
 from tests.unit.clients.stub_cluster import StubCluster

@@ -20,7 +20,7 @@ from clients.protocol.schemas import APIS, message_fields
 from clients.protocol.definitions import message_definition
 from tests.conftest import REPO_ROOT
 
-SOURCE_PACKAGES = ("broker", "clients", "kraft", "metadata")
+SOURCE_PACKAGES = ("broker", "clients", "cluster", "kraft", "metadata")
 
 
 def test_the_checked_in_modules_are_what_the_generator_writes() -> None:

@@ -13,10 +13,10 @@ from typing import Any
 
 import trio
 
-from broker.chaos.checker import History, check
-from broker.chaos.final_state import read_final_logs, replica_bytes
-from broker.chaos.nemesis import Fault, Nemesis, resolve, schedule
-from broker.chaos.report import (
+from cluster.chaos.checker import History, check
+from cluster.chaos.final_state import read_final_logs, replica_bytes
+from cluster.chaos.nemesis import Fault, Nemesis, resolve, schedule
+from cluster.chaos.report import (
     FaultWindow,
     ack_times,
     fault_figures,
@@ -24,10 +24,11 @@ from broker.chaos.report import (
     summary,
     write_timeline,
 )
-from broker.chaos.workload import GROUP, Workload, WorkloadSettings
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.disks import Tmpfs, move_log_dirs
-from broker.testing.network_partition import NetworkPartitioner, ensure_iptables, remove_stale_rules
+from cluster.chaos.workload import GROUP, Workload, WorkloadSettings
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.disks import Tmpfs, move_log_dirs
+from cluster.testing.network_partition import (NetworkPartitioner, ensure_iptables,
+    remove_stale_rules)
 from clients.admin import Admin
 
 logger = logging.getLogger(__name__)

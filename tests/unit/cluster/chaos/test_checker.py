@@ -3,7 +3,7 @@ and a clean history passes."""
 
 from __future__ import annotations
 
-from broker.chaos.checker import (
+from cluster.chaos.checker import (
     Acknowledged,
     CommittedOffset,
     ControllerObservation,

@@ -72,7 +72,7 @@ def schedule(kinds: Sequence[str], nodes: Sequence[int], duration_s: float, seed
 
 
 class FaultTarget(Protocol):
-    """What the nemesis needs of a cluster (broker.testing.cluster.RaftkaCluster has it)."""
+    """What the nemesis needs of a cluster (cluster.testing.cluster.RaftkaCluster has it)."""
 
     node_ids: list[int]
 

@@ -1,4 +1,4 @@
-"""A running local cluster for tests, started by ``broker.launcher`` on free ports, with
+"""A running local cluster for tests, started by ``cluster.launcher`` on free ports, with
 the controls a test needs: stop, freeze and restart nodes, create topics, wait for ISRs.
 
 It lives under ``broker`` because it drives the launcher (``clients`` may not import
@@ -12,10 +12,10 @@ import signal
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from broker.launcher import ClusterInfo, LauncherError, start_node, stop_quorum
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.launcher.processes import is_running, read_pid
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, LauncherError, start_node, stop_quorum
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.launcher.processes import is_running, read_pid
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin, NewTopic
 
 DEFAULT_TIMEOUT_S = 60.0

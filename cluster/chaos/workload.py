@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker.chaos.checker import (
+from cluster.chaos.checker import (
     Acknowledged,
     CommittedOffset,
     ControllerObservation,

@@ -10,7 +10,7 @@ from typing import Iterable
 import trio
 
 from clients.common.properties import load_properties
-from broker.launcher import ClusterInfo
+from cluster.launcher import ClusterInfo
 from clients.consumer import Consumer
 from clients.records.errors import CorruptRecordError
 from clients.records.header import iter_batches

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing import network_partition
-from broker.testing.network_partition import PartitionToolError, ensure_iptables
+from cluster.testing import network_partition
+from cluster.testing.network_partition import PartitionToolError, ensure_iptables
 from tests.integration.fault_support import unavailable
 
 

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from broker.launcher.layout import NodeInfo
+from cluster.launcher.layout import NodeInfo
 
 logger = logging.getLogger(__name__)
 

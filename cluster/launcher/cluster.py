@@ -11,8 +11,8 @@ from typing import Mapping, Sequence
 
 from clients.common.properties import format_properties, load_properties
 from broker.config.uuids import random_uuid_str
-from broker.launcher.layout import HOST, ClusterInfo, NodeInfo, plan_cluster
-from broker.launcher.processes import (
+from cluster.launcher.layout import HOST, ClusterInfo, NodeInfo, plan_cluster
+from cluster.launcher.processes import (
     LauncherError,
     check_ports_free,
     exit_code,
@@ -23,7 +23,7 @@ from broker.launcher.processes import (
     stop_process,
     stop_processes,
 )
-from broker.launcher.readiness import ReadinessCheck, kraft_ready
+from cluster.launcher.readiness import ReadinessCheck, kraft_ready
 
 logger = logging.getLogger(__name__)
 

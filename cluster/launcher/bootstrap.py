@@ -1,4 +1,4 @@
-"""`python -m broker.launcher.bootstrap`: scripts/bootstrap-quorum."""
+"""`python -m cluster.launcher.bootstrap`: scripts/bootstrap-quorum."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Sequence
 
-from broker.launcher.cluster import DEFAULT_TIMEOUT, bootstrap_quorum
-from broker.launcher.processes import LauncherError
-from broker.launcher.readiness import READINESS_CHECKS
+from cluster.launcher.cluster import DEFAULT_TIMEOUT, bootstrap_quorum
+from cluster.launcher.processes import LauncherError
+from cluster.launcher.readiness import READINESS_CHECKS
 
 
 def parse_set(items: list[str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""`python -m broker.launcher.stop_quorum`: scripts/stop-quorum."""
+"""`python -m cluster.launcher.stop_quorum`: scripts/stop-quorum."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from broker.launcher.cluster import stop_quorum
-from broker.launcher.processes import LauncherError
+from cluster.launcher.cluster import stop_quorum
+from cluster.launcher.processes import LauncherError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

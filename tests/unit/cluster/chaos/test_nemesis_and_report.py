@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.chaos.checker import Acknowledged, History, check
-from broker.chaos.nemesis import Fault, parse_kinds, resolve, schedule
-from broker.chaos.report import (
+from cluster.chaos.checker import Acknowledged, History, check
+from cluster.chaos.nemesis import Fault, parse_kinds, resolve, schedule
+from cluster.chaos.report import (
     FaultWindow,
     ack_times,
     fault_figures,
@@ -16,7 +16,7 @@ from broker.chaos.report import (
     report_lines,
     summary,
 )
-from broker.cli.chaos import parse_duration, parse_hosts
+from cluster.chaos.command import parse_duration, parse_hosts
 
 P0, P1 = ("t", 0), ("t", 1)
 

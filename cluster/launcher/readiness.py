@@ -10,7 +10,7 @@ import socket
 import time
 from typing import Any, Callable
 
-from broker.launcher.layout import ClusterInfo, NodeInfo
+from cluster.launcher.layout import ClusterInfo, NodeInfo
 from metadata.topic_names import METADATA_TOPIC
 
 # ready(cluster, node) -> bool; polled until True or the deadline.

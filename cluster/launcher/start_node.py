@@ -1,4 +1,4 @@
-"""`python -m broker.launcher.start_node`: scripts/start-node."""
+"""`python -m cluster.launcher.start_node`: scripts/start-node."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Sequence
 
-from broker.launcher.cluster import DEFAULT_TIMEOUT, start_node
-from broker.launcher.processes import LauncherError
-from broker.launcher.readiness import READINESS_CHECKS
+from cluster.launcher.cluster import DEFAULT_TIMEOUT, start_node
+from cluster.launcher.processes import LauncherError
+from cluster.launcher.readiness import READINESS_CHECKS
 
 
 def main(argv: Sequence[str] | None = None) -> int:

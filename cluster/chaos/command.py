@@ -10,7 +10,7 @@ import argparse
 import re
 from pathlib import Path
 
-from broker.chaos.nemesis import FAULT_KINDS, parse_kinds
+from cluster.chaos.nemesis import FAULT_KINDS, parse_kinds
 
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions < 1 or args.rate <= 0 or args.session_timeout_ms < 1000:
         raise ValueError("--partitions must be >= 1, --rate > 0 and "
                          "--session-timeout-ms >= 1000")
-    from broker.chaos.run import ChaosSettings, run_chaos
+    from cluster.chaos.run import ChaosSettings, run_chaos
 
     settings = ChaosSettings(args.dir.resolve(), args.nodes, parse_duration(args.duration),
                              parse_kinds(args.nemesis), args.seed,

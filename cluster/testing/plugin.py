@@ -5,7 +5,7 @@ fixtures.
 for the test and kills it when the test ends, passed or failed;
 ``raftka_session_cluster(...)`` keeps one cluster per distinct set of arguments for the
 whole session. Both start clusters through
-``broker.launcher`` on free ports of ``RAFTKA_TEST_PORT_RANGE``, in pytest's temporary
+``cluster.launcher`` on free ports of ``RAFTKA_TEST_PORT_RANGE``, in pytest's temporary
 directories.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.cluster import RaftkaCluster, start_cluster
 
 ClusterFactory = Callable[..., RaftkaCluster]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher.bootstrap import parse_hosts
-from broker.launcher.layout import plan_cluster
+from cluster.launcher.bootstrap import parse_hosts
+from cluster.launcher.layout import plan_cluster
 
 HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"]
 

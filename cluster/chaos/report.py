@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from broker.chaos.checker import Acknowledged, CheckReport
+from cluster.chaos.checker import Acknowledged, CheckReport
 
 TopicPartition = tuple[str, int]
 KIND_COLOURS = {"kill": "tab:red", "pause": "tab:orange", "partition": "tab:purple",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clients.common.properties import format_properties, load_properties
-from broker.launcher import ClusterInfo
+from cluster.launcher import ClusterInfo
 
 
 class DiskToolError(Exception):

@@ -15,9 +15,9 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from broker.launcher.cluster import bootstrap_quorum
-from broker.launcher.layout import HOST, ClusterInfo, plan_cluster
-from broker.launcher.processes import LauncherError
+from cluster.launcher.cluster import bootstrap_quorum
+from cluster.launcher.layout import HOST, ClusterInfo, plan_cluster
+from cluster.launcher.processes import LauncherError
 
 PORT_RANGE_ENV = "RAFTKA_TEST_PORT_RANGE"
 DEFAULT_PORT_RANGE = (20000, 29999)

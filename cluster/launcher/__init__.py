@@ -1,9 +1,9 @@
 """Local cluster launcher behind scripts/bootstrap-quorum, start-node and stop-quorum."""
 
-from broker.launcher.cluster import bootstrap_quorum, load_cluster, start_node, stop_quorum
-from broker.launcher.layout import ClusterInfo, NodeInfo, plan_cluster
-from broker.launcher.processes import LauncherError
-from broker.launcher.readiness import (
+from cluster.launcher.cluster import bootstrap_quorum, load_cluster, start_node, stop_quorum
+from cluster.launcher.layout import ClusterInfo, NodeInfo, plan_cluster
+from cluster.launcher.processes import LauncherError
+from cluster.launcher.readiness import (
     READINESS_CHECKS,
     ReadinessCheck,
     kraft_ready,
