@@ -2,9 +2,10 @@
 that need the node's own code, which live here because clients import nothing of broker,
 metadata or kraft. `server` runs a node and `storage` formats and inspects its log
 directories (the server config, meta.properties, the bootstrap records); `dump-log` reads
-segment and transaction index files (broker.log); `chaos` runs a cluster under faults
-(broker.chaos, over the launcher); `reassign-partitions` plans new assignments with the
-controller's own replica placement (metadata.placement)."""
+segment and transaction index files (broker.log); `reassign-partitions` plans new assignments
+with the controller's own replica placement (metadata.placement). `chaos` drives a cluster
+under faults from outside it (cluster.chaos.command, over the launcher); `raftka` loads it
+by name like every command module, and no module of broker imports the cluster package."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ COMMAND_MODULES = (
     "broker.cli.server",
     "broker.cli.dump_log",
     *admin_cli.COMMAND_MODULES[1:],
-    "broker.cli.chaos",
+    "cluster.chaos.command",
     "broker.cli.reassign_partitions",
 )
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from clients.cli.main import OneLineParser, positive_int
-from broker.launcher import stop_quorum
-from broker.launcher.layout import ClusterInfo
-from broker.launcher.processes import read_pid
+from cluster.launcher import stop_quorum
+from cluster.launcher.layout import ClusterInfo
+from cluster.launcher.processes import read_pid
 from scripts.benchmarks import transactions
 from scripts.benchmarks.client_comparison import clients_bench
 from scripts.benchmarks.cluster import create_topic, delete_topic, start_cluster

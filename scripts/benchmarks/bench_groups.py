@@ -16,9 +16,9 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from clients.cli.main import OneLineParser, positive_int
-from broker.launcher import stop_quorum
-from broker.launcher.layout import ClusterInfo
-from broker.testing.waiting import wait_for
+from cluster.launcher import stop_quorum
+from cluster.launcher.layout import ClusterInfo
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey
 from scripts.benchmarks.cluster import HOST, create_topic, percentiles_ms, request, start_cluster

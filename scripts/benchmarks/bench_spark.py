@@ -18,8 +18,8 @@ import confluent_kafka
 from pyspark.sql import DataFrameReader, SparkSession
 
 from clients.cli.main import OneLineParser, positive_int
-from broker.launcher import stop_quorum
-from broker.testing.waiting import wait_for
+from cluster.launcher import stop_quorum
+from cluster.testing.waiting import wait_for
 from scripts.benchmarks.cluster import create_topic, percentiles_ms, start_cluster
 from scripts.benchmarks.spark_baseline import BaselineSource
 

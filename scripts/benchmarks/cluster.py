@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from broker.launcher import bootstrap_quorum
-from broker.launcher.layout import ClusterInfo
+from cluster.launcher import bootstrap_quorum
+from cluster.launcher.layout import ClusterInfo
 from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 HOST = "127.0.0.1"
 def start_cluster(directory: Path, nodes: int,

@@ -10,8 +10,8 @@ from typing import Any
 
 import confluent_kafka
 
-from broker.launcher import stop_quorum
-from broker.launcher.layout import ClusterInfo
+from cluster.launcher import stop_quorum
+from cluster.launcher.layout import ClusterInfo
 from clients.protocol import ApiKey
 from scripts.benchmarks.cluster import create_topic, request
 from scripts.benchmarks.confluent_runs import VALUE

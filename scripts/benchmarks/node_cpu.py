@@ -7,8 +7,8 @@ import os
 from contextlib import contextmanager
 from typing import Iterator, Mapping
 
-from broker.launcher.layout import ClusterInfo
-from broker.launcher.processes import read_pid
+from cluster.launcher.layout import ClusterInfo
+from cluster.launcher.processes import read_pid
 
 
 def cpu_seconds(pid: int | None) -> float | None:

@@ -9,8 +9,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from broker.launcher import stop_quorum
-from broker.launcher.layout import ClusterInfo
+from cluster.launcher import stop_quorum
+from cluster.launcher.layout import ClusterInfo
 from scripts.benchmarks.cluster import create_topic, start_cluster
 from scripts.benchmarks.native_load import RECORD, LoadGenerator
 from scripts.benchmarks.node_cpu import node_pids, nodes_cpu, per_gb

@@ -10,8 +10,8 @@ from typing import Any
 
 import trustme
 
-from broker.launcher import bootstrap_quorum
-from broker.launcher.layout import ClusterInfo
+from cluster.launcher import bootstrap_quorum
+from cluster.launcher.layout import ClusterInfo
 from scripts.benchmarks.confluent_runs import broker_cpu, consume, median_run, produce
 
 

@@ -14,10 +14,10 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError, stop_quorum
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.launcher.processes import log_tail
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, LauncherError, stop_quorum
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.launcher.processes import log_tail
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode

@@ -7,9 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from broker.launcher import LauncherError, bootstrap_quorum, stop_quorum
-from broker.launcher.layout import CONTROLLER_PORT_STEP
-from broker.launcher.ports import cluster_ports, free_ports, pick_base_port
+from cluster.launcher import LauncherError, bootstrap_quorum, stop_quorum
+from cluster.launcher.layout import CONTROLLER_PORT_STEP
+from cluster.launcher.ports import cluster_ports, free_ports, pick_base_port
 from tests.compat.cluster import HOST, Cluster
 
 

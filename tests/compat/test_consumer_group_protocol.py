@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher.cluster import start_node, stop_quorum
-from broker.testing.waiting import wait_for
+from cluster.launcher.cluster import start_node, stop_quorum
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, ErrorCode
 from tests.compat.cluster import Cluster, running_cluster
 from tests.compat.ownership import TP, Ledger, MemberThread, topic_partitions

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 import trio
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer, Consumer
 from clients.protocol import ApiKey
 from tests.compat.cluster import Cluster, running_cluster

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer
 from clients.consumer.group.assignors import CooperativeStickyAssignor, MemberSubscription
 from clients.consumer.group.sticky import StickyMember, sticky_assign

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from tests.compat.cluster import HOST, Cluster
-from tests.unit.protocol.kafka_python_classes import build, kafka, message_classes
+from tests.unit.clients.protocol.kafka_python_classes import build, kafka, message_classes
 
 from kafka.record.memory_records import MemoryRecordsBuilder  # noqa: E402
 

@@ -19,7 +19,7 @@ from clients.protocol.errors import ErrorCode
 from clients.records.batch import encode_batch
 from clients.records.record import Record
 from tests.compat.cluster import Cluster
-from tests.unit.apis.batches import produce_body
+from tests.unit.broker.apis.batches import produce_body
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, decode_response, encode_request
 from tests.compat.cluster import HOST
 from tests.compat.sasl_cluster import SaslCluster, sasl_cluster

@@ -11,15 +11,16 @@ from typing import Any
 
 import pytest
 
-from broker.launcher.ports import configured_port_range
-from broker.testing.network_partition import NetworkPartitioner, PartitionToolError
-from broker.testing.waiting import wait_for
+from cluster.launcher.ports import configured_port_range
+from cluster.testing.network_partition import NetworkPartitioner, PartitionToolError
+from cluster.testing.waiting import wait_for
 from clients.net import KafkaConnectionError
 from clients.net.blocking_connection import BlockingKafkaConnection
 from clients.protocol import ApiKey, KafkaError, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from metadata.topic_names import METADATA_TOPIC
-from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+from tests.unit.broker.apis.batches import (batch, fetch_body, only_partition, produce_body,
+    values_of)
 
 
 def node_hosts(count: int = 3) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",

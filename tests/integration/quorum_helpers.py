@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import pytest
 
-from broker.launcher import (
+from cluster.launcher import (
     ClusterInfo,
     LauncherError,
     NodeInfo,
@@ -28,13 +28,13 @@ from broker.launcher import (
     start_node,
     stop_quorum,
 )
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.launcher.processes import is_running, log_tail, read_pid
-from broker.testing.waiting import wait_for as poll_until
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.launcher.processes import is_running, log_tail, read_pid
+from cluster.testing.waiting import wait_for as poll_until
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from clients.protocol.errors import ErrorCode
-from tests.unit.log.helpers import batch
+from tests.unit.broker.log.helpers import batch
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ CONSUMER = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
              interval: float = 0.05, details: Callable[[], str] | None = None) -> T:
-    """`broker.testing.waiting.wait_for`, failing the test with the output of `details`
+    """`cluster.testing.waiting.wait_for`, failing the test with the output of `details`
     (e.g. log tails) appended."""
     try:
         return poll_until(probe, what, timeout, interval)

@@ -14,9 +14,9 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, stop_quorum
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, stop_quorum
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 from tests.integration.quorum_helpers import CONSUMER, produce

@@ -15,9 +15,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, bootstrap_quorum, stop_quorum
-from broker.launcher.ports import free_ports, pick_base_port
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, bootstrap_quorum, stop_quorum
+from cluster.launcher.ports import free_ports, pick_base_port
+from cluster.testing.waiting import wait_for
 from tests.integration.quorum_helpers import CONSUMER
 from tests.integration.test_cli_tools import raftka
 

@@ -13,14 +13,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher import stop_quorum
+from cluster.launcher import stop_quorum
 from clients.protocol import ApiKey, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from clients.records.batch import encode_batch, iter_record_batches
 from clients.records.header import parse_header
 from clients.records.record import Record
 from tests.compat.cluster import HOST, Cluster, running_cluster, wait_for
-from tests.unit.apis.batches import (
+from tests.unit.broker.apis.batches import (
     batch,
     fetch_body,
     now_ms,

@@ -15,8 +15,8 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.admin import NewTopic
 from clients.protocol import ErrorCode, KafkaError
 from tests.integration.quorum_helpers import produce

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.testing.disks import DiskToolError, Tmpfs
-from broker.testing.network_partition import PartitionToolError, ensure_iptables
+from cluster.testing.disks import DiskToolError, Tmpfs
+from cluster.testing.network_partition import PartitionToolError, ensure_iptables
 from tests.integration.fault_support import node_hosts, unavailable
 
 pytestmark = pytest.mark.slow

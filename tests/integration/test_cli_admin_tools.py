@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import ClusterInfo
-from broker.launcher.ports import free_ports
+from cluster.launcher import ClusterInfo
+from cluster.launcher.ports import free_ports
 from tests.integration.quorum_helpers import produce
 from tests.integration.test_cli_tools import cluster, raftka  # noqa: F401  (fixture)
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import ClusterInfo
+from cluster.launcher import ClusterInfo
 from clients.producer import BlockingProducer
 from tests.integration.quorum_helpers import start_cluster  # noqa: F401  (fixture)
 from tests.integration.test_cli_tools import cluster  # noqa: F401  (the shared cluster)
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

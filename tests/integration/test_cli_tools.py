@@ -11,9 +11,9 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, stop_quorum
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, stop_quorum
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.net import BlockingKafkaConnection
 from clients.producer import BlockingProducer

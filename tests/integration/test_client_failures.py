@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterator
 import pytest
 import trustme
 
-from broker.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
-from broker.launcher.layout import CONTROLLER_PORT_STEP
-from broker.launcher.ports import cluster_ports, free_ports, is_port_conflict, pick_base_port
-from broker.testing.waiting import wait_for
+from cluster.launcher import ClusterInfo, LauncherError, bootstrap_quorum, stop_quorum
+from cluster.launcher.layout import CONTROLLER_PORT_STEP
+from cluster.launcher.ports import cluster_ports, free_ports, is_port_conflict, pick_base_port
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin, NewTopic
 from clients.consumer import BlockingConsumer
 from clients.net import AuthenticationFailedError, SecurityProtocolMismatchError

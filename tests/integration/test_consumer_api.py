@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import pytest
 
-from broker.testing import RaftkaCluster
-from broker.testing.waiting import wait_for
+from cluster.testing import RaftkaCluster
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection
 from clients.consumer import BlockingConsumer, NoOffsetForPartitionError, WakeupException
 from clients.producer import BlockingProducer

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.admin import NewTopic
 from clients.protocol import ApiKey, ErrorCode
 from tests.integration.quorum_helpers import log_end_offset, produce_record, send

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from broker.launcher.processes import exit_code
+from cluster.launcher.processes import exit_code
 from tests.integration.quorum_helpers import (
     FAST_OVERRIDES,
     NO_LEADER,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.launcher import ClusterInfo
+from cluster.launcher import ClusterInfo
 from tests.integration.quorum_helpers import (
     CONSUMER,
     produce,

@@ -27,14 +27,14 @@ from typing import Callable, Iterator
 
 import pytest
 
-from broker.launcher import start_node
-from broker.launcher.layout import NodeInfo
-from broker.launcher.processes import exit_code, is_running, read_pid
-from broker.testing.waiting import wait_for
+from cluster.launcher import start_node
+from cluster.launcher.layout import NodeInfo
+from cluster.launcher.processes import exit_code, is_running, read_pid
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey, decode_response, encode_request
 from clients.protocol.errors import ErrorCode
 from tests.compat.cluster import HOST, Cluster, running_cluster
-from tests.unit.apis.batches import batch, fetch_body, produce_body, values_of
+from tests.unit.broker.apis.batches import batch, fetch_body, produce_body, values_of
 
 MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes, Kafka's default
 POOL_BYTES = MAX_REQUEST_BYTES  # queued.max.request.bytes at its smallest allowed value
@@ -542,7 +542,8 @@ def test_sigterm_while_busy_stops_within_the_shutdown_timeout(
         assert took <= SHUTDOWN_TIMEOUT_S + 1.5, f"the stop took {took:.1f} s"
         assert exit_code(pid) == 0
         # No request holds the event loop any more (a large one lets the others run); a loop
-        # that is held, and the deadline that ends it, are tests/unit/test_stop_signals.py's.
+        # that is held, and the deadline that ends it, are
+        # tests/unit/broker/cli/test_stop_signals.py's.
         assert "stopping gracefully" in info.log_path.read_text(errors="replace")
         # Everything acknowledged before the stop is there after a restart.
         start_node(cluster.info.dir, info.node_id)

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher.processes import read_pid
+from cluster.launcher.processes import read_pid
 from clients.consumer import BlockingConsumer
 from clients.producer import BlockingProducer
 from clients.protocol import ApiKey, ErrorCode, decode_response, encode_request

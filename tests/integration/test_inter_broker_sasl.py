@@ -13,11 +13,11 @@ from typing import Callable, Iterator
 import pytest
 import trustme
 
-from broker.launcher import LauncherError, bootstrap_quorum, stop_quorum
-from broker.launcher.layout import ClusterInfo, NodeInfo
-from broker.launcher.ports import pick_base_port
-from broker.testing.metrics import metrics_url, scrape, value
-from broker.testing.waiting import wait_for
+from cluster.launcher import LauncherError, bootstrap_quorum, stop_quorum
+from cluster.launcher.layout import ClusterInfo, NodeInfo
+from cluster.launcher.ports import pick_base_port
+from cluster.testing.metrics import metrics_url, scrape, value
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.admin.operations import NewTopic
 from clients.net import BlockingKafkaConnection, ClientSecurity, KafkaConnectionError

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from broker.config import load_properties
-from broker.launcher import (
+from cluster.launcher import (
     ClusterInfo,
     LauncherError,
     bootstrap_quorum,
@@ -25,8 +25,8 @@ from broker.launcher import (
     start_node,
     stop_quorum,
 )
-from broker.launcher.ports import bootstrap_on_free_ports, pick_base_port
-from broker.launcher.processes import is_running, read_pid
+from cluster.launcher.ports import bootstrap_on_free_ports, pick_base_port
+from cluster.launcher.processes import is_running, read_pid
 from broker.lifecycle import BROKER_EPOCH_FILE
 from tests.conftest import REPO_ROOT
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from broker.testing.metrics import metrics_url, scrape, value
+from cluster.testing.metrics import metrics_url, scrape, value
 from tests.conftest import REPO_ROOT
 from tests.integration.quorum_helpers import (
     QuorumCluster,

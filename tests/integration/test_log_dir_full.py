@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher.processes import exit_code, read_pid
-from broker.testing.disks import DiskToolError, move_log_dirs
-from broker.testing.disks import Tmpfs as SharedTmpfs
-from broker.testing.waiting import wait_for
+from cluster.launcher.processes import exit_code, read_pid
+from cluster.testing.disks import DiskToolError, move_log_dirs
+from cluster.testing.disks import Tmpfs as SharedTmpfs
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from clients.records.batch import iter_record_batches

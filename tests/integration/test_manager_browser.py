@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from tests.integration.manager_support import chromium, free_port, start_manager, status, stop
 
 TOPIC = "manager-orders"

@@ -13,9 +13,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.metrics import scrape
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.metrics import scrape
+from cluster.testing.waiting import wait_for
 from clients.admin import NewTopic
 from clients.protocol import ErrorCode, KafkaError
 from tests.integration.manager_support import chromium, free_port, start_manager, stop

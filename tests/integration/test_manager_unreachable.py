@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from tests.integration.manager_support import free_port, start_manager, stop
 
 PAGE_TIMEOUT_S = 2

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
-from broker.testing.metrics import metrics_url, scrape, value
+from cluster.testing.metrics import metrics_url, scrape, value
 from tests.integration.quorum_helpers import (
     QuorumCluster,
     create_topics,

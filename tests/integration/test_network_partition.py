@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from broker.testing.network_partition import RULE_TAG, NetworkPartitioner
-from broker.testing.waiting import wait_for
+from cluster.testing.network_partition import RULE_TAG, NetworkPartitioner
+from cluster.testing.waiting import wait_for
 from tests.integration.fault_support import node_hosts, partitioner
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def test_rules_are_removed_when_the_block_raises(listener: tuple[str, int]) -> N
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from broker.testing.network_partition import NetworkPartitioner
+    from cluster.testing.network_partition import NetworkPartitioner
     with NetworkPartitioner() as cut:
         cut.cut(sys.argv[1], sys.argv[2])
         print("cut", flush=True)

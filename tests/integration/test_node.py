@@ -19,16 +19,16 @@ import trio
 from broker.apis.admin import ForwardingHandlers
 from broker.apis.request import ConnectionContext, RequestContext
 from broker.controller_client import ControllerClient
-from broker.launcher import ClusterInfo, stop_quorum
-from broker.launcher.ports import bootstrap_on_free_ports
-from broker.launcher.processes import exit_code, log_tail, read_pid
+from cluster.launcher import ClusterInfo, stop_quorum
+from cluster.launcher.ports import bootstrap_on_free_ports
+from cluster.launcher.processes import exit_code, log_tail, read_pid
 from broker.metadata_bridge import MetadataBridge
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, ErrorCode, decode_request, encode_request, encode_response
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from tests.conftest import REPO_ROOT
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 HOST = "127.0.0.1"
 # Quicker heartbeats and sessions: a node stopping after the quorum lost its majority waits

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from broker.launcher import load_cluster, stop_quorum
-from broker.launcher.ports import pick_base_port
-from broker.testing.sockets import outgoing_connections, tcp_sockets
-from broker.testing.waiting import wait_for
+from cluster.launcher import load_cluster, stop_quorum
+from cluster.launcher.ports import pick_base_port
+from cluster.testing.sockets import outgoing_connections, tcp_sockets
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey
 from tests.integration.fault_support import node_hosts, produce, request
 
@@ -55,7 +55,7 @@ def test_bootstrap_quorum_hosts_flag(tmp_path) -> None:
     hosts = node_hosts(3)
     base = pick_base_port(3)
     result = subprocess.run(
-        [sys.executable, "-m", "broker.launcher.bootstrap", "--dir", str(tmp_path / "c"),
+        [sys.executable, "-m", "cluster.launcher.bootstrap", "--dir", str(tmp_path / "c"),
          "--hosts", ",".join(hosts), "--base-port", str(base)],
         capture_output=True, text=True, timeout=90)
     try:
@@ -75,7 +75,7 @@ def test_bootstrap_quorum_hosts_flag(tmp_path) -> None:
 
 def test_bootstrap_quorum_refuses_bad_hosts(tmp_path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker.launcher.bootstrap", "--dir", str(tmp_path / "c"),
+        [sys.executable, "-m", "cluster.launcher.bootstrap", "--dir", str(tmp_path / "c"),
          "--hosts", "127.0.0.11,10.1.2.3,127.0.0.13"],
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 1

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol.errors import ErrorCode
 from tests.integration.fault_support import (
     cluster_view,

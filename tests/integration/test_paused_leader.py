@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.protocol import ApiKey
 from clients.protocol.errors import ErrorCode
 from tests.integration.fault_support import (
@@ -17,7 +17,8 @@ from tests.integration.fault_support import (
     node_hosts,
     produce_acknowledged,
 )
-from tests.unit.apis.batches import batch, fetch_body, only_partition, produce_body, values_of
+from tests.unit.broker.apis.batches import (batch, fetch_body, only_partition, produce_body,
+    values_of)
 
 pytestmark = pytest.mark.slow
 

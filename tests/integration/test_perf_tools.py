@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.cluster import RaftkaCluster, start_cluster
 
 pytestmark = pytest.mark.slow
 

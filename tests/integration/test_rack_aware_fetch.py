@@ -11,10 +11,10 @@ from typing import Iterator
 import confluent_kafka
 import pytest
 
-from broker.testing import RaftkaCluster
-from broker.testing.cluster import start_cluster
-from broker.testing.metrics import scrape, value
-from broker.testing.waiting import wait_for
+from cluster.testing import RaftkaCluster
+from cluster.testing.cluster import start_cluster
+from cluster.testing.metrics import scrape, value
+from cluster.testing.waiting import wait_for
 from clients.consumer import BlockingConsumer
 from clients.net import BlockingKafkaConnection
 from clients.producer import BlockingProducer

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import LauncherError, stop_quorum
-from broker.launcher.ports import pick_base_port
+from cluster.launcher import LauncherError, stop_quorum
+from cluster.launcher.ports import pick_base_port
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow

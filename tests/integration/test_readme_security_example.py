@@ -14,8 +14,8 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher.ports import pick_block
-from broker.testing.waiting import wait_for
+from cluster.launcher.ports import pick_block
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection, ClientSecurity, KafkaConnectionError
 from clients.net.sasl import SaslCredentials
 from clients.protocol import ApiKey, KafkaError

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.admin.operations import NewTopic
 from clients.protocol.errors import ErrorCode

@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher import LauncherError
-from broker.launcher.ports import bootstrap_on_free_ports
+from cluster.launcher import LauncherError
+from cluster.launcher.ports import bootstrap_on_free_ports
 from clients.admin import BlockingAdmin, NewTopic
 from clients.admin.reassignment_operations import OngoingReassignment
 from clients.net import KafkaConnectionError

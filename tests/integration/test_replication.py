@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import pytest
 
-from broker.launcher import start_node
-from broker.testing.metrics import metrics_url, scrape, value
+from cluster.launcher import start_node
+from cluster.testing.metrics import metrics_url, scrape, value
 from clients.protocol.errors import ErrorCode
 from tests.integration.quorum_helpers import (
     HOST,

@@ -29,7 +29,7 @@ from metadata.records import (
     TopicRecord,
 )
 from clients.records.header import iter_batches
-from tests.unit.log.helpers import batch, records_of
+from tests.unit.broker.log.helpers import batch, records_of
 
 TOPIC = "epochs"
 TOPIC_ID = uuid.uuid4()

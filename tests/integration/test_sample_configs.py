@@ -15,11 +15,11 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher.ports import pick_block
+from cluster.launcher.ports import pick_block
 from clients.net import BlockingKafkaConnection, KafkaConnectionError
 from clients.protocol import ApiKey, KafkaError
 from tests.conftest import REPO_ROOT
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

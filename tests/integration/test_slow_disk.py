@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.testing.disks import move_log_dirs
+from cluster.testing.disks import move_log_dirs
 from clients.protocol.errors import ErrorCode
 from tests.integration.fault_support import produce, unavailable
 

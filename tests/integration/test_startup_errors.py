@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher.ports import pick_block
+from cluster.launcher.ports import pick_block
 from clients.protocol import ApiKey
 from tests.conftest import REPO_ROOT
 from tests.integration.quorum_helpers import (

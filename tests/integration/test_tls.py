@@ -19,10 +19,10 @@ from typing import Any, Iterator
 import pytest
 import trustme
 
-from broker.launcher.layout import HOST
+from cluster.launcher.layout import HOST
 from broker.network.tls import HANDSHAKE_TIMEOUT_S
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin, NewTopic
 from clients.consumer import BlockingConsumer
 from clients.net import BlockingKafkaConnection, ClientSecurity, KafkaConnectionError

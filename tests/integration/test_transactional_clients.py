@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 import trio
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.cluster import RaftkaCluster, start_cluster
 from clients.consumer import BlockingConsumer
 from clients.producer import BlockingProducer, open_producer
 from clients.protocol import ErrorCode, KafkaError

@@ -10,9 +10,9 @@ from typing import Iterator
 
 import pytest
 
-from broker.launcher.processes import LauncherError
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.launcher.processes import LauncherError
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.consumer import BlockingConsumer
 from clients.producer import BlockingProducer

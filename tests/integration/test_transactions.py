@@ -11,8 +11,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.testing.cluster import RaftkaCluster, start_cluster
-from broker.testing.waiting import wait_for
+from cluster.testing.cluster import RaftkaCluster, start_cluster
+from cluster.testing.waiting import wait_for
 from clients.net import BlockingKafkaConnection
 from clients.protocol import ApiKey, ErrorCode
 

@@ -23,7 +23,7 @@ from tests.integration.quorum_helpers import (
     start_cluster,  # noqa: F401  (fixture)
     wait_for,
 )
-from tests.unit.log.helpers import batch
+from tests.unit.broker.log.helpers import batch
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import Row, SparkSession
 from pyspark.sql.types import StructField, StructType, StringType
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.spark import RaftkaDataSource
 from clients.spark.cluster import ClusterClient
 from tests.compat.cluster import Cluster

@@ -13,7 +13,7 @@ import confluent_kafka
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.spark.cluster import ClusterClient
 from clients.spark.sink_options import DEFAULT_CONTROL_TOPIC

@@ -15,7 +15,7 @@ import pytest
 import trustme
 from pyspark.sql import SparkSession
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from clients.admin.acl_operations import (
     AccessControlEntry,

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from broker.testing.waiting import wait_for
+from cluster.testing.waiting import wait_for
 from clients.admin import BlockingAdmin
 from tests.compat.cluster import Cluster
 from tests.spark.helpers import produce, spark_options

@@ -12,7 +12,7 @@ from pathlib import Path
 from clients.clock import monotonic_ms, wall_clock_ms
 from tests.conftest import REPO_ROOT
 
-SOURCES = ("broker", "clients", "kraft", "metadata", "scripts", "pyspark_raftka.py")
+SOURCES = ("broker", "clients", "cluster", "kraft", "metadata", "scripts", "pyspark_raftka.py")
 CLOCK_MODULE = Path("clients/clock.py")
 _CLOCK_READS = {"time", "time_ns", "monotonic", "monotonic_ns"}
 _MS_FACTORS = {1000, 1_000_000}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
-PACKAGES = ("broker", "clients", "kraft", "metadata")
+PACKAGES = ("broker", "clients", "cluster", "kraft", "metadata")
 
 _CHECK = """
 import importlib, os, pkgutil, sys

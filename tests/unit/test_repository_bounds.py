@@ -12,7 +12,8 @@ from typing import Iterator
 
 from tests.conftest import REPO_ROOT
 
-SCANNED = ("tests", "broker", "clients", "metadata", "kraft", "scripts", "pyspark_raftka.py")
+SCANNED = ("tests", "broker", "clients", "cluster", "metadata", "kraft", "scripts",
+           "pyspark_raftka.py")
 # The run-time guard names the checkout's parent: that is its job.
 EXEMPT = frozenset({"tests/sibling_reads.py"})
 

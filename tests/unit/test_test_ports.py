@@ -10,9 +10,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from broker.launcher import ClusterInfo, LauncherError
-from broker.launcher import ports
-from broker.launcher.ports import (
+from cluster.launcher import ClusterInfo, LauncherError
+from cluster.launcher import ports
+from cluster.launcher.ports import (
     DEFAULT_PORT_RANGE,
     PORT_RANGE_ENV,
     RESERVED_PORTS,

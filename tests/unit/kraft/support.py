@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 import trio
 
-from broker.launcher.ports import free_ports  # noqa: F401  (the quorum tests import it here)
+from cluster.launcher.ports import free_ports  # noqa: F401  (the quorum tests import it here)
 from kraft import QuorumConfig, RaftQuorum
 
 # Fast timings keep elections (and so the tests) short; the ratios match the defaults.

@@ -12,7 +12,7 @@ from metadata.client_quotas import CLIENT_ID, USER, ResolvedQuota, entity_of, re
 from metadata.controller.client_quotas import alter_client_quotas, describe_client_quotas
 from metadata.delta import apply_records
 from metadata.image import MetadataImage
-from tests.unit.metadata.harness import typed
+from tests.unit.metadata.controller.harness import typed
 
 KEY = "producer_byte_rate"
 LEVELS = [

@@ -13,7 +13,7 @@ from metadata.election import build_partition_change, leaderships, preferred_lea
 from metadata.image import PartitionRegistration
 from metadata.records import BrokerRegistrationChangeRecord, PartitionChangeRecord
 from metadata.settings import ControllerSettings
-from tests.unit.metadata.harness import Cluster
+from tests.unit.metadata.controller.harness import Cluster
 
 
 def two_partition_cluster() -> tuple[Cluster, uuid.UUID]:

@@ -21,7 +21,7 @@ from metadata.delta import apply_records
 from metadata.election import preferred_leader_changes
 from metadata.image import MetadataImage
 from metadata.record_codec import decode_record, encode_record
-from tests.unit.metadata.harness import Cluster, typed
+from tests.unit.metadata.controller.harness import Cluster, typed
 
 BROKERS = st.integers(1, 5)
 NAMES = st.sampled_from(["a", "b", "c.d", "c_d", "e"])
