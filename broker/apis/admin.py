@@ -29,6 +29,14 @@ from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.fit import fit_response
 from clients.protocol.messages import response_class
 from clients.protocol.messages.delete_topics import DeleteTopicsRequestData
+from clients.protocol.messages.describe_quorum import (
+    DescribeQuorumRequestData,
+    DescribeQuorumResponseData,
+)
+from clients.protocol.messages.unregister_broker import (
+    UnregisterBrokerRequestData,
+    UnregisterBrokerResponseData,
+)
 from metadata.controller.client_quotas import alter_client_quotas_error
 from metadata.controller.configs import alter_configs_error, incremental_alter_configs_error
 from metadata.controller.leader_election import elect_leaders_error
@@ -50,14 +58,14 @@ def _message(code: int, message: str | None) -> str:
     return message if message is not None else ErrorCode.from_code(code).message
 
 
-def unregister_broker_error(body: Mapping[str, Any], version: int, code: int,
-                            message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": _message(code, message)}
+def unregister_broker_error(body: UnregisterBrokerRequestData, version: int, code: int,
+                            message: str | None = None) -> UnregisterBrokerResponseData:
+    return UnregisterBrokerResponseData(error_code=code, error_message=_message(code, message))
 
 
-def describe_quorum_error(body: Mapping[str, Any], version: int, code: int,
-                          message: str | None = None) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message}
+def describe_quorum_error(body: DescribeQuorumRequestData, version: int, code: int,
+                          message: str | None = None) -> DescribeQuorumResponseData:
+    return DescribeQuorumResponseData(error_code=code, error_message=message)
 
 
 ADMIN_ERRORS: dict[int, ErrorBody] = {

@@ -20,6 +20,10 @@ from clients.protocol.messages.describe_cluster import (
     DescribeClusterRequestData,
     DescribeClusterResponseData,
 )
+from clients.protocol.messages.describe_quorum import (
+    DescribeQuorumRequestData,
+    DescribeQuorumResponseData,
+)
 from kraft.status import QuorumStatus, ReplicaStatus
 from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 
@@ -27,6 +31,8 @@ from metadata.topic_names import METADATA_PARTITION, METADATA_TOPIC
 # DescribeCluster endpoint_type values (Kafka's EndpointType).
 ENDPOINT_TYPE_BROKERS = 1
 ENDPOINT_TYPE_CONTROLLERS = 2
+
+Quorum = DescribeQuorumResponseData
 
 
 @dataclass(frozen=True)
@@ -60,70 +66,63 @@ class CaughtUpTimes:
         return self._caught_up_ms.get(node_id, -1)
 
 
-def names_metadata_partition(body: Mapping[str, Any]) -> bool:
+def names_metadata_partition(body: DescribeQuorumRequestData) -> bool:
     """True when the request asks about exactly `__cluster_metadata` partition 0."""
-    topics = body.get("topics") or []
-    if len(topics) != 1 or topics[0].get("topic_name") != METADATA_TOPIC:
+    if len(body.topics) != 1 or body.topics[0].topic_name != METADATA_TOPIC:
         return False
-    partitions = topics[0].get("partitions") or []
-    return len(partitions) == 1 and partitions[0].get("partition_index") == METADATA_PARTITION
+    partitions = body.topics[0].partitions
+    return len(partitions) == 1 and partitions[0].partition_index == METADATA_PARTITION
 
 
-def describe_quorum_response(body: Mapping[str, Any], version: int, status: QuorumStatus, now_ms: int,
-                             caught_up: CaughtUpTimes,
-                             endpoints: Mapping[int, ControllerEndpoint]) -> dict[str, Any]:
+def describe_quorum_response(body: DescribeQuorumRequestData, version: int,
+                             status: QuorumStatus, now_ms: int, caught_up: CaughtUpTimes,
+                             endpoints: Mapping[int, ControllerEndpoint]
+                             ) -> DescribeQuorumResponseData:
     """The DescribeQuorumResponse body of `version` for this node's view."""
     if not names_metadata_partition(body):
         # Kafka treats any other topic partition as an invalid request (a single Raft log).
-        return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": None, "topics": []}
+        return DescribeQuorumResponseData(error_code=ErrorCode.INVALID_REQUEST,
+                                          error_message=None)
     if status.leader_id is None:
         code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        partition = {"partition_index": METADATA_PARTITION, "error_code": code,
-                     "error_message": code.message, "leader_id": -1,
-                     "leader_epoch": status.epoch, "high_watermark": -1,
-                     "current_voters": [], "observers": []}
+        partition = Quorum.PartitionData(
+            partition_index=METADATA_PARTITION, error_code=code, error_message=code.message,
+            leader_id=-1, leader_epoch=status.epoch, high_watermark=-1)
     else:
-        partition = {
-            "partition_index": METADATA_PARTITION,
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "leader_id": status.leader_id,
-            "leader_epoch": status.epoch,
-            "high_watermark": status.high_watermark,
-            "current_voters": [_replica_state(r, status, now_ms, caught_up)
-                               for r in status.voters if r.node_id is not None],
+        partition = Quorum.PartitionData(
+            partition_index=METADATA_PARTITION, error_code=ErrorCode.NONE, error_message=None,
+            leader_id=status.leader_id, leader_epoch=status.epoch,
+            high_watermark=status.high_watermark,
+            current_voters=[_replica_state(r, status, now_ms, caught_up)
+                            for r in status.voters if r.node_id is not None],
             # By node id: the Raft layer knows observers by connection, in no useful order.
-            "observers": [_replica_state(r, status, now_ms, caught_up)
-                          for r in sorted(status.observers, key=lambda r: r.node_id or -1)
-                          if r.node_id is not None],
-        }
-    response: dict[str, Any] = {
-        "error_code": ErrorCode.NONE, "error_message": None,
-        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}]}
+            observers=[_replica_state(r, status, now_ms, caught_up)
+                       for r in sorted(status.observers, key=lambda r: r.node_id or -1)
+                       if r.node_id is not None])
+    response = DescribeQuorumResponseData(
+        error_code=ErrorCode.NONE, error_message=None,
+        topics=[Quorum.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])])
     if version >= 2:
         # Only v2 has `nodes`, and it is not ignorable: older versions must not carry it.
-        response["nodes"] = [
-            {"node_id": node_id,
-             "listeners": [{"name": ep.listener_name, "host": ep.host, "port": ep.port}]}
+        response.nodes = [
+            Quorum.Node(node_id=node_id, listeners=[
+                Quorum.Listener(name=ep.listener_name, host=ep.host, port=ep.port)])
             for node_id, ep in sorted(endpoints.items())]
     return response
 
 
 def _replica_state(replica: ReplicaStatus, status: QuorumStatus, now_ms: int,
-                   caught_up: CaughtUpTimes) -> dict[str, Any]:
+                   caught_up: CaughtUpTimes) -> Quorum.ReplicaState:
     assert replica.node_id is not None
     if replica.node_id == status.node_id and status.is_leader:
         fetch_ms = caught_up_ms = now_ms
     else:
         fetch_ms = _fetch_time(replica, now_ms)
         caught_up_ms = caught_up.get(replica.node_id) if status.is_leader else -1
-    return {
-        "replica_id": replica.node_id,
-        "replica_directory_id": ZERO_UUID,
-        "log_end_offset": -1 if replica.log_end_offset is None else replica.log_end_offset,
-        "last_fetch_timestamp": fetch_ms,
-        "last_caught_up_timestamp": caught_up_ms,
-    }
+    return Quorum.ReplicaState(
+        replica_id=replica.node_id, replica_directory_id=ZERO_UUID,
+        log_end_offset=-1 if replica.log_end_offset is None else replica.log_end_offset,
+        last_fetch_timestamp=fetch_ms, last_caught_up_timestamp=caught_up_ms)
 
 
 def _fetch_time(replica: ReplicaStatus, now_ms: int) -> int:

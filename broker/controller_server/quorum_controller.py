@@ -51,6 +51,11 @@ from clients.protocol.messages.broker_registration import (
     BrokerRegistrationRequestData,
     BrokerRegistrationResponseData,
 )
+from clients.protocol.messages.describe_quorum import (
+    DescribeQuorumRequestData,
+    DescribeQuorumResponseData,
+)
+from clients.protocol.messages.unregister_broker import UnregisterBrokerResponseData
 from clients.protocol.messages.describe_cluster import (
     DescribeClusterRequestData,
     DescribeClusterResponseData,
@@ -263,18 +268,17 @@ class QuorumController:
         return await self.submit(request, lambda image, now: elect_leaders(image, body, now))
 
     async def handle_unregister_broker(self, request: DecodedRequest,
-                                       ctx: RequestContext) -> dict[str, Any]:
-        broker_id = int(request.body["broker_id"])
+                                       ctx: RequestContext) -> UnregisterBrokerResponseData:
+        broker_id = request.body.broker_id
 
-        def decide(image: MetadataImage, now_ms: int) -> tuple[list[MetadataRecord],
-                                                               dict[str, Any]]:
+        def decide(image: MetadataImage, now_ms: int
+                   ) -> tuple[list[MetadataRecord], UnregisterBrokerResponseData]:
             records, code = unregister_broker(image, broker_id, self.settings)
             if code == ErrorCode.NONE:
                 logger.info("unregistering broker %d", broker_id)
             message = None if code == ErrorCode.NONE else (
                 f"Broker {broker_id} is not registered.")
-            return records, {"throttle_time_ms": 0, "error_code": code,
-                             "error_message": message}
+            return records, UnregisterBrokerResponseData(error_code=code, error_message=message)
 
         return await self.submit(request, decide)
 
@@ -335,7 +339,7 @@ class QuorumController:
         return await self.submit(request, lambda image, now: delete_acls(image, body, now))
 
     async def handle_describe_quorum(self, request: DecodedRequest,
-                                     ctx: RequestContext) -> dict[str, Any]:
+                                     ctx: RequestContext) -> DescribeQuorumResponseData:
         return self.describe_quorum(request.body, request.api_version)
 
     async def handle_describe_cluster(self, request: DecodedRequest,
@@ -519,7 +523,8 @@ class QuorumController:
 
     # -- read-only views ----------------------------------------------------------------------
 
-    def describe_quorum(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+    def describe_quorum(self, body: DescribeQuorumRequestData,
+                        version: int) -> DescribeQuorumResponseData:
         """DescribeQuorumResponse body (of `version`) for this node's view of the quorum."""
         status = self.check_leadership()
         return describe_quorum_response(body, version, status, self.now_ms(), self._caught_up,

@@ -65,8 +65,8 @@ ENTRY_COUNTS = {ApiKey.CREATE_TOPICS: 2, ApiKey.DELETE_TOPICS: 2, ApiKey.CREATE_
                 ApiKey.INCREMENTAL_ALTER_CONFIGS: 2, ApiKey.ALTER_CONFIGS: 2, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 2,
                 ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 2, ApiKey.ALTER_CLIENT_QUOTAS: 2}
 ENDPOINTS = {n: ControllerEndpoint("CONTROLLER", "127.0.0.1", 9092 + n) for n in (1, 2, 3)}
-METADATA_REQUEST = {"topics": [{"topic_name": "__cluster_metadata",
-                                "partitions": [{"partition_index": 0}]}]}
+METADATA_REQUEST = as_message(ApiKey.DESCRIBE_QUORUM, 2, {
+    "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]})
 
 
 def round_trip(api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:

@@ -63,8 +63,9 @@ async def test_status_prints_kafka_lines(nursery: trio.Nursery,
         "CurrentObservers:       [4,5]",
     ]
     (request,) = stub.requests(ApiKey.DESCRIBE_QUORUM)
-    assert request.body["topics"][0]["topic_name"] == "__cluster_metadata"
-    assert request.body["topics"][0]["partitions"] == [{"partition_index": 0}]
+    (topic,) = request.body.topics
+    assert topic.topic_name == "__cluster_metadata"
+    assert [p.partition_index for p in topic.partitions] == [0]
     assert request.api_version == 2
 
 
