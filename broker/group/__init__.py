@@ -9,6 +9,6 @@ JoinGroup/SyncGroup bodies in `responses`). Runtime:
 `offsets_log` (reads and writes through the ReplicaManager), `component` (node wiring).
 """
 
-from broker.group.routing import CONSUMER_OFFSETS_TOPIC, java_string_hashcode, partition_for_group
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC, partition_for_group
 
-__all__ = ["CONSUMER_OFFSETS_TOPIC", "java_string_hashcode", "partition_for_group"]
+__all__ = ["CONSUMER_OFFSETS_TOPIC", "partition_for_group"]

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from broker.coordinator_partitions import led_partitions, locate_coordinator
+from broker.coordinator.partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 import trio
 
-from broker.coordinator_partitions import locate_coordinator
+from broker.coordinator.partitions import locate_coordinator
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from broker.txn import decisions, views

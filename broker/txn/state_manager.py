@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import trio
 
-from broker.coordinator_partitions import led_partitions
+from broker.coordinator.partitions import led_partitions
 from broker.group.offsets_log import OffsetsLog, OffsetsLogError
 from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
 from broker.txn.records import build_batch, iter_states

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from broker.group.routing import java_string_hashcode
+from broker.coordinator.routing import partition_for_key
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 def partition_for_transactional_id(transactional_id: str, num_partitions: int) -> int:
     """Kafka's `Utils.abs(transactionalId.hashCode) % transactionTopicPartitionCount`."""
-    return (java_string_hashcode(transactional_id) & 0x7FFFFFFF) % num_partitions
+    return partition_for_key(transactional_id, num_partitions)
 
 
 @dataclass(frozen=True)
