@@ -33,17 +33,18 @@ from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
+from broker.coordinator.log import ReplicaCoordinatorLog
 from broker.errors import NodeStartupError
 from broker.forced_exit import register_flush
 from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupCoordinatorSettings
-from broker.group.offsets_log import ReplicaOffsetsLog
 from broker.group.offsets_topic import (
     CreateTopic,
     OffsetsTopicCreator,
     OffsetsTopicSettings,
     channel_create_topic,
 )
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
 from broker.log.checkpoints import read_meta_properties
 from broker.log.maintenance import LogMaintenance
@@ -333,7 +334,8 @@ class BrokerServer:
         if create is None and self.controller is not None:
             create = channel_create_topic(self.controller)
         creator = OffsetsTopicCreator(OffsetsTopicSettings.from_config(config), create)
-        log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
+        log = ReplicaCoordinatorLog(replicas, CONSUMER_OFFSETS_TOPIC,
+                                    config.offsets_commit_timeout_ms)
         return GroupCoordinator(config.node_id, GroupCoordinatorSettings.from_config(config), log,
                                 image=self.image, topic_creator=creator,
                                 caught_up=lambda: self.metadata_caught_up)
@@ -350,8 +352,8 @@ class BrokerServer:
             create = channel_create_topic(self.controller)
         topic_settings = TransactionStateTopicSettings.from_config(config)
         creator = OffsetsTopicCreator(topic_settings, create)
-        log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms,
-                                TRANSACTION_STATE_TOPIC)
+        log = ReplicaCoordinatorLog(replicas, TRANSACTION_STATE_TOPIC,
+                                    config.offsets_commit_timeout_ms)
         state = TransactionStateManager(config.node_id, topic_settings.num_partitions, log,
                                         clock=wall_clock_ms,
                                         caught_up=lambda: self.metadata_caught_up)

@@ -18,7 +18,7 @@ from broker.coordinator.partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult
-from broker.group.offsets_log import OffsetsLog, OffsetsLogError
+from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
 from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.group.records import OffsetsRecordError, iter_log
 from broker.group.responses import Outcome
@@ -65,7 +65,7 @@ class _Slot:
 class GroupCoordinator:
     """Coordinator for the groups whose `__consumer_offsets` partition this broker leads."""
 
-    def __init__(self, broker_id: int, settings: GroupCoordinatorSettings, log: OffsetsLog, *,
+    def __init__(self, broker_id: int, settings: GroupCoordinatorSettings, log: CoordinatorLog, *,
                  image: Callable[[], MetadataImage],
                  topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,
@@ -144,10 +144,10 @@ class GroupCoordinator:
                 started = self._clock()
                 try:
                     replay = await self._replay(partition, epoch)
-                except (OffsetsLogError, RecordsError) as exc:
+                except (CoordinatorLogError, RecordsError) as exc:
                     failure = exc
                     # Expected while the replica manager catches up; damaged data is not.
-                    level = logging.DEBUG if isinstance(exc, OffsetsLogError) else logging.WARNING
+                    level = logging.DEBUG if isinstance(exc, CoordinatorLogError) else logging.WARNING
                     logger.log(level, "__consumer_offsets-%d: load attempt %d failed: %s",
                                partition, attempt + 1, exc)
                     await trio.sleep(settings.retry_delay(attempt))

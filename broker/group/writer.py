@@ -16,7 +16,7 @@ from typing import Callable
 import trio
 
 from broker.group.model import Effects, GroupWrite
-from broker.group.offsets_log import OffsetsLog, OffsetsLogError
+from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
 from broker.group.records import build_batch
 from broker.parking import parked
 from clients.protocol import ErrorCode
@@ -51,7 +51,7 @@ def finish(item: PendingWrite, code: int, apply: Callable[[Effects], None]) -> N
 class PartitionWriter:
     """Appends queued group writes to one partition, one at a time."""
 
-    def __init__(self, partition: int, log: OffsetsLog, apply: Callable[[Effects], None]) -> None:
+    def __init__(self, partition: int, log: CoordinatorLog, apply: Callable[[Effects], None]) -> None:
         self.partition = partition
         self._log = log
         self._apply = apply
@@ -116,7 +116,7 @@ class PartitionWriter:
                                    build_batch(write.entries, wall_clock_ms(),
                                                write.producer, sequence))
             return ErrorCode.NONE
-        except OffsetsLogError as exc:
+        except CoordinatorLogError as exc:
             logger.warning("__consumer_offsets-%d: write of %d record(s) failed: %s",
                            self.partition, len(write.entries), exc)
             return exc.error_code

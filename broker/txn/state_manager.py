@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import trio
 
 from broker.coordinator.partitions import led_partitions
-from broker.group.offsets_log import OffsetsLog, OffsetsLogError
+from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
 from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
 from broker.txn.records import build_batch, iter_states
 from broker.txn.state_topic import (
@@ -43,7 +43,7 @@ class TransactionStateManager:
     """Transactional ids of the led partitions, by id; `coordinator_epoch(p)` is the
     partition's leader epoch, which markers carry."""
 
-    def __init__(self, broker_id: int, num_partitions: int, log: OffsetsLog,
+    def __init__(self, broker_id: int, num_partitions: int, log: CoordinatorLog,
                  clock: Callable[[], int],
                  on_loaded: Callable[[int, list[TxnEntry]], None] | None = None,
                  caught_up: Callable[[], bool] = lambda: True) -> None:
@@ -111,7 +111,7 @@ class TransactionStateManager:
         while self._loading.get(partition) == epoch:
             try:
                 states = await self._read(partition, epoch)
-            except (OffsetsLogError, RecordsError) as exc:
+            except (CoordinatorLogError, RecordsError) as exc:
                 logger.debug("%s-%d: load attempt %d failed: %s", TRANSACTION_STATE_TOPIC,
                              partition, attempt + 1, exc)
                 await trio.sleep(min(LOAD_RETRY_S * 2 ** attempt, LOAD_MAX_RETRY_S))
@@ -180,7 +180,7 @@ class TransactionStateManager:
             await self._log.append(partition, build_batch(transactional_id, target,
                                                           self._clock()))
             code = ErrorCode.NONE
-        except OffsetsLogError as exc:
+        except CoordinatorLogError as exc:
             logger.warning("%s-%d: writing the state of %s failed: %s", TRANSACTION_STATE_TOPIC,
                            partition, transactional_id, exc)
             code = write_error(exc.error_code)

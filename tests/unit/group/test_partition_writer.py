@@ -16,7 +16,7 @@ from clients.protocol import ErrorCode
 
 
 class HeldLog:
-    """An OffsetsLog whose appends land at once and commit when the test says so."""
+    """A CoordinatorLog whose appends land at once and commit when the test says so."""
 
     def __init__(self) -> None:
         self.appended: list[int] = []
