@@ -14,12 +14,12 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from broker.coordinator.topic import InternalTopicCreator
 from broker.coordinator.partitions import led_partitions, locate_coordinator
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
-from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.group.records import OffsetsRecordError, iter_log
 from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
@@ -67,7 +67,7 @@ class GroupCoordinator:
 
     def __init__(self, broker_id: int, settings: GroupCoordinatorSettings, log: CoordinatorLog, *,
                  image: Callable[[], MetadataImage],
-                 topic_creator: OffsetsTopicCreator | None = None,
+                 topic_creator: InternalTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms,
                  new_member_id: Callable[[str], str] | None = None,
                  load_settings: LoadSettings = LoadSettings(),

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable
 
 import trio
 
+from broker.coordinator.topic import InternalTopicCreator
 from broker.coordinator.partitions import locate_coordinator
-from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from broker.txn import decisions, views
 from broker.txn.marker_sender import MarkersFenced, MarkerSender
@@ -54,7 +54,7 @@ class TransactionCoordinator:
     def __init__(self, broker_id: int, settings: TransactionSettings,
                  state: TransactionStateManager, markers: MarkerSender,
                  producer_ids: ProducerIdManager, *, image: Callable[[], MetadataImage],
-                 topic_creator: OffsetsTopicCreator | None = None,
+                 topic_creator: InternalTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms) -> None:
         self.broker_id = broker_id
         self.settings = settings
