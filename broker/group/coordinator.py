@@ -6,6 +6,7 @@ engine's deadlines from one timer task.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -20,10 +21,10 @@ from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
 from broker.group.offsets import CommitResult
 from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
-from broker.group.records import OffsetsRecordError, iter_log
+from broker.coordinator.writer import OrderedWriter, PendingWrite, finish
+from broker.group.records import OffsetsRecordError, build_batch, iter_log
 from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
-from broker.group.writer import PartitionWriter, PendingWrite, finish
 from broker.parking import parked
 from clients.protocol import ErrorCode
 from clients.records.errors import RecordsError
@@ -86,7 +87,7 @@ class GroupCoordinator:
         self._loaded: dict[int, int] = {}
         self._loading: dict[int, int] = {}
         self._failed: dict[int, int] = {}
-        self._writers: dict[int, PartitionWriter] = {}
+        self._writers: dict[int, OrderedWriter[GroupWrite]] = {}
         # Transaction markers written while a partition loads: (producer id, committed).
         self._early_markers: dict[int, list[tuple[int, bool]]] = {}
         self._slots: dict[tuple[str, str, str], list[_Slot]] = {}
@@ -209,7 +210,8 @@ class GroupCoordinator:
             self.engine.complete_txn(partition, producer_id, committed)
         del self._loading[partition]
         self._loaded[partition] = epoch
-        writer = PartitionWriter(partition, self._log, self._apply)
+        writer = OrderedWriter(CONSUMER_OFFSETS_TOPIC, partition, self._log,
+                               functools.partial(self._encode, partition), self._settle)
         self._writers[partition] = writer
         assert self._nursery is not None
         self._nursery.start_soon(writer.run)
@@ -263,16 +265,31 @@ class GroupCoordinator:
             self.submit(write)
         self._changed.set()
 
-    def submit(self, write: GroupWrite) -> PendingWrite:
+    def _encode(self, partition: int, write: GroupWrite) -> bytes:
+        """`write`'s record batch; a transactional offset commit carries the producer's next
+        sequence number, so the leader's sequence check accepts it."""
+        sequence = 0
+        if write.producer is not None:
+            sequence = self._log.next_sequence(partition, *write.producer)
+        return build_batch(write.entries, wall_clock_ms(), write.producer, sequence)
+
+    def _settle(self, write: GroupWrite, code: int) -> None:
+        """Run what follows `write` once it is committed or failed."""
+        if write.then is not None:
+            effects = write.then(code)
+            if effects.replies or effects.writes or write.reschedules:
+                self._apply(effects)
+
+    def submit(self, write: GroupWrite) -> PendingWrite[GroupWrite]:
         """Queue `write` on its partition (NOT_COORDINATOR at once if not loaded)."""
         writer = self._writers.get(write.partition)
         if writer is None:
             item = PendingWrite(write)
-            finish(item, ErrorCode.NOT_COORDINATOR, self._apply)
+            finish(item, ErrorCode.NOT_COORDINATOR, self._settle)
             return item
         return writer.submit(write)
 
-    async def write(self, write: GroupWrite) -> PendingWrite:
+    async def write(self, write: GroupWrite) -> PendingWrite[GroupWrite]:
         """Queue `write` on its partition and wait until it is settled."""
         writer = self._writers.get(write.partition)
         if writer is None:
