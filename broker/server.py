@@ -349,13 +349,13 @@ class BrokerServer:
                                     config.offsets_commit_timeout_ms)
         state = TransactionStateManager(config.node_id, topic_settings.num_partitions, log,
                                         clock=wall_clock_ms,
-                                        caught_up=lambda: self.metadata_caught_up)
+                                        caught_up=lambda: self.metadata_caught_up,
+                                        topic_creator=creator)
         self.broker_channels = channels = BrokerChannels(
             config.node_id, self.image, config.inter_broker_listener_name)
         coordinator = TransactionCoordinator(
             config.node_id, TransactionSettings.from_config(config), state,
-            MarkerSender(channels, self.image), producer_ids, image=self.image,
-            topic_creator=creator)
+            MarkerSender(channels, self.image), producer_ids, image=self.image)
         self.transaction_verifier = CoordinatorVerifier(config.node_id, coordinator, channels,
                                                         self.image)
         return coordinator

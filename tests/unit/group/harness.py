@@ -86,7 +86,7 @@ class GroupBroker:
     async def wait_loaded(self, timeout: float = 5.0) -> None:
         """Until every `__consumer_offsets` partition this broker leads is loaded."""
         with trio.fail_after(timeout):
-            while self.coordinator.is_loading or not self.coordinator._loaded:
+            while self.coordinator.is_loading or not self.coordinator.runtime.loaded:
                 await trio.sleep(0.01)
 
 
