@@ -31,8 +31,8 @@ from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
-# A partition that cannot be read is retried until it can (Kafka's transaction coordinator
-# never gives a partition up while it leads it).
+# A partition that cannot be read is retried for as long as this broker leads it; its
+# transactional producers hear COORDINATOR_LOAD_IN_PROGRESS meanwhile, and retry.
 LOAD_SETTINGS = LoadSettings(attempts=None)
 
 
