@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import trio
 
 from broker.apis.common import Slicer
-from broker.group.offsets_topic import OffsetsTopicSettings
-from broker.group.routing import CONSUMER_OFFSETS_TOPIC
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC, offsets_topic_settings
 from clients.protocol import SUPPORTED_VERSIONS, ApiKey, ErrorCode, as_message
 from metadata.controller.request_limits import fits_one_create_topics
 from metadata.image import MetadataImage
@@ -105,7 +104,7 @@ class TopicAutoCreator:
         if name == CONSUMER_OFFSETS_TOPIC:
             # Never under-replicated: with fewer live brokers than
             # offsets.topic.replication.factor the controller refuses, as Kafka's does.
-            return OffsetsTopicSettings.from_config(config).create_request()
+            return offsets_topic_settings(config).create_request()
         return {"name": name, "num_partitions": config.num_partitions,
                 "replication_factor": config.default_replication_factor,
                 "assignments": [], "configs": []}

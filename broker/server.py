@@ -33,17 +33,13 @@ from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.endpoints import Listener
 from broker.config.uuids import parse_uuid
 from broker.controller_client import ControllerClient
+from broker.coordinator.log import ReplicaCoordinatorLog
+from broker.coordinator.topic import CreateTopic, InternalTopicCreator, channel_create_topic
 from broker.errors import NodeStartupError
 from broker.forced_exit import register_flush
 from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupCoordinatorSettings
-from broker.group.offsets_log import ReplicaOffsetsLog
-from broker.group.offsets_topic import (
-    CreateTopic,
-    OffsetsTopicCreator,
-    OffsetsTopicSettings,
-    channel_create_topic,
-)
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC, offsets_topic_settings
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, LifecycleSettings
 from broker.log.checkpoints import read_meta_properties
 from broker.log.maintenance import LogMaintenance
@@ -63,10 +59,7 @@ from broker.stats.counters import RequestStats
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.marker_sender import BrokerChannels, MarkerSender
 from broker.txn.state_manager import TransactionStateManager
-from broker.txn.state_topic import (
-    TRANSACTION_STATE_TOPIC,
-    TransactionStateTopicSettings,
-)
+from broker.txn.state_topic import TRANSACTION_STATE_TOPIC, transaction_state_topic_settings
 from broker.txn.verifier import CoordinatorVerifier
 from broker.sasl.sessions import SaslSessions
 from clients.clock import wall_clock_ms
@@ -100,8 +93,9 @@ class BrokerServer:
     calls `on_metadata`). `controller` is the broker's client to the active controller (None: no ISR changes,
     no forwarding, no auto-creation, producer ids only from `producer_id_source`);
     `lifecycle` makes it register and heartbeat, and open its listeners only once the
-    controller saw it catch up with the metadata log. `create_offsets_topic` replaces
-    creating `__consumer_offsets` through the controller.
+    controller saw it catch up with the metadata log. `create_internal_topic` replaces
+    creating the coordinators' internal topics (`__consumer_offsets`, `__transaction_state`)
+    through the controller.
     """
 
     def __init__(self, config: "ServerConfig", cluster_id: str,
@@ -111,7 +105,7 @@ class BrokerServer:
                  lifecycle: LifecycleSettings | None = None,
                  listeners: Sequence[Listener] | None = None,
                  producer_id_source: BlockSource | None = None,
-                 create_offsets_topic: CreateTopic | None = None,
+                 create_internal_topic: CreateTopic | None = None,
                  authorizer: Authorizer | None = None,
                  metrics: CollectorRegistry | None = None) -> None:
         self.config = config
@@ -122,7 +116,7 @@ class BrokerServer:
         self.lifecycle_settings = lifecycle
         self.listeners = list(config.listeners if listeners is None else listeners)
         self.producer_id_source = producer_id_source
-        self.create_offsets_topic = create_offsets_topic
+        self.create_internal_topic = create_internal_topic
         self.startup_error: NodeStartupError | None = None
         # The node's /metrics registry: the broker adds its collector while it runs.
         self.metrics = metrics
@@ -329,11 +323,12 @@ class BrokerServer:
 
     def _group_coordinator(self, replicas: ReplicaManager) -> GroupCoordinator:
         config = self.config
-        create = self.create_offsets_topic
+        create = self.create_internal_topic
         if create is None and self.controller is not None:
             create = channel_create_topic(self.controller)
-        creator = OffsetsTopicCreator(OffsetsTopicSettings.from_config(config), create)
-        log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms)
+        creator = InternalTopicCreator(offsets_topic_settings(config), create)
+        log = ReplicaCoordinatorLog(replicas, CONSUMER_OFFSETS_TOPIC,
+                                    config.offsets_commit_timeout_ms)
         return GroupCoordinator(config.node_id, GroupCoordinatorSettings.from_config(config), log,
                                 image=self.image, topic_creator=creator,
                                 caught_up=lambda: self.metadata_caught_up)
@@ -345,22 +340,22 @@ class BrokerServer:
         if producer_ids is None:
             return None
         config = self.config
-        create = self.create_offsets_topic
+        create = self.create_internal_topic
         if create is None and self.controller is not None:
             create = channel_create_topic(self.controller)
-        topic_settings = TransactionStateTopicSettings.from_config(config)
-        creator = OffsetsTopicCreator(topic_settings, create)
-        log = ReplicaOffsetsLog(replicas, config.offsets_commit_timeout_ms,
-                                TRANSACTION_STATE_TOPIC)
+        topic_settings = transaction_state_topic_settings(config)
+        creator = InternalTopicCreator(topic_settings, create)
+        log = ReplicaCoordinatorLog(replicas, TRANSACTION_STATE_TOPIC,
+                                    config.offsets_commit_timeout_ms)
         state = TransactionStateManager(config.node_id, topic_settings.num_partitions, log,
                                         clock=wall_clock_ms,
-                                        caught_up=lambda: self.metadata_caught_up)
+                                        caught_up=lambda: self.metadata_caught_up,
+                                        topic_creator=creator)
         self.broker_channels = channels = BrokerChannels(
             config.node_id, self.image, config.inter_broker_listener_name)
         coordinator = TransactionCoordinator(
             config.node_id, TransactionSettings.from_config(config), state,
-            MarkerSender(channels, self.image), producer_ids, image=self.image,
-            topic_creator=creator)
+            MarkerSender(channels, self.image), producer_ids, image=self.image)
         self.transaction_verifier = CoordinatorVerifier(config.node_id, coordinator, channels,
                                                         self.image)
         return coordinator

@@ -5,10 +5,10 @@ Pure parts: `routing` (which partition owns a group), `records` (the topic's key
 values), `model`/`membership`/`rebalance`/`responses`/`offsets`/`engine` (group state and
 the protocol: requests in `membership`, rebalance phases and deadlines in `rebalance`,
 JoinGroup/SyncGroup bodies in `responses`). Runtime:
-`coordinator` (loading, writes, parked requests, timers), `handlers` (the wire APIs),
-`offsets_log` (reads and writes through the ReplicaManager), `component` (node wiring).
+`coordinator` (loading, writes, parked requests, timers) over the shared coordinator runtime
+(`broker.coordinator`: the log, the ordered writer, ownership and loading).
 """
 
-from broker.group.routing import CONSUMER_OFFSETS_TOPIC, java_string_hashcode, partition_for_group
+from broker.group.routing import CONSUMER_OFFSETS_TOPIC, partition_for_group
 
-__all__ = ["CONSUMER_OFFSETS_TOPIC", "java_string_hashcode", "partition_for_group"]
+__all__ = ["CONSUMER_OFFSETS_TOPIC", "partition_for_group"]

@@ -1,22 +1,27 @@
-"""Which `__consumer_offsets` partition (and so which coordinator) owns a group."""
+"""`__consumer_offsets`: the settings it is created with, and which partition (so which
+coordinator) owns a group."""
 
 from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinator.routing import partition_for_key
+from broker.coordinator.topic import InternalTopicSettings
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def java_string_hashcode(value: str) -> int:
-    """Java's `String.hashCode`: 31-polynomial over UTF-16 code units, signed 32-bit."""
-    data = value.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+def offsets_topic_settings(config: Any) -> InternalTopicSettings:
+    """The `offsets.topic.*` settings, with Kafka's offsets topic configs."""
+    return InternalTopicSettings(
+        CONSUMER_OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+        config.offsets_topic_replication_factor,
+        (("cleanup.policy", "compact"), ("compression.type", "producer"),
+         ("segment.bytes", str(config.offsets_topic_segment_bytes))),
+        replication_factor_key="offsets.topic.replication.factor",
+        users="consumer groups get no coordinator")
 
 
 def partition_for_group(group_id: str, num_partitions: int) -> int:
-    """Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitionCount`, where
-    `Utils.abs(n)` is `n & 0x7fffffff` (so MIN_VALUE maps to 0, not to a negative)."""
-    if num_partitions <= 0:
-        raise ValueError(f"num_partitions must be positive, not {num_partitions}")
-    return (java_string_hashcode(group_id) & 0x7FFFFFFF) % num_partitions
+    """Kafka's `GroupCoordinator.partitionFor(groupId)`."""
+    return partition_for_key(group_id, num_partitions)

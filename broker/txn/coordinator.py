@@ -11,14 +11,11 @@ from typing import Any, Callable, Iterable
 
 import trio
 
-from broker.coordinator_partitions import locate_coordinator
-from broker.group.offsets_topic import OffsetsTopicCreator
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from broker.txn import decisions, views
 from broker.txn.marker_sender import MarkersFenced, MarkerSender
 from broker.txn.metadata import PREPARED, TopicPartition, TxnEntry, TxnMetadata, TxnState
 from broker.txn.state_manager import TransactionStateManager
-from broker.txn.state_topic import TRANSACTION_STATE_TOPIC
 from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
 from metadata.delta import MetadataDelta
@@ -54,7 +51,6 @@ class TransactionCoordinator:
     def __init__(self, broker_id: int, settings: TransactionSettings,
                  state: TransactionStateManager, markers: MarkerSender,
                  producer_ids: ProducerIdManager, *, image: Callable[[], MetadataImage],
-                 topic_creator: OffsetsTopicCreator | None = None,
                  clock: Callable[[], int] = wall_clock_ms) -> None:
         self.broker_id = broker_id
         self.settings = settings
@@ -62,7 +58,6 @@ class TransactionCoordinator:
         self._markers = markers
         self._producer_ids = producer_ids
         self._image = image
-        self._topic_creator = topic_creator
         self._clock = clock
         self._nursery: trio.Nursery | None = None
         state._on_loaded = self._on_loaded
@@ -100,8 +95,7 @@ class TransactionCoordinator:
     # -- FindCoordinator -----------------------------------------------------------------
 
     def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
-        return locate_coordinator(self._image(), TRANSACTION_STATE_TOPIC, self.state.partition_for(key),
-                                  listener_name, self._topic_creator, self._nursery)
+        return self.state.find_coordinator(self._image(), key, listener_name)
 
     # -- the client APIs -----------------------------------------------------------------
 

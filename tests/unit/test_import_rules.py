@@ -7,7 +7,9 @@ and reads), and nothing imports `cluster`. And inside each of them the packages 
 top-level modules: `broker.log`, `broker.replica`, `broker.periodic`, `clients.common`,
 `metadata.controller`, ...) import each other in no cycle: the producer, consumer and admin
 client share `clients.common`, the log and replica layers count in `broker.stats`, not in
-the collectors of `broker.metrics`. Imports inside functions and under `TYPE_CHECKING` count."""
+the collectors of `broker.metrics`. `broker.group` and `broker.txn` import each other in
+neither direction, and `broker.coordinator`, the runtime both use, imports neither. Imports
+inside functions and under `TYPE_CHECKING` count."""
 
 from __future__ import annotations
 
@@ -67,6 +69,48 @@ def test_a_forbidden_import_is_found_wherever_it_hides(tmp_path: Path) -> None:
     assert forbidden_imports(graph, allowed) == [("low.cli.main", "high.server"),
                                                  ("low.cli.tool", "high.server")]
     assert forbidden_imports(graph, {"high": ("low.cli",), "low": ("high",)}) == []
+
+
+# The coordinators are clients of the runtime they share (broker.coordinator), never of
+# each other: what one needs of the other's internal topic goes through the runtime.
+COORDINATOR_RULES: dict[str, tuple[str, ...]] = {
+    "broker.coordinator": ("broker.group", "broker.txn"),
+    "broker.group": ("broker.txn",),
+    "broker.txn": ("broker.group",),
+}
+
+
+def imports_across(graph: dict[str, set[str]], rules: dict[str, tuple[str, ...]]
+                   ) -> list[tuple[str, str]]:
+    """(importer, imported) for every module under a package of `rules` that imports one of
+    the packages that package may not."""
+    return sorted((name, target) for name, targets in graph.items()
+                  for package, banned in rules.items() if _within(name, package)
+                  for target in targets if any(_within(target, b) for b in banned))
+
+
+def test_the_coordinators_share_the_runtime_and_import_neither_each_other(
+        project_graph: dict[str, set[str]]) -> None:
+    assert {"broker.coordinator.runtime", "broker.group.coordinator",
+            "broker.txn.state_manager"} <= set(project_graph)
+    assert "broker.coordinator.runtime" in project_graph["broker.txn.state_manager"]
+    assert "broker.coordinator.runtime" in project_graph["broker.group.coordinator"]
+    assert imports_across(project_graph, COORDINATOR_RULES) == []
+
+
+def test_an_import_between_the_coordinators_is_found(tmp_path: Path) -> None:
+    for package in ("broker", "broker/coordinator", "broker/group", "broker/txn"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "broker/txn/state.py").write_text(
+        "def later():\n    from broker.group.routing import CONSUMER_OFFSETS_TOPIC\n")
+    (tmp_path / "broker/group/routing.py").write_text("from broker.coordinator import log\n")
+    (tmp_path / "broker/coordinator/log.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import broker.txn.state\n")
+    graph = import_graph(module_files(tmp_path, ("broker",)))
+    assert imports_across(graph, COORDINATOR_RULES) == [
+        ("broker.coordinator.log", "broker.txn.state"),
+        ("broker.txn.state", "broker.group.routing")]
 
 
 def package_of(name: str, within: str) -> str:

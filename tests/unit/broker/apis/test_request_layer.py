@@ -137,7 +137,8 @@ def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
     where that API's clients read it, never only as a stray top-level field."""
     from broker.group.coordinator import GroupCoordinator
     from broker.group.model import GroupCoordinatorSettings
-    from broker.group.offsets_topic import OffsetsTopicCreator, OffsetsTopicSettings
+    from broker.group.routing import offsets_topic_settings
+    from broker.coordinator.topic import InternalTopicCreator
     from broker.log.manager import LogManager
     from broker.replica.manager import ReplicaManager
     from metadata.image import MetadataImage
@@ -149,8 +150,8 @@ def test_every_broker_api_has_its_own_error_body(tmp_path) -> None:
         groups = GroupCoordinator(1, GroupCoordinatorSettings.from_config(config),
                                   None,  # type: ignore[arg-type]
                                   image=MetadataImage.empty,
-                                  topic_creator=OffsetsTopicCreator(
-                                      OffsetsTopicSettings.from_config(config), None))
+                                  topic_creator=InternalTopicCreator(
+                                      offsets_topic_settings(config), None))
         router = RequestRouter()
         install_broker_apis(router, config, "c", MetadataImage.empty, replicas=replicas,
                             groups=groups, producer_ids=object(),  # type: ignore[arg-type]

@@ -188,7 +188,7 @@ def seed_transaction(broker, transactional_id: str, partitions: set[tuple[str, i
         transactional_id, producer_id=1000 + len(state.entries), producer_epoch=0,
         timeout_ms=60000, state=TxnState.ONGOING, partitions=frozenset(partitions),
         start_ms=1, last_update_ms=1))
-    state._loaded[state.partition_for(transactional_id)] = 0
+    state.runtime._loaded[state.partition_for(transactional_id)] = 0
 
 
 async def test_describe_and_list_transactions_show_only_what_may_be_described(tmp_path):

@@ -86,7 +86,7 @@ class GroupBroker:
     async def wait_loaded(self, timeout: float = 5.0) -> None:
         """Until every `__consumer_offsets` partition this broker leads is loaded."""
         with trio.fail_after(timeout):
-            while self.coordinator.is_loading or not self.coordinator._loaded:
+            while self.coordinator.is_loading or not self.coordinator.runtime.loaded:
                 await trio.sleep(0.01)
 
 
@@ -103,7 +103,7 @@ async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None =
     config = ServerConfig(props)
     holder: list[GroupBroker] = []
 
-    async def create_offsets_topic(topic: dict[str, Any]) -> tuple[int, str | None]:
+    async def create_internal_topic(topic: dict[str, Any]) -> tuple[int, str | None]:
         broker = holder[0]
         await broker.create_topic(topic["name"], topic["num_partitions"],
                                   {c["name"]: c["value"] for c in topic["configs"]})
@@ -111,7 +111,7 @@ async def running_group_broker(tmp_path: Path, extra: Mapping[str, str] | None =
 
     server = BrokerServer(config, "group-test-cluster",
                           lambda: holder[0].image if holder else MetadataImage.empty(),
-                          create_offsets_topic=create_offsets_topic)
+                          create_internal_topic=create_internal_topic)
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
         addresses = await nursery.start(server.run, shutdown)

@@ -7,7 +7,7 @@ import logging
 
 import trio
 
-from broker.group.coordinator import LoadSettings
+from broker.coordinator.loader import LoadSettings
 from broker.group.records import OffsetKey, encode_key
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.net import KafkaConnection
@@ -57,7 +57,7 @@ async def test_unreadable_records_are_logged_and_skipped_and_the_rest_loads(tmp_
             file.seek(-1, 2)
             file.write(bytes([last[0] ^ 0xFF]))
 
-        with caplog.at_level(logging.ERROR, logger="broker.group.coordinator"):
+        with caplog.at_level(logging.ERROR, logger="broker.coordinator.loader"):
             await reload(broker, partition)
         # The partition serves; what was readable is there, the damaged commit is not.
         assert await fetched(conn, "g", [0, 1]) == [5, 7]
@@ -72,7 +72,7 @@ async def test_unreadable_records_are_logged_and_skipped_and_the_rest_loads(tmp_
 
 async def test_a_load_that_gave_up_starts_over_on_its_own(tmp_path, caplog):
     async with running_group_broker(tmp_path) as broker:
-        broker.coordinator.load_settings = LoadSettings(
+        broker.coordinator.runtime.load_settings = LoadSettings(
             retry_s=0.01, max_retry_s=0.02, attempts=3, give_up_s=0.3)
         await broker.create_topic("t", 1)
         delta, broker.image = apply_records(broker.image, broker.topic_records(
@@ -82,7 +82,7 @@ async def test_a_load_that_gave_up_starts_over_on_its_own(tmp_path, caplog):
         async def join_code() -> int:
             return (await conn.request(ApiKey.JOIN_GROUP, join_body("g"), 9))["error_code"]
 
-        with caplog.at_level(logging.ERROR, logger="broker.group.coordinator"):
+        with caplog.at_level(logging.ERROR, logger="broker.coordinator.runtime"):
             # Only the coordinator hears of its leadership: the replica manager does not
             # lead the partitions, so every read fails until the load gives up.
             await broker.coordinator.on_metadata(delta, broker.image)
@@ -107,7 +107,7 @@ async def test_loading_a_large_partition_lets_other_tasks_run(tmp_path):
         partition = broker.coordinator.engine.partition_for("g")
         many = commit_body("g", 0, partitions=300)
         assert set(commit_codes(await conn.request(ApiKey.OFFSET_COMMIT, many, 8))) == {0}
-        broker.coordinator.load_settings = LoadSettings(records_per_yield=10)
+        broker.coordinator.runtime.load_settings = LoadSettings(records_per_yield=10)
         await broker.move_leader(CONSUMER_OFFSETS_TOPIC, partition, 2)
         await broker.move_leader(CONSUMER_OFFSETS_TOPIC, partition, BROKER_ID)
         turns = 0

@@ -1,4 +1,4 @@
-"""Group routing (Java's String.hashCode) and the `__consumer_offsets` record formats."""
+"""The `__consumer_offsets` record formats."""
 
 from __future__ import annotations
 
@@ -19,33 +19,8 @@ from broker.group.records import (
     encode_value,
     iter_entries,
 )
-from broker.group.routing import java_string_hashcode, partition_for_group
 from clients.records.batch import Record, encode_batch
 from clients.records.errors import CorruptRecordError
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("", 0),
-    ("a", 97),
-    ("hello", 99162322),
-    ("Aa", 2112),
-    ("BB", 2112),
-    # The classic string whose hash is Integer.MIN_VALUE.
-    ("polygenelubricants", -2147483648),
-    ("\U0001F600", 55357 * 31 + 56832),  # a surrogate pair counts as two UTF-16 units
-])
-def test_java_string_hashcode_matches_java(text, expected):
-    assert java_string_hashcode(text) == expected
-
-
-def test_partition_for_group_masks_the_sign_like_kafka_utils_abs():
-    assert partition_for_group("polygenelubricants", 50) == 0  # MIN_VALUE & 0x7fffffff == 0
-    assert partition_for_group("hello", 50) == 99162322 % 50
-    negative = java_string_hashcode("my-group")
-    assert negative < 0
-    assert partition_for_group("my-group", 50) == (negative & 0x7FFFFFFF) % 50
-    with pytest.raises(ValueError):
-        partition_for_group("g", 0)
 
 
 def test_keys_and_values_round_trip():

@@ -9,7 +9,7 @@ from typing import Iterator
 
 import trio
 
-from broker.group.offsets_log import OffsetsLogError
+from broker.coordinator.log import CoordinatorLogError
 from broker.txn.coordinator import TransactionCoordinator, TransactionSettings
 from broker.txn.metadata import TxnMetadata, TxnState
 from broker.txn.records import build_batch, iter_states
@@ -24,7 +24,7 @@ BROKER = 1
 
 
 class MemoryLog:
-    """`OffsetsLog` of one partition in memory; `fail_with` refuses appends."""
+    """`CoordinatorLog` of one partition in memory; `fail_with` refuses appends."""
 
     def __init__(self) -> None:
         self.batches: list[bytes] = []
@@ -32,7 +32,7 @@ class MemoryLog:
 
     async def append(self, partition: int, batch: bytes) -> int:
         if self.fail_with is not None:
-            raise OffsetsLogError(self.fail_with)
+            raise CoordinatorLogError(self.fail_with)
         self.batches.append(batch)
         return len(self.batches) - 1
 
@@ -192,7 +192,7 @@ async def test_requests_while_loading_hear_coordinator_load_in_progress():
 
     def gated(partition: int, offset: int) -> Iterator[bytes]:
         if not readable[0]:  # the replica cannot be read yet
-            raise OffsetsLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise CoordinatorLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return read_from(partition, offset)
 
     log.read_from = gated  # type: ignore[method-assign]

@@ -1,5 +1,6 @@
-"""How the coordinator reads and writes `__consumer_offsets`: the `OffsetsLog` interface,
-and its implementation over the broker's ReplicaManager.
+"""How a coordinator reads and writes its internal topic (`__consumer_offsets`,
+`__transaction_state`): the `CoordinatorLog` interface, and its implementation over the
+broker's ReplicaManager.
 """
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 import logging
 from typing import Iterator, Protocol
 
-from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.log.errors import LogError
 from broker.log.results import UpperBound
 from broker.replica.append import AppendEntry, AppendOrigin, append_records
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 
 
-class OffsetsLogError(Exception):
+class CoordinatorLogError(Exception):
     """An append or read failed; `error_code` is Kafka's code for why."""
 
     def __init__(self, error_code: int, message: str = "") -> None:
@@ -29,16 +29,16 @@ class OffsetsLogError(Exception):
         self.error_code = int(error_code)
 
 
-class OffsetsLog(Protocol):
-    """The `__consumer_offsets` partitions this broker leads."""
+class CoordinatorLog(Protocol):
+    """The partitions of a coordinator's internal topic that this broker leads."""
 
     async def append(self, partition: int, batch: bytes) -> int:
         """Append one record batch as leader and wait until it is committed (the high
-        watermark passed it); the base offset, or OffsetsLogError."""
+        watermark passed it); the base offset, or CoordinatorLogError."""
         ...
 
     def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
-        """Whole record batches from `offset` to the log end, in chunks; OffsetsLogError
+        """Whole record batches from `offset` to the log end, in chunks; CoordinatorLogError
         when the partition cannot be read (at the start or between chunks)."""
         ...
 
@@ -50,13 +50,13 @@ class OffsetsLog(Protocol):
         ...
 
 
-class ReplicaOffsetsLog:
-    """`OffsetsLog` over the local leader replicas: appends go through the replica manager's
-    `append_records` with acks=all (Kafka's `offsets.commit.required.acks` = -1), waiting at
-    most `commit_timeout_ms`."""
+class ReplicaCoordinatorLog:
+    """`CoordinatorLog` of `topic` over the local leader replicas: appends go through the
+    replica manager's `append_records` with acks=all (Kafka's `offsets.commit.required.acks`
+    = -1), waiting at most `commit_timeout_ms`."""
 
-    def __init__(self, replicas: ReplicaManager, commit_timeout_ms: int = 5000,
-                 topic: str = CONSUMER_OFFSETS_TOPIC) -> None:
+    def __init__(self, replicas: ReplicaManager, topic: str,
+                 commit_timeout_ms: int = 5000) -> None:
         self._replicas = replicas
         self._topic = topic
         self._timeout_ms = commit_timeout_ms
@@ -65,20 +65,19 @@ class ReplicaOffsetsLog:
         try:
             return self._replicas.leader_partition(self._topic, partition)
         except ReplicaError as exc:
-            raise OffsetsLogError(exc.error_code, str(exc)) from None
+            raise CoordinatorLogError(exc.error_code, str(exc)) from None
 
     async def append(self, partition: int, batch: bytes) -> int:
         """Append as leader (acks=all); the base offset once the high watermark passed it.
         Fails as a Produce would: the ISR below min.insync.replicas before the append
         (NOT_ENOUGH_REPLICAS) or after it (NOT_ENOUGH_REPLICAS_AFTER_APPEND), the leadership
         moved or this broker's controller session lost (NOT_LEADER_OR_FOLLOWER), or the
-        timeout (REQUEST_TIMED_OUT). The same path serves `__transaction_state` (built with
-        that topic)."""
+        timeout (REQUEST_TIMED_OUT)."""
         entry = AppendEntry(self._topic, partition, batch)
         await append_records(self._replicas, [entry], -1, self._timeout_ms,
                              AppendOrigin.COORDINATOR)
         if entry.error_code:
-            raise OffsetsLogError(entry.error_code, entry.error_message or "")
+            raise CoordinatorLogError(entry.error_code, entry.error_message or "")
         return entry.base_offset
 
     def read_from(self, partition: int, offset: int) -> Iterator[bytes]:
@@ -89,7 +88,7 @@ class ReplicaOffsetsLog:
                 chunk = log.read(position, LOAD_BUFFER_BYTES, UpperBound.LEO).read_bytes()
             except LogError as exc:
                 # The caller yields between chunks, so the log may have moved meanwhile.
-                raise OffsetsLogError(exc.error_code, str(exc)) from None
+                raise CoordinatorLogError(exc.error_code, str(exc)) from None
             whole, next_offset = _whole_batches(chunk)
             if not whole:
                 break

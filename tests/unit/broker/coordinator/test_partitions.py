@@ -8,7 +8,7 @@ import uuid
 
 import trio
 
-from broker.coordinator_partitions import led_partitions
+from broker.coordinator.partitions import led_partitions
 from broker.group.coordinator import GroupCoordinator
 from broker.group.model import GroupCoordinatorSettings
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from broker.group.offsets_log import OffsetsLogError, ReplicaOffsetsLog
+from broker.coordinator.log import CoordinatorLogError, ReplicaCoordinatorLog
 from clients.protocol import ErrorCode
 from metadata.records import PartitionChangeRecord
 from tests.unit.broker.log.helpers import batch
@@ -21,12 +21,12 @@ TOPIC = "__consumer_offsets"
 TIMEOUT_MS = 30_000
 
 
-async def _append_in_background(log: ReplicaOffsetsLog, outcome: dict[str, Any],
+async def _append_in_background(log: ReplicaCoordinatorLog, outcome: dict[str, Any],
                                 nursery: trio.Nursery) -> None:
     async def append() -> None:
         try:
             outcome["offset"] = await log.append(0, batch([b"commit"]))
-        except OffsetsLogError as exc:
+        except CoordinatorLogError as exc:
             outcome["error"] = exc
 
     nursery.start_soon(append)
@@ -43,7 +43,7 @@ def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 async def test_the_write_completes_once_the_follower_caught_up(cluster, autojump_clock) -> None:
     cluster.topic(TOPIC, replicas=(1, 2))
-    log = ReplicaOffsetsLog(cluster.replicas, TIMEOUT_MS, TOPIC)
+    log = ReplicaCoordinatorLog(cluster.replicas, TOPIC, TIMEOUT_MS)
     outcome: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
         await _append_in_background(log, outcome, nursery)
@@ -54,7 +54,7 @@ async def test_the_write_completes_once_the_follower_caught_up(cluster, autojump
 
 async def test_the_write_fails_at_once_when_the_session_lapses(cluster, autojump_clock) -> None:
     cluster.topic(TOPIC, replicas=(1, 2))
-    log = ReplicaOffsetsLog(cluster.replicas, TIMEOUT_MS, TOPIC)
+    log = ReplicaCoordinatorLog(cluster.replicas, TOPIC, TIMEOUT_MS)
     outcome: dict[str, Any] = {}
     began = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -68,7 +68,7 @@ async def test_the_write_fails_at_once_when_the_session_lapses(cluster, autojump
 async def test_an_isr_shrunk_below_min_insync_replicas_after_the_append_fails_the_write(
         cluster, autojump_clock) -> None:
     topic_id = cluster.topic(TOPIC, replicas=(1, 2), configs={"min.insync.replicas": "2"})
-    log = ReplicaOffsetsLog(cluster.replicas, TIMEOUT_MS, TOPIC)
+    log = ReplicaCoordinatorLog(cluster.replicas, TOPIC, TIMEOUT_MS)
     outcome: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
         await _append_in_background(log, outcome, nursery)

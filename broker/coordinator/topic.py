@@ -1,4 +1,5 @@
-"""Creating `__consumer_offsets` on first use (FindCoordinator), through the controller."""
+"""A coordinator's internal topic (`__consumer_offsets`, `__transaction_state`): its
+settings, and its creation on first use (FindCoordinator), through the controller."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from clients.protocol import ApiKey, ErrorCode
 from metadata.controller.assignments import usable_brokers
 from metadata.image import MetadataImage
@@ -26,27 +26,24 @@ CreateTopic = Callable[[dict[str, Any]], Awaitable[tuple[int, str | None]]]
 
 
 @dataclass(frozen=True)
-class OffsetsTopicSettings:
-    num_partitions: int = 50
-    replication_factor: int = 3
-    segment_bytes: int = 104_857_600
-    topic = CONSUMER_OFFSETS_TOPIC
-    replication_factor_key = "offsets.topic.replication.factor"
-    users = "consumer groups get no coordinator"
+class InternalTopicSettings:
+    """What a coordinator's compacted internal topic is created with, and the config key
+    names that say so: `replication_factor_key` is named to the operator when too few
+    brokers live, and `users` says who goes without a coordinator meanwhile."""
 
-    @classmethod
-    def from_config(cls, config: Any) -> "OffsetsTopicSettings":
-        return cls(config.offsets_topic_num_partitions,
-                   config.offsets_topic_replication_factor,
-                   config.offsets_topic_segment_bytes)
+    topic: str
+    num_partitions: int
+    replication_factor: int
+    # Topic configs in the CreateTopics request, as (name, value) pairs.
+    configs: tuple[tuple[str, str], ...]
+    replication_factor_key: str
+    users: str
 
     def create_request(self) -> dict[str, Any]:
-        """The CreateTopics entry (Kafka's offsets topic configs)."""
-        return {"name": CONSUMER_OFFSETS_TOPIC, "num_partitions": self.num_partitions,
+        """The CreateTopics entry."""
+        return {"name": self.topic, "num_partitions": self.num_partitions,
                 "replication_factor": self.replication_factor, "assignments": [],
-                "configs": [{"name": "cleanup.policy", "value": "compact"},
-                            {"name": "compression.type", "value": "producer"},
-                            {"name": "segment.bytes", "value": str(self.segment_bytes)}]}
+                "configs": [{"name": name, "value": value} for name, value in self.configs]}
 
 
 def channel_create_topic(channel: Any) -> CreateTopic:
@@ -67,12 +64,11 @@ def channel_create_topic(channel: Any) -> CreateTopic:
     return create
 
 
-class OffsetsTopicCreator:
-    """Creates an internal topic (`settings.topic`: `__consumer_offsets`, or
-    `__transaction_state` with its own settings) in the background, once at a time, when
+class InternalTopicCreator:
+    """Creates the internal topic `settings.topic` in the background, once at a time, when
     enough brokers live."""
 
-    def __init__(self, settings: Any, create: CreateTopic | None) -> None:
+    def __init__(self, settings: InternalTopicSettings, create: CreateTopic | None) -> None:
         self.settings = settings
         self._create = create
         self._in_flight = False
@@ -103,7 +99,7 @@ class OffsetsTopicCreator:
         live = len(usable_brokers(image))
         wanted = self.settings.replication_factor
         if live < wanted:
-            # Kafka refuses too rather than create an under-replicated offsets topic.
+            # Kafka refuses too rather than create an under-replicated internal topic.
             reason = (f"{self.settings.topic} cannot be created: {live} live broker(s), "
                       f"{self.settings.replication_factor_key} is {wanted}")
             self._log_too_few_brokers(reason, wanted)

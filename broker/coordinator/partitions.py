@@ -1,20 +1,16 @@
 """Which partitions of an internal topic (`__consumer_offsets`, `__transaction_state`) a
-coordinator on this broker serves, and at which coordinator epoch."""
+coordinator on this broker serves, at which coordinator epoch, and where a key's coordinator
+is (FindCoordinator)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
+from broker.coordinator.topic import InternalTopicCreator
 from clients.protocol import ErrorCode
 from metadata.image import MetadataImage
-
-
-class InternalTopicCreator(Protocol):
-    """Creates the internal topic on first use; returns why it cannot yet, or None."""
-
-    def ensure(self, image: MetadataImage, nursery: trio.Nursery | None) -> str | None: ...
 
 
 def locate_coordinator(image: MetadataImage, topic_name: str, partition: int,

@@ -1,4 +1,4 @@
-"""The writer of one `__consumer_offsets` partition: decision order, one write at a time,
+"""The ordered writer of one internal-topic partition: decision order, one write at a time,
 waited writes appended in their caller's task, and what `close` and a gone caller leave."""
 
 from __future__ import annotations
@@ -9,22 +9,19 @@ import pytest
 import trio
 import trio.testing
 
-from broker.group.model import Effects, GroupWrite
-from broker.group.records import OffsetKey, OffsetValue, iter_entries
-from broker.group.writer import PartitionWriter
+from broker.coordinator.writer import OrderedWriter
 from clients.protocol import ErrorCode
 
 
 class HeldLog:
-    """An OffsetsLog whose appends land at once and commit when the test says so."""
+    """A CoordinatorLog whose appends land at once and commit when the test says so."""
 
     def __init__(self) -> None:
         self.appended: list[int] = []
         self._commits: list[trio.Event] = []
 
     async def append(self, partition: int, batch: bytes) -> int:
-        ((_, _, value),) = iter_entries(batch)
-        self.appended.append(value.offset)  # type: ignore[union-attr]
+        self.appended.append(int.from_bytes(batch, "big"))
         commit = trio.Event()
         self._commits.append(commit)
         await commit.wait()
@@ -48,20 +45,24 @@ class HeldLog:
         return 0
 
 
-def offset_write(offset: int, settled: list[tuple[int, int]]) -> GroupWrite:
-    def then(code: int) -> Effects:
-        settled.append((offset, code))
-        return Effects()
+def offset_write(offset: int, settled: list[tuple[int, int]]) -> tuple[int, list]:
+    """A write of `offset` that, once settled, notes (offset, code) in `settled`."""
+    return offset, settled
 
-    entry = (OffsetKey("g", "t", 0), OffsetValue(offset, -1, "", 0, -1))
-    return GroupWrite(0, [entry], then, reschedules=False)
+
+def encode(write: tuple[int, list]) -> bytes:
+    return write[0].to_bytes(8, "big")
+
+
+def settle(write: tuple[int, list], code: int) -> None:
+    offset, settled = write
+    settled.append((offset, code))
 
 
 @pytest.fixture
-def log_and_writer() -> tuple[HeldLog, PartitionWriter, list[Effects]]:
+def log_and_writer() -> tuple[HeldLog, OrderedWriter, None]:
     log = HeldLog()
-    applied: list[Effects] = []
-    return log, PartitionWriter(0, log, applied.append), applied
+    return log, OrderedWriter("__consumer_offsets", 0, log, encode, settle), None
 
 
 async def test_a_waited_write_on_an_idle_writer_needs_no_writer_task(log_and_writer) -> None:
@@ -119,7 +120,7 @@ async def test_close_fails_a_waited_write_in_flight_with_not_coordinator(log_and
 
 
 async def test_a_caller_that_goes_away_still_lets_its_write_settle(log_and_writer) -> None:
-    """As a queued write would: the offsets' pending count depends on `then` running."""
+    """As a queued write would: a group's pending offsets count depends on its settling."""
     log, writer, _ = log_and_writer
     settled: list[tuple[int, int]] = []
     async with trio.open_nursery() as nursery:
