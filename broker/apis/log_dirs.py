@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
+from broker.replica.leader_queries import LogDirInfo, describe_log_dirs
 from broker.replica.manager import ReplicaManager
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.messages.describe_log_dirs import (
@@ -16,7 +17,6 @@ from clients.protocol.messages.describe_log_dirs import (
 
 Response = DescribeLogDirsResponseData
 
-INVALID_OFFSET_LAG = -1
 
 
 class DescribeLogDirsHandler:
@@ -35,33 +35,20 @@ class DescribeLogDirsHandler:
             (entry.topic, p) for entry in body.topics for p in entry.partitions}
         return DescribeLogDirsResponseData(
             error_code=ErrorCode.NONE,
-            results=[self._describe(path, wanted) for path in self._replicas.log_manager.log_dirs])
+            results=[_result(info) for info in describe_log_dirs(self._replicas, wanted)])
 
-    def _describe(self, path: Path,
-                  wanted: set[tuple[str, int]] | None) -> Response.DescribeLogDirsResult:
-        logs = self._replicas.log_manager
-        topics: dict[str, list[Response.DescribeLogDirsPartition]] = {}
-        for log in sorted(logs.logs(), key=lambda l: (l.topic, l.partition)):
-            key = (log.topic, log.partition)
-            if logs.log_dir_of(*key) != path or (wanted is not None and key not in wanted):
-                continue
-            partition = self._replicas.get_partition(*key)
-            lag = (INVALID_OFFSET_LAG if partition is None
-                   else max(partition.high_watermark - log.log_end_offset, 0))
-            topics.setdefault(log.topic, []).append(
-                Response.DescribeLogDirsPartition(
-                    partition_index=log.partition, partition_size=log.size_in_bytes,
-                    offset_lag=lag, is_future_key=False))
-        try:
-            usage = shutil.disk_usage(path)
-            total, usable = usage.total, usage.free
-        except OSError:
-            total = usable = -1
-        return Response.DescribeLogDirsResult(
-            error_code=ErrorCode.NONE, log_dir=str(path.resolve()),
-            topics=[Response.DescribeLogDirsTopic(name=name, partitions=parts)
-                    for name, parts in topics.items()],
-            total_bytes=total, usable_bytes=usable)
+
+def _result(info: LogDirInfo) -> Response.DescribeLogDirsResult:
+    topics: dict[str, list[Response.DescribeLogDirsPartition]] = {}
+    for replica in info.replicas:
+        topics.setdefault(replica.topic, []).append(Response.DescribeLogDirsPartition(
+            partition_index=replica.partition, partition_size=replica.size_bytes,
+            offset_lag=replica.offset_lag, is_future_key=False))
+    return Response.DescribeLogDirsResult(
+        error_code=ErrorCode.NONE, log_dir=info.path,
+        topics=[Response.DescribeLogDirsTopic(name=name, partitions=parts)
+                for name, parts in topics.items()],
+        total_bytes=info.total_bytes, usable_bytes=info.usable_bytes)
 
 
 def describe_log_dirs_error(body: DescribeLogDirsRequestData, version: int, code: int,

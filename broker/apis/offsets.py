@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Iterable
 
 from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, ResourceType
 from broker.apis.common import PARTITION_ERRORS, Slicer, error_code_of
-from broker.replica.errors import OffsetOutOfRange
 from broker.apis.request import RequestContext, DecodedRequest, RequestRouter
-from broker.replica.errors import OffsetNotAvailable, ReplicaError
+from broker.replica.leader_queries import (
+    MAX_TIMESTAMP,
+    delete_records_before,
+    end_offset_for_epoch,
+    offset_for_timestamp,
+)
 from broker.replica.manager import ReplicaManager
-from broker.replica.partition import Partition
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.messages.delete_records import (
     DeleteRecordsRequestData,
@@ -23,7 +25,6 @@ from clients.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponseData,
 )
 
-logger = logging.getLogger(__name__)
 
 ListOffsetsPartition = ListOffsetsRequestData.ListOffsetsPartition
 ListOffsetsAnswer = ListOffsetsResponseData.ListOffsetsPartitionResponse
@@ -31,11 +32,6 @@ EpochAnswer = OffsetForLeaderEpochResponseData.EpochEndOffset
 DeleteRecordsPartition = DeleteRecordsRequestData.DeleteRecordsPartition
 DeleteAnswer = DeleteRecordsResponseData.DeleteRecordsPartitionResult
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-CONSUMER_REPLICA_ID = -1
-READ_COMMITTED = 1
 _FIRST_VERSION_WITH_MAX_TIMESTAMP = 7
 _FIRST_VERSION_WITH_LEADER_EPOCH = 4
 
@@ -119,7 +115,7 @@ class OffsetHandlers:
         try:
             partition = self._replicas.leader_partition(topic, p.partition_index,
                                                         p.current_leader_epoch)
-            found = self._offset_for(partition, timestamp, replica_id, isolation_level)
+            found = offset_for_timestamp(partition, timestamp, replica_id, isolation_level)
         except PARTITION_ERRORS as exc:
             entry.error_code = error_code_of(exc)
             return
@@ -127,38 +123,6 @@ class OffsetHandlers:
             entry.timestamp, entry.offset, leader_epoch = found
             if version >= _FIRST_VERSION_WITH_LEADER_EPOCH:  # older responses lack the field
                 entry.leader_epoch = leader_epoch
-
-    @staticmethod
-    def _offset_for(partition: Partition, timestamp: int, replica_id: int,
-                    isolation_level: int) -> tuple[int, int, int] | None:
-        """(timestamp, offset, leader epoch) as Kafka's Partition.fetchOffsetForTimestamp."""
-        log = partition.log
-        consumer = replica_id == CONSUMER_REPLICA_ID
-        if not consumer:
-            last_fetchable = log.log_end_offset
-        elif isolation_level == READ_COMMITTED:
-            last_fetchable = log.last_stable_offset
-        else:
-            last_fetchable = log.high_watermark
-        # A new leader whose HW has not yet reached its epoch's start cannot answer yet.
-        not_available = consumer and partition.leader_epoch_start_offset > log.high_watermark
-        if timestamp == LATEST_TIMESTAMP:
-            if not_available:
-                raise OffsetNotAvailable(f"{partition.topic}-{partition.partition_id}: the high "
-                                         "watermark is behind the leader epoch start offset")
-            return -1, last_fetchable, partition.leader_epoch
-        found = log.offset_for_timestamp(timestamp)
-        if found is None or found[1] < 0:
-            if not_available:
-                raise OffsetNotAvailable(f"{partition.topic}-{partition.partition_id}: offsets "
-                                         "are not available yet")
-            return None
-        ts, offset = found
-        # As Kafka: only the earliest offset may lie at or past what a client may fetch; an
-        # answer by time (max timestamp too) names a fetchable record or none.
-        if timestamp != EARLIEST_TIMESTAMP and offset >= last_fetchable:
-            return None
-        return ts, offset, log.epoch_cache.epoch_for_offset(offset)
 
     # -- OffsetForLeaderEpoch ------------------------------------------------------------
 
@@ -185,9 +149,8 @@ class OffsetHandlers:
                 try:
                     partition = self._replicas.leader_partition(
                         topic.topic, p.partition, p.current_leader_epoch)
-                    log = partition.log
-                    entry.leader_epoch, entry.end_offset = log.epoch_cache.end_offset_for(
-                        p.leader_epoch, log.log_end_offset)
+                    entry.leader_epoch, entry.end_offset = end_offset_for_epoch(
+                        partition, p.leader_epoch)
                 except PARTITION_ERRORS as exc:
                     entry.error_code = error_code_of(exc)
             topics.append(OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResult(
@@ -220,19 +183,8 @@ class OffsetHandlers:
         return DeleteRecordsResponseData(topics=topics)
 
     def _delete_records(self, topic: str, p: DeleteRecordsPartition) -> int:
-        index = p.partition_index
-        partition = self._replicas.leader_partition(topic, index)
-        log = partition.log
-        if log.config.compact and not log.config.delete:
-            raise ReplicaError(f"records of {topic}-{index} cannot be deleted: "
-                               "the topic is compacted", ErrorCode.POLICY_VIOLATION)
-        offset = p.offset
-        if offset != -1 and (offset < 0 or offset > log.high_watermark):
-            raise OffsetOutOfRange(f"cannot delete records of {topic}-{index} "
-                                   f"before {offset}: the high watermark is {log.high_watermark}")
-        low_watermark = log.delete_records_before(offset)
-        logger.info("%s-%d: log start offset now %d", topic, index, low_watermark)
-        return low_watermark
+        partition = self._replicas.leader_partition(topic, p.partition_index)
+        return delete_records_before(partition, p.offset)
 
 
 def list_offsets_error_body(body: ListOffsetsRequestData, version: int, error_code: int,

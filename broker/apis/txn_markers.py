@@ -20,6 +20,7 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.replica.append import AppendEntry, AppendOrigin, TxnMarker, append_records
 from broker.replica.errors import PARTITION_ERRORS, error_code_of
+from broker.replica.leader_queries import active_producers
 from broker.replica.manager import ReplicaManager
 from clients.protocol import ApiKey, ErrorCode
 from clients.protocol.messages.describe_producers import (
@@ -146,11 +147,11 @@ class TxnMarkerHandlers:
                 else:
                     entry.active_producers = [
                         Producers.ProducerState(
-                            producer_id=e.producer_id, producer_epoch=e.epoch,
-                            last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
+                            producer_id=e.producer_id, producer_epoch=e.producer_epoch,
+                            last_sequence=e.last_sequence, last_timestamp=e.last_timestamp,
                             coordinator_epoch=e.coordinator_epoch,
-                            current_txn_start_offset=e.current_txn_first_offset)
-                        for e in partition.log.producer_state.producers.values()]
+                            current_txn_start_offset=e.current_txn_start_offset)
+                        for e in active_producers(partition)]
                 entries.append(entry)
             topics.append(Producers.TopicResponse(name=topic.name, partitions=entries))
         return DescribeProducersResponseData(topics=topics)

@@ -1,7 +1,8 @@
 """The replica manager is the only way into the logs: no request handler module imports
-`broker.log` (at top level, inside a function or under `TYPE_CHECKING`), only the replica
-manager's append module appends to a leader's log, and the acks=all wait (Kafka's
-DelayedProduce) exists once, next to the long poll's (DelayedFetch)."""
+`broker.log` (at top level, inside a function or under `TYPE_CHECKING`) or touches a
+partition's log or the log manager, only the replica manager's append module appends to a
+leader's log, and the acks=all wait (Kafka's DelayedProduce) exists once, next to the long
+poll's (DelayedFetch)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def _calls(root: Path, packages: tuple[str, ...]) -> list[tuple[str, ast.Call]]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
 
 
+def log_reaches_of_handlers(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """`module:line` of every `.log` or `.log_manager` attribute a handler module reads."""
+    return [f"{name}:{node.lineno}" for name, path in module_files(root, packages).items()
+            if _within(name, HANDLERS)
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Attribute) and node.attr in ("log", "log_manager")]
+
+
 def leader_appends(root: Path, packages: tuple[str, ...]) -> dict[str, int]:
     """Module -> how many calls it makes to `append_as_leader` or `append_marker`."""
     sites: dict[str, int] = {}
@@ -69,6 +78,10 @@ def test_no_handler_module_imports_the_log_layer() -> None:
     assert log_imports_of_handlers(REPO_ROOT, PACKAGES) == {}
 
 
+def test_no_handler_reaches_into_a_log() -> None:
+    assert log_reaches_of_handlers(REPO_ROOT, PACKAGES) == []
+
+
 def test_only_the_replica_managers_appends_reach_a_leader_log() -> None:
     assert leader_appends(REPO_ROOT, PACKAGES) == LEADER_APPENDS
 
@@ -97,6 +110,8 @@ def test_the_checks_find_log_imports_appends_and_waits_anywhere(tmp_path: Path) 
         "broker/apis/typing_only.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                       "    from broker import log\n",
         "broker/apis/clean.py": "from broker.replica import append\n",
+        "broker/apis/reach.py": "def lso(partition):\n    return partition.log.last_stable_offset\n",
+        "broker/apis/dirs.py": "def dirs(replicas):\n    return replicas.log_manager.log_dirs\n",
         "broker/replica/append.py": "async def wait(replicas):\n"
                                     "    with replicas.purgatory.watch([], 'Produce'):\n"
                                     "        pass\n",
@@ -111,6 +126,8 @@ def test_the_checks_find_log_imports_appends_and_waits_anywhere(tmp_path: Path) 
         "broker.apis.inside": {"broker.log.results"},
         "broker.apis.typing_only": {"broker.log"},
     }
+    assert sorted(log_reaches_of_handlers(tmp_path, packages)) == [
+        "broker.apis.dirs:2", "broker.apis.reach:2"]
     assert leader_appends(tmp_path, packages) == {"broker.group.own_wait": 1}
     assert purgatory_waits(tmp_path, packages) == [
         ("broker.group.own_wait", ""), ("broker.replica.append", "Produce")]
