@@ -14,7 +14,6 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import trio
 
-from clients.protocol.codec import is_typed
 from clients.protocol.messages import request_class
 
 logger = logging.getLogger(__name__)
@@ -96,19 +95,16 @@ RequestObserver = Callable[["DecodedRequest", "dict | None", float], None]
 class ErrorBody(Protocol):
     """Builds an API's response carrying `code` everywhere Kafka puts a request-wide error,
     from the request body (every field at its default when it could not be decoded) at
-    `version`. The body is the API's request message class for the APIs in
-    `clients.protocol.TYPED_REQUESTS`, else a dict."""
+    `version`: the API's request message."""
 
     def __call__(self, body: Any, version: int, code: int,
                  message: str | None = None) -> Any: ...
 
 
 def _empty_body(api_key: int) -> Any:
-    """The body of a request that could not be decoded: every field at its default, in the
-    form the API's handlers read."""
-    if is_typed(api_key):
-        return request_class(api_key)()
-    return {}
+    """The body of a request that could not be decoded: its message, every field at its
+    default."""
+    return request_class(api_key)()
 
 
 def default_error_body(body: Mapping[str, Any], version: int, code: int,

@@ -8,13 +8,13 @@ Typical use::
 
 Schemas come from Kafka's definitions (``definitions/``, built by ``schemas``); the advertised
 APIs and versions are ``supported``; ``messages`` holds the classes generated from the same
-definitions, which the requests of the APIs in ``TYPED_REQUESTS`` (and the responses of those
-in ``TYPED_RESPONSES``) decode into.
+definitions, which every request (and the responses of the APIs in ``TYPED_RESPONSES``)
+decodes into.
 """
 
 from clients.protocol.api_keys import ApiKey, api_name
 from clients.protocol.schemas import APIS
-from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_REQUESTS, TYPED_RESPONSES
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_RESPONSES
 from clients.protocol.codec import (
     Request,
     as_message,
@@ -41,7 +41,6 @@ __all__ = [
     "ProtocolError",
     "Request",
     "SUPPORTED_VERSIONS",
-    "TYPED_REQUESTS",
     "TYPED_RESPONSES",
     "UnsupportedVersionError",
     "ZERO_UUID",

@@ -10,10 +10,10 @@ already delimits the request, and newer clients may append fields an older schem
 
 Decoded ``bytes`` and ``records`` fields are zero-copy ``memoryview`` slices of the frame.
 
-Bodies: requests of the APIs in :data:`~clients.protocol.supported.TYPED_REQUESTS` and responses
-of those in ``TYPED_RESPONSES`` decode into the generated message classes
-(:mod:`clients.protocol.messages`), the others into dicts; ``typed=`` overrides that per call.
-Encoding takes either form.
+Bodies: requests, and the responses of the APIs in
+:data:`~clients.protocol.supported.TYPED_RESPONSES`, decode into the generated message classes
+(:mod:`clients.protocol.messages`), other responses into dicts; ``typed=`` overrides that per
+call. Encoding takes either form.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 from clients.protocol.api_keys import ApiKey
 from clients.protocol.messages import request_class, response_class
 from clients.protocol.schemas import APIS
-from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_REQUESTS, TYPED_RESPONSES
+from clients.protocol.supported import SUPPORTED_VERSIONS, TYPED_RESPONSES
 from clients.protocol.arrays import TooManyElements, element_bound
 from clients.protocol.compiler import Compiled, compile_struct
 from clients.protocol.exceptions import ProtocolError, UnsupportedVersionError
@@ -65,9 +65,9 @@ def is_supported(api_key: int, api_version: int) -> bool:
 
 
 def is_typed(api_key: int, request: bool = True) -> bool:
-    """Whether ``api_key``'s request (or response) bodies decode into the generated message
-    classes by default."""
-    return api_key in (TYPED_REQUESTS if request else TYPED_RESPONSES)
+    """Whether ``api_key``'s request (always) or response bodies decode into the generated
+    message classes by default."""
+    return request or api_key in TYPED_RESPONSES
 
 
 def _compiled(
@@ -137,7 +137,7 @@ def decode_request(frame: bytes | bytearray | memoryview, typed: bool | None = N
     if not is_supported(api_key, api_version):
         raise UnsupportedVersionError(api_key, api_version, correlation_id)
     if typed is None:
-        typed = api_key in TYPED_REQUESTS
+        typed = True
     codec, flexible = _compiled(api_key, api_version, True, typed)
     # Every element takes at least a byte: a shorter frame cannot pass the bound.
     bound = (element_bound(max_elements, str(max_elements))

@@ -65,68 +65,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
-# The APIs whose request bodies the codec decodes into the generated message classes
-# (clients.protocol.messages): their handlers read attributes. The others' requests still
-# decode into dicts; handlers move over API family by API family.
-TYPED_REQUESTS: frozenset[ApiKey] = frozenset({
-    ApiKey.ADD_OFFSETS_TO_TXN,
-    ApiKey.ADD_PARTITIONS_TO_TXN,
-    ApiKey.ALLOCATE_PRODUCER_IDS,
-    ApiKey.ALTER_CLIENT_QUOTAS,
-    ApiKey.ALTER_CONFIGS,
-    ApiKey.ALTER_PARTITION,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-    ApiKey.API_VERSIONS,
-    ApiKey.BROKER_HEARTBEAT,
-    ApiKey.BROKER_REGISTRATION,
-    ApiKey.CONSUMER_GROUP_DESCRIBE,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT,
-    ApiKey.CREATE_ACLS,
-    ApiKey.CREATE_PARTITIONS,
-    ApiKey.CREATE_TOPICS,
-    ApiKey.DELETE_ACLS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.DELETE_RECORDS,
-    ApiKey.DELETE_TOPICS,
-    ApiKey.DESCRIBE_ACLS,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS,
-    ApiKey.DESCRIBE_CLUSTER,
-    ApiKey.DESCRIBE_CONFIGS,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.DESCRIBE_LOG_DIRS,
-    ApiKey.DESCRIBE_PRODUCERS,
-    ApiKey.DESCRIBE_QUORUM,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-    ApiKey.DESCRIBE_TRANSACTIONS,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-    ApiKey.ELECT_LEADERS,
-    ApiKey.END_TXN,
-    ApiKey.FETCH,
-    ApiKey.FIND_COORDINATOR,
-    ApiKey.HEARTBEAT,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.INIT_PRODUCER_ID,
-    ApiKey.JOIN_GROUP,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.LIST_GROUPS,
-    ApiKey.LIST_OFFSETS,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.LIST_TRANSACTIONS,
-    ApiKey.METADATA,
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_DELETE,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH,
-    ApiKey.PRODUCE,
-    ApiKey.SASL_AUTHENTICATE,
-    ApiKey.SASL_HANDSHAKE,
-    ApiKey.SYNC_GROUP,
-    ApiKey.TXN_OFFSET_COMMIT,
-    ApiKey.UNREGISTER_BROKER,
-    ApiKey.WRITE_TXN_MARKERS,
-})
-
-# The APIs whose response bodies decode into the message classes by default: the ones every
-# client that reads them reads attributes from.
+# Every request decodes into its generated message class (clients.protocol.messages): the
+# handlers read attributes. Responses decode into dicts, for the clients that read them so,
+# except those of the APIs here, whose every client reads attributes.
 TYPED_RESPONSES: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS})

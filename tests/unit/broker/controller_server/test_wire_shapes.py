@@ -21,7 +21,6 @@ from clients.protocol import (
     as_message,
     decode_response,
     encode_response,
-    is_typed,
 )
 from clients.protocol.fit import fit_request
 from kraft.status import QuorumStatus, ReplicaStatus
@@ -79,7 +78,7 @@ def round_trip(api_key: int, version: int, body: dict[str, Any]) -> dict[str, An
 def request_body(api_key: int, version: int) -> Any:
     """The request as the controller's handler reads it at `version`."""
     body = fit_request(api_key, version, REQUESTS[api_key])
-    return as_message(api_key, version, body) if is_typed(api_key) else body
+    return as_message(api_key, version, body)
 
 
 def versions(api_key: int) -> list[int]:
