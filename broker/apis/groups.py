@@ -19,6 +19,7 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.consumer_groups import cluster_topics, persist, serve
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import ConsumerGroupState
@@ -71,7 +72,7 @@ TRANSACTIONS_UNSUPPORTED = ("this broker does not support transactions (no trans
 class TransactionCoordinatorFinder(Protocol):
     """Answers FindCoordinator for transactional ids (key type 1)."""
 
-    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]: ...
+    def find_coordinator(self, key: str, listener_name: str) -> CoordinatorLocation: ...
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -190,23 +191,21 @@ class GroupHandlers:
         if version >= 4:
             return FindCoordinatorResponseData(coordinators=[
                 FindCoordinatorResponseData.Coordinator(
-                    key=key, node_id=entry["node_id"], host=entry["host"], port=entry["port"],
-                    error_code=int(entry["error_code"]), error_message=entry["error_message"])
+                    key=key, node_id=entry.node_id, host=entry.host, port=entry.port,
+                    error_code=entry.error_code, error_message=entry.error_message)
                 for key, entry in zip(keys, found)])
         entry = found[0]
         return FindCoordinatorResponseData(
-            error_code=int(entry["error_code"]), error_message=entry["error_message"],
-            node_id=entry["node_id"], host=entry["host"], port=entry["port"])
+            error_code=entry.error_code, error_message=entry.error_message,
+            node_id=entry.node_id, host=entry.host, port=entry.port)
 
     def _coordinator_for(self, key: str, key_type: int, listener: str,
-                         ctx: RequestContext) -> dict[str, Any]:
+                         ctx: RequestContext) -> CoordinatorLocation:
         if key_type == GROUP_KEY_TYPE and not self._group_allowed(ctx, AclOperation.DESCRIBE, key):
-            return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None,
-                    "node_id": -1, "host": "", "port": -1}
+            return CoordinatorLocation.failed(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if key_type == TRANSACTION_KEY_TYPE and not self._authz.allowed(
                 ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-            return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    "error_message": None, "node_id": -1, "host": "", "port": -1}
+            return CoordinatorLocation.failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if key_type == GROUP_KEY_TYPE:
             return self.coordinator.find_coordinator(key, listener)
         if key_type == TRANSACTION_KEY_TYPE and self._transactions is not None:
@@ -218,8 +217,7 @@ class GroupHandlers:
             code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
-        return {"error_code": code, "error_message": message, "node_id": -1, "host": "",
-                "port": -1}
+        return CoordinatorLocation.failed(code, message)
 
     # -- membership ----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import trio
 
 from broker.coordinator.loader import LoadSettings, Unreadable
 from broker.coordinator.log import CoordinatorLog
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.coordinator.runtime import CoordinatorRuntime
 from broker.coordinator.topic import InternalTopicCreator
 from broker.coordinator.writer import OrderedWriter, PendingWrite, finish
@@ -126,7 +127,7 @@ class GroupCoordinator:
     def is_loading(self) -> bool:
         return self.runtime.is_loading
 
-    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
+    def find_coordinator(self, key: str, listener_name: str) -> CoordinatorLocation:
         """Node id, host and port of `key`'s coordinator on `listener_name`, or an error."""
         return self.runtime.find_coordinator(self._image(), self.engine.partition_for(key),
                                              listener_name)
