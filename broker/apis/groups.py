@@ -247,7 +247,7 @@ class GroupHandlers:
         code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return sync_group_error(body, request.api_version, code)
-        return _sync_response(await self.coordinator.sync_group(body))
+        return await self.coordinator.sync_group(body)
 
     async def heartbeat(self, request: DecodedRequest,
                         ctx: RequestContext) -> HeartbeatResponseData:
@@ -451,28 +451,14 @@ class GroupHandlers:
 # -- error answers ---------------------------------------------------------------------------
 
 
-def _join_for_version(response: Mapping[str, Any], version: int) -> JoinGroupResponseData:
-    """The coordinator's JoinGroup answer as sent at `version`: the protocol name is not
-    nullable before v7, and only v9 has skip_assignment."""
-    protocol_name = response["protocol_name"]
-    if version < 7 and protocol_name is None:
-        protocol_name = ""
-    return JoinGroupResponseData(
-        error_code=int(response["error_code"]), generation_id=response["generation_id"],
-        protocol_type=response["protocol_type"], protocol_name=protocol_name,
-        leader=response["leader"],
-        skip_assignment=bool(response["skip_assignment"]) and version >= 9,
-        member_id=response["member_id"],
-        members=[JoinGroupResponseData.JoinGroupResponseMember(
-            member_id=m["member_id"], group_instance_id=m["group_instance_id"],
-            metadata=m["metadata"]) for m in response["members"]])
-
-
-def _sync_response(response: Mapping[str, Any]) -> SyncGroupResponseData:
-    """The coordinator's SyncGroup answer as its response class."""
-    return SyncGroupResponseData(
-        error_code=int(response["error_code"]), protocol_type=response["protocol_type"],
-        protocol_name=response["protocol_name"], assignment=response["assignment"])
+def _join_for_version(response: JoinGroupResponseData, version: int) -> JoinGroupResponseData:
+    """The coordinator's JoinGroup answer (this request's own copy) made fit for `version`:
+    the protocol name is not nullable before v7, and only v9 has skip_assignment."""
+    if version < 7 and response.protocol_name is None:
+        response.protocol_name = ""
+    if version < 9:
+        response.skip_assignment = False
+    return response
 
 
 def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code: int,
@@ -493,7 +479,7 @@ def join_group_error(body: JoinGroupRequestData, version: int, code: int,
 
 def sync_group_error(body: SyncGroupRequestData, version: int, code: int,
                      message: str | None = None) -> SyncGroupResponseData:
-    return _sync_response(sync_body(code))
+    return sync_body(code)
 
 
 def heartbeat_error(body: HeartbeatRequestData, version: int, code: int,

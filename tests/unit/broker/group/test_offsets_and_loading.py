@@ -29,7 +29,7 @@ def commit(engine, log, request, now=0, topic_exists=None, code=0):  # type: ign
 
 def stable(engine, log):  # type: ignore[no-untyped-def]
     ids = [engine.join(join_request(), client_id="c", client_host="/h",
-                       require_known_member_id=True, now_ms=0)[0].body["member_id"]
+                       require_known_member_id=True, now_ms=0)[0].body.member_id
            for _ in range(2)]
     join_all(engine, log, ids)
     engine.sync(sync_request("g", ids[1], 1), 0)
@@ -205,7 +205,7 @@ def test_offset_delete_refuses_consumed_topics_and_active_non_consumer_groups():
     metadata = encode_subscription(Subscription(("t",)))
     ids = [engine.join(join_request(protocols=(("range", metadata),)), client_id="c",
                        client_host="/h", require_known_member_id=True, now_ms=0)[0]
-           .body["member_id"] for _ in range(2)]
+           .body.member_id for _ in range(2)]
     join_all(engine, log, ids, protocols=(("range", metadata),))
     engine.sync(sync_request("g", ids[1], 1), 0)
     log.settle(engine.sync(sync_request("g", ids[0], 1, {}), 0)[1])
