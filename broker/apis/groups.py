@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import trio
 
@@ -24,7 +24,13 @@ from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import ConsumerGroupState
 from broker.group.coordinator import GroupCoordinator
-from broker.group.offsets import RequestedTopic, fetch_slices
+from broker.group.offsets import (
+    FetchedTopic,
+    RequestedTopic,
+    failed_topics,
+    fetch_slices,
+    join_topics,
+)
 from broker.group.responses import join_body, sync_body
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
@@ -121,7 +127,7 @@ class GroupHandlers:
 
     async def _fetch_offsets(self, ctx: RequestContext, group_id: str,
                              topics: Sequence[RequestedTopic] | None,
-                             stable: bool) -> list[dict[str, Any]]:
+                             stable: bool) -> list[FetchedTopic]:
         """Committed offsets of the topics the principal may describe: asked-for topics it
         may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
         engine = self.coordinator.engine
@@ -130,17 +136,17 @@ class GroupHandlers:
             if not self._authz.enabled:
                 return fetched
             visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
-                                           (t["name"] for t in fetched))
-            return [t for t in fetched if t["name"] in visible]
+                                           (t.name for t in fetched))
+            return [t for t in fetched if t.name in visible]
         visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, (t.name for t in topics))
         allowed = [t for t in topics if t.name in visible]
         denied = [t for t in topics if t.name not in visible]
         fetched = await self._fetch_in_slices(group_id, allowed, stable) if (
             allowed or not denied) else []
-        return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return fetched + failed_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
     async def _fetch_in_slices(self, group_id: str, topics: Sequence[RequestedTopic],
-                               stable: bool) -> list[dict[str, Any]]:
+                               stable: bool) -> list[FetchedTopic]:
         """The committed offsets of `topics`, a slice of partitions at a time with the other
         connections served in between. A request of more than one slice may see a commit
         that lands meanwhile in some partitions only; consumers ask for far fewer."""
@@ -148,12 +154,11 @@ class GroupHandlers:
         slices = fetch_slices(topics, ITEMS_PER_SLICE)
         if len(slices) <= 1:
             return engine.fetch(group_id, topics, stable)
-        by_name: dict[str, list[dict[str, Any]]] = {}
+        fetched: list[FetchedTopic] = []
         for part in slices:
-            for topic in engine.fetch(group_id, part, stable):
-                by_name.setdefault(topic["name"], []).extend(topic["partitions"])
+            fetched += engine.fetch(group_id, part, stable)
             await trio.lowlevel.checkpoint()
-        return [{"name": name, "partitions": parts} for name, parts in by_name.items()]
+        return join_topics(fetched)
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -531,32 +536,24 @@ def offset_commit_error(body: OffsetCommitRequestData, version: int, code: int,
                                     for t in body.topics for p in t.partitions})
 
 
-def _offset_fetch_topics(topics: Sequence[RequestedTopic] | None,
-                         code: int) -> list[dict[str, Any]]:
-    return [{"name": t.name, "partitions": [
-        {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
-         "metadata": "", "error_code": code}
-        for index in t.partition_indexes]} for t in topics or ()]
-
-
-def _fetched_topics(topics: list[dict[str, Any]]
+def _fetched_topics(topics: Iterable[FetchedTopic]
                     ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopic]:
     """Committed offsets by topic, as OffsetFetch v0-7 answers them."""
-    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t["name"], partitions=[
+    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t.name, partitions=[
         OffsetFetchResponseData.OffsetFetchResponsePartition(
-            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
-            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
-            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+            partition_index=p.partition, committed_offset=p.committed_offset,
+            committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+            error_code=p.error_code) for p in t.partitions]) for t in topics]
 
 
-def _fetched_topics_v8(topics: list[dict[str, Any]]
+def _fetched_topics_v8(topics: Iterable[FetchedTopic]
                        ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopics]:
     """Committed offsets by topic, as OffsetFetch v8+ answers them for a group."""
-    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t["name"], partitions=[
+    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t.name, partitions=[
         OffsetFetchResponseData.OffsetFetchResponsePartitions(
-            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
-            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
-            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+            partition_index=p.partition, committed_offset=p.committed_offset,
+            committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+            error_code=p.error_code) for p in t.partitions]) for t in topics]
 
 
 def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
@@ -565,11 +562,11 @@ def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
         return OffsetFetchResponseData(groups=[
             OffsetFetchResponseData.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code,
-                topics=_fetched_topics_v8(_offset_fetch_topics(g.topics, code)))
+                topics=_fetched_topics_v8(failed_topics(g.topics, code)))
             for g in body.groups])
     # v2+ clients read the top-level code; v1 only has the per-partition ones.
     return OffsetFetchResponseData(
-        error_code=code, topics=_fetched_topics(_offset_fetch_topics(body.topics, code)))
+        error_code=code, topics=_fetched_topics(failed_topics(body.topics, code)))
 
 
 def offset_delete_error(body: OffsetDeleteRequestData, version: int, code: int,
