@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import trio
 
@@ -19,11 +19,18 @@ from broker.apis.authorization import ALLOW_ALL, AclOperation, Authorization, Re
 from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.consumer_groups import cluster_topics, persist, serve
 from broker.apis.request import DecodedRequest, ErrorBody, RequestContext, RequestRouter
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.group.consumer.manager import ConsumerGroupManager
 from broker.group.consumer.model import CONSUMER_GROUP_PROTOCOL_TYPE
 from broker.group.consumer.model import ConsumerGroupState
 from broker.group.coordinator import GroupCoordinator
-from broker.group.offsets import RequestedTopic, fetch_slices
+from broker.group.offsets import (
+    FetchedTopic,
+    RequestedTopic,
+    failed_topics,
+    fetch_slices,
+    join_topics,
+)
 from broker.group.responses import join_body, sync_body
 from clients.clock import wall_clock_ms
 from clients.protocol import ApiKey, ErrorCode
@@ -71,7 +78,7 @@ TRANSACTIONS_UNSUPPORTED = ("this broker does not support transactions (no trans
 class TransactionCoordinatorFinder(Protocol):
     """Answers FindCoordinator for transactional ids (key type 1)."""
 
-    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]: ...
+    def find_coordinator(self, key: str, listener_name: str) -> CoordinatorLocation: ...
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -120,7 +127,7 @@ class GroupHandlers:
 
     async def _fetch_offsets(self, ctx: RequestContext, group_id: str,
                              topics: Sequence[RequestedTopic] | None,
-                             stable: bool) -> list[dict[str, Any]]:
+                             stable: bool) -> list[FetchedTopic]:
         """Committed offsets of the topics the principal may describe: asked-for topics it
         may not get TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are left out."""
         engine = self.coordinator.engine
@@ -129,17 +136,17 @@ class GroupHandlers:
             if not self._authz.enabled:
                 return fetched
             visible = self._topics_allowed(ctx, AclOperation.DESCRIBE,
-                                           (t["name"] for t in fetched))
-            return [t for t in fetched if t["name"] in visible]
+                                           (t.name for t in fetched))
+            return [t for t in fetched if t.name in visible]
         visible = self._topics_allowed(ctx, AclOperation.DESCRIBE, (t.name for t in topics))
         allowed = [t for t in topics if t.name in visible]
         denied = [t for t in topics if t.name not in visible]
         fetched = await self._fetch_in_slices(group_id, allowed, stable) if (
             allowed or not denied) else []
-        return fetched + _offset_fetch_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return fetched + failed_topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
     async def _fetch_in_slices(self, group_id: str, topics: Sequence[RequestedTopic],
-                               stable: bool) -> list[dict[str, Any]]:
+                               stable: bool) -> list[FetchedTopic]:
         """The committed offsets of `topics`, a slice of partitions at a time with the other
         connections served in between. A request of more than one slice may see a commit
         that lands meanwhile in some partitions only; consumers ask for far fewer."""
@@ -147,12 +154,11 @@ class GroupHandlers:
         slices = fetch_slices(topics, ITEMS_PER_SLICE)
         if len(slices) <= 1:
             return engine.fetch(group_id, topics, stable)
-        by_name: dict[str, list[dict[str, Any]]] = {}
+        fetched: list[FetchedTopic] = []
         for part in slices:
-            for topic in engine.fetch(group_id, part, stable):
-                by_name.setdefault(topic["name"], []).extend(topic["partitions"])
+            fetched += engine.fetch(group_id, part, stable)
             await trio.lowlevel.checkpoint()
-        return [{"name": name, "partitions": parts} for name, parts in by_name.items()]
+        return join_topics(fetched)
 
     def register(self, router: RequestRouter) -> None:
         for api_key, handler in (
@@ -190,23 +196,21 @@ class GroupHandlers:
         if version >= 4:
             return FindCoordinatorResponseData(coordinators=[
                 FindCoordinatorResponseData.Coordinator(
-                    key=key, node_id=entry["node_id"], host=entry["host"], port=entry["port"],
-                    error_code=int(entry["error_code"]), error_message=entry["error_message"])
+                    key=key, node_id=entry.node_id, host=entry.host, port=entry.port,
+                    error_code=entry.error_code, error_message=entry.error_message)
                 for key, entry in zip(keys, found)])
         entry = found[0]
         return FindCoordinatorResponseData(
-            error_code=int(entry["error_code"]), error_message=entry["error_message"],
-            node_id=entry["node_id"], host=entry["host"], port=entry["port"])
+            error_code=entry.error_code, error_message=entry.error_message,
+            node_id=entry.node_id, host=entry.host, port=entry.port)
 
     def _coordinator_for(self, key: str, key_type: int, listener: str,
-                         ctx: RequestContext) -> dict[str, Any]:
+                         ctx: RequestContext) -> CoordinatorLocation:
         if key_type == GROUP_KEY_TYPE and not self._group_allowed(ctx, AclOperation.DESCRIBE, key):
-            return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None,
-                    "node_id": -1, "host": "", "port": -1}
+            return CoordinatorLocation.failed(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if key_type == TRANSACTION_KEY_TYPE and not self._authz.allowed(
                 ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-            return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    "error_message": None, "node_id": -1, "host": "", "port": -1}
+            return CoordinatorLocation.failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if key_type == GROUP_KEY_TYPE:
             return self.coordinator.find_coordinator(key, listener)
         if key_type == TRANSACTION_KEY_TYPE and self._transactions is not None:
@@ -218,8 +222,7 @@ class GroupHandlers:
             code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
-        return {"error_code": code, "error_message": message, "node_id": -1, "host": "",
-                "port": -1}
+        return CoordinatorLocation.failed(code, message)
 
     # -- membership ----------------------------------------------------------------------
 
@@ -249,7 +252,7 @@ class GroupHandlers:
         code = self._group_error(ctx, AclOperation.READ, body.group_id)
         if code:
             return sync_group_error(body, request.api_version, code)
-        return _sync_response(await self.coordinator.sync_group(body))
+        return await self.coordinator.sync_group(body)
 
     async def heartbeat(self, request: DecodedRequest,
                         ctx: RequestContext) -> HeartbeatResponseData:
@@ -453,28 +456,14 @@ class GroupHandlers:
 # -- error answers ---------------------------------------------------------------------------
 
 
-def _join_for_version(response: Mapping[str, Any], version: int) -> JoinGroupResponseData:
-    """The coordinator's JoinGroup answer as sent at `version`: the protocol name is not
-    nullable before v7, and only v9 has skip_assignment."""
-    protocol_name = response["protocol_name"]
-    if version < 7 and protocol_name is None:
-        protocol_name = ""
-    return JoinGroupResponseData(
-        error_code=int(response["error_code"]), generation_id=response["generation_id"],
-        protocol_type=response["protocol_type"], protocol_name=protocol_name,
-        leader=response["leader"],
-        skip_assignment=bool(response["skip_assignment"]) and version >= 9,
-        member_id=response["member_id"],
-        members=[JoinGroupResponseData.JoinGroupResponseMember(
-            member_id=m["member_id"], group_instance_id=m["group_instance_id"],
-            metadata=m["metadata"]) for m in response["members"]])
-
-
-def _sync_response(response: Mapping[str, Any]) -> SyncGroupResponseData:
-    """The coordinator's SyncGroup answer as its response class."""
-    return SyncGroupResponseData(
-        error_code=int(response["error_code"]), protocol_type=response["protocol_type"],
-        protocol_name=response["protocol_name"], assignment=response["assignment"])
+def _join_for_version(response: JoinGroupResponseData, version: int) -> JoinGroupResponseData:
+    """The coordinator's JoinGroup answer (this request's own copy) made fit for `version`:
+    the protocol name is not nullable before v7, and only v9 has skip_assignment."""
+    if version < 7 and response.protocol_name is None:
+        response.protocol_name = ""
+    if version < 9:
+        response.skip_assignment = False
+    return response
 
 
 def find_coordinator_error(body: FindCoordinatorRequestData, version: int, code: int,
@@ -495,7 +484,7 @@ def join_group_error(body: JoinGroupRequestData, version: int, code: int,
 
 def sync_group_error(body: SyncGroupRequestData, version: int, code: int,
                      message: str | None = None) -> SyncGroupResponseData:
-    return _sync_response(sync_body(code))
+    return sync_body(code)
 
 
 def heartbeat_error(body: HeartbeatRequestData, version: int, code: int,
@@ -547,32 +536,24 @@ def offset_commit_error(body: OffsetCommitRequestData, version: int, code: int,
                                     for t in body.topics for p in t.partitions})
 
 
-def _offset_fetch_topics(topics: Sequence[RequestedTopic] | None,
-                         code: int) -> list[dict[str, Any]]:
-    return [{"name": t.name, "partitions": [
-        {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
-         "metadata": "", "error_code": code}
-        for index in t.partition_indexes]} for t in topics or ()]
-
-
-def _fetched_topics(topics: list[dict[str, Any]]
+def _fetched_topics(topics: Iterable[FetchedTopic]
                     ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopic]:
     """Committed offsets by topic, as OffsetFetch v0-7 answers them."""
-    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t["name"], partitions=[
+    return [OffsetFetchResponseData.OffsetFetchResponseTopic(name=t.name, partitions=[
         OffsetFetchResponseData.OffsetFetchResponsePartition(
-            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
-            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
-            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+            partition_index=p.partition, committed_offset=p.committed_offset,
+            committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+            error_code=p.error_code) for p in t.partitions]) for t in topics]
 
 
-def _fetched_topics_v8(topics: list[dict[str, Any]]
+def _fetched_topics_v8(topics: Iterable[FetchedTopic]
                        ) -> list[OffsetFetchResponseData.OffsetFetchResponseTopics]:
     """Committed offsets by topic, as OffsetFetch v8+ answers them for a group."""
-    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t["name"], partitions=[
+    return [OffsetFetchResponseData.OffsetFetchResponseTopics(name=t.name, partitions=[
         OffsetFetchResponseData.OffsetFetchResponsePartitions(
-            partition_index=p["partition_index"], committed_offset=p["committed_offset"],
-            committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
-            error_code=int(p["error_code"])) for p in t["partitions"]]) for t in topics]
+            partition_index=p.partition, committed_offset=p.committed_offset,
+            committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+            error_code=p.error_code) for p in t.partitions]) for t in topics]
 
 
 def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
@@ -581,11 +562,11 @@ def offset_fetch_error(body: OffsetFetchRequestData, version: int, code: int,
         return OffsetFetchResponseData(groups=[
             OffsetFetchResponseData.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code,
-                topics=_fetched_topics_v8(_offset_fetch_topics(g.topics, code)))
+                topics=_fetched_topics_v8(failed_topics(g.topics, code)))
             for g in body.groups])
     # v2+ clients read the top-level code; v1 only has the per-partition ones.
     return OffsetFetchResponseData(
-        error_code=code, topics=_fetched_topics(_offset_fetch_topics(body.topics, code)))
+        error_code=code, topics=_fetched_topics(failed_topics(body.topics, code)))
 
 
 def offset_delete_error(body: OffsetDeleteRequestData, version: int, code: int,

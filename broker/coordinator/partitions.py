@@ -4,7 +4,7 @@ is (FindCoordinator)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import trio
 
@@ -13,28 +13,42 @@ from clients.protocol import ErrorCode
 from metadata.image import MetadataImage
 
 
+@dataclass(frozen=True)
+class CoordinatorLocation:
+    """Where a key's coordinator is (FindCoordinator's answer for one key): its node's
+    endpoint, or an error with no endpoint (node -1)."""
+
+    error_code: int
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+    error_message: str | None = None
+
+    @classmethod
+    def failed(cls, code: int, message: str | None = None) -> CoordinatorLocation:
+        """No coordinator to name: `code` and, if any, why."""
+        return cls(error_code=int(code), error_message=message)
+
+
 def locate_coordinator(image: MetadataImage, topic_name: str, partition: int,
                        listener_name: str, creator: InternalTopicCreator | None,
-                       nursery: trio.Nursery | None) -> dict[str, Any]:
+                       nursery: trio.Nursery | None) -> CoordinatorLocation:
     """FindCoordinator's answer for a key whose coordinator leads `partition` of
     `topic_name`: the leader's endpoint on `listener_name`, or COORDINATOR_NOT_AVAILABLE
     (asking `creator` to create the topic when it does not exist yet, with its reason)."""
-    unavailable = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1,
-                   "host": "", "port": -1,
-                   "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.message}
+    message: str | None = ErrorCode.COORDINATOR_NOT_AVAILABLE.message
     topic = image.topic(topic_name)
     if topic is None:
         if creator is not None:
-            reason = creator.ensure(image, nursery)
-            unavailable["error_message"] = reason or unavailable["error_message"]
-        return unavailable
+            message = creator.ensure(image, nursery) or message
+        return CoordinatorLocation.failed(ErrorCode.COORDINATOR_NOT_AVAILABLE, message)
     registration = topic.partitions.get(partition)
     broker = None if registration is None else image.broker(registration.leader)
     endpoint = None if broker is None or broker.fenced else broker.endpoint(listener_name)
     if broker is None or endpoint is None:
-        return unavailable
-    return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id,
-            "host": endpoint.host, "port": endpoint.port, "error_message": None}
+        return CoordinatorLocation.failed(ErrorCode.COORDINATOR_NOT_AVAILABLE, message)
+    return CoordinatorLocation(error_code=int(ErrorCode.NONE), node_id=broker.broker_id,
+                               host=endpoint.host, port=endpoint.port)
 
 
 def led_partitions(image: MetadataImage, topic_name: str, broker_id: int,

@@ -15,7 +15,7 @@ import trio
 
 from broker.coordinator.loader import CoordinatorStateMachine, LoadSettings, replay_partition
 from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
-from broker.coordinator.partitions import led_partitions, locate_coordinator
+from broker.coordinator.partitions import CoordinatorLocation, led_partitions, locate_coordinator
 from broker.coordinator.topic import InternalTopicCreator
 from broker.coordinator.writer import OrderedWriter
 from clients.clock import wall_clock_ms
@@ -92,7 +92,7 @@ class CoordinatorRuntime(Generic[W]):
         return self._writers.get(partition)
 
     def find_coordinator(self, image: MetadataImage, partition: int,
-                         listener_name: str) -> dict[str, Any]:
+                         listener_name: str) -> CoordinatorLocation:
         """FindCoordinator's answer for a key of `partition` (`locate_coordinator`)."""
         return locate_coordinator(image, self.topic, partition, listener_name, self._creator,
                                   self._nursery)

@@ -7,6 +7,7 @@ deadlines from one timer task.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from typing import Any, Awaitable, Callable, Iterator
@@ -15,20 +16,21 @@ import trio
 
 from broker.coordinator.loader import LoadSettings, Unreadable
 from broker.coordinator.log import CoordinatorLog
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.coordinator.runtime import CoordinatorRuntime
 from broker.coordinator.topic import InternalTopicCreator
 from broker.coordinator.writer import OrderedWriter, PendingWrite, finish
 from broker.group.engine import GroupEngine, PartitionReplay
-from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
+from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite, MembershipReply
 from broker.group.offsets import CommitResult
 from broker.group.records import build_batch, iter_log
 from broker.group.responses import Outcome
 from broker.group.routing import CONSUMER_OFFSETS_TOPIC
 from broker.parking import parked
 from clients.protocol.messages.heartbeat import HeartbeatRequestData
-from clients.protocol.messages.join_group import JoinGroupRequestData
+from clients.protocol.messages.join_group import JoinGroupRequestData, JoinGroupResponseData
 from clients.protocol.messages.offset_commit import OffsetCommitRequestData
-from clients.protocol.messages.sync_group import SyncGroupRequestData
+from clients.protocol.messages.sync_group import SyncGroupRequestData, SyncGroupResponseData
 from clients.protocol.messages.txn_offset_commit import TxnOffsetCommitRequestData
 from clients.clock import wall_clock_ms
 from clients.protocol import ErrorCode
@@ -43,7 +45,7 @@ class _Slot:
 
     def __init__(self) -> None:
         self.event = trio.Event()
-        self.body: dict[str, Any] | None = None
+        self.body: MembershipReply | None = None
 
 
 class GroupCoordinator:
@@ -126,7 +128,7 @@ class GroupCoordinator:
     def is_loading(self) -> bool:
         return self.runtime.is_loading
 
-    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
+    def find_coordinator(self, key: str, listener_name: str) -> CoordinatorLocation:
         """Node id, host and port of `key`'s coordinator on `listener_name`, or an error."""
         return self.runtime.find_coordinator(self._image(), self.engine.partition_for(key),
                                              listener_name)
@@ -136,7 +138,9 @@ class GroupCoordinator:
     def _apply(self, effects: Effects) -> None:
         for reply in effects.replies:
             for slot in self._slots.pop((reply.group_id, reply.member_id, reply.kind), ()):
-                slot.body = dict(reply.body)
+                # Each waiting request gets its own copy: its handler writes the fields that
+                # depend on its version, and quota enforcement its throttle time, into it.
+                slot.body = copy.copy(reply.body)
                 slot.event.set()
         for write in effects.writes:
             self.submit(write)
@@ -174,7 +178,7 @@ class GroupCoordinator:
         return await writer.write(write)
 
     async def answer(self, group_id: str, kind: str, outcome: Outcome, effects: Effects
-                     ) -> dict[str, Any]:
+                     ) -> MembershipReply:
         """The body for an engine outcome, waiting for it when the request was parked."""
         if outcome.parked is None:
             self._apply(effects)
@@ -199,16 +203,20 @@ class GroupCoordinator:
     # -- operations the handlers call ----------------------------------------------------
 
     async def join_group(self, request: JoinGroupRequestData, *, client_id: str, client_host: str,
-                         require_known_member_id: bool) -> dict[str, Any]:
+                         require_known_member_id: bool) -> JoinGroupResponseData:
         outcome, effects = self.engine.join(request, client_id=client_id,
                                             client_host=client_host,
                                             require_known_member_id=require_known_member_id,
                                             now_ms=self._clock())
-        return await self.answer(request.group_id, "join", outcome, effects)
+        reply = await self.answer(request.group_id, "join", outcome, effects)
+        assert isinstance(reply, JoinGroupResponseData)
+        return reply
 
-    async def sync_group(self, request: SyncGroupRequestData) -> dict[str, Any]:
+    async def sync_group(self, request: SyncGroupRequestData) -> SyncGroupResponseData:
         outcome, effects = self.engine.sync(request, self._clock())
-        return await self.answer(request.group_id, "sync", outcome, effects)
+        reply = await self.answer(request.group_id, "sync", outcome, effects)
+        assert isinstance(reply, SyncGroupResponseData)
+        return reply
 
     def heartbeat(self, request: HeartbeatRequestData) -> int:
         code = self.engine.heartbeat(request, self._clock())

@@ -13,7 +13,8 @@ from broker.group.model import (ClassicGroupState, Effects, Group, GroupCoordina
                                 GroupWrite, Member)
 from broker.group.offsets import CommitResult, commit_offsets, delete_group, expire_offsets
 from broker.group.txn_offsets import commit_txn_offsets, complete_txn_offsets
-from broker.group.offsets import RequestedTopic, TopicPartition, delete_offsets, fetch_offsets
+from broker.group.offsets import (FetchedTopic, RequestedTopic, TopicPartition, delete_offsets,
+                                  fetch_offsets)
 from broker.group.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
                                   OffsetKey, OffsetValue, RecordKey)
 from broker.group.records import OffsetsTxnMarker
@@ -89,7 +90,7 @@ class GroupEngine:
         return complete_txn_offsets(self.groups, partition, producer_id, committed)
 
     def fetch(self, group_id: str, topics: Sequence[RequestedTopic] | None,
-              require_stable: bool = False) -> list[dict[str, Any]]:
+              require_stable: bool = False) -> list[FetchedTopic]:
         return fetch_offsets(self.groups.get(group_id), topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> Effects:

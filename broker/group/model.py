@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from broker.group.records import GroupKey, GroupValue, MemberValue, OffsetValue
+from clients.protocol.messages.join_group import JoinGroupResponseData
+from clients.protocol.messages.sync_group import SyncGroupResponseData
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -19,6 +21,8 @@ NO_GENERATION = -1
 # complete its first join before it is dropped.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 CONSUMER_PROTOCOL_TYPE = "consumer"
+# The answer to a JoinGroup or a SyncGroup, at the latest version.
+MembershipReply = Union[JoinGroupResponseData, SyncGroupResponseData]
 
 
 class ClassicGroupState(enum.Enum):
@@ -248,7 +252,7 @@ class Reply:
     group_id: str
     member_id: str
     kind: str
-    body: Mapping[str, Any]
+    body: MembershipReply
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from broker.group.membership import validate_member
 from broker.group.model import (CONSUMER_PROTOCOL_TYPE, ClassicGroupState, Effects, Group,
@@ -27,6 +27,40 @@ class RequestedTopic(Protocol):
 
     name: str
     partition_indexes: list[int]
+
+
+@dataclass(frozen=True)
+class FetchedPartition:
+    """One partition's committed offset as OffsetFetch answers it (-1 and "" when none)."""
+
+    partition: int
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1
+    metadata: str = ""
+    error_code: int = int(ErrorCode.NONE)
+
+
+@dataclass(frozen=True)
+class FetchedTopic:
+    """A topic's answered partitions, in the order they were asked for."""
+
+    name: str
+    partitions: tuple[FetchedPartition, ...]
+
+
+def join_topics(topics: Iterable[FetchedTopic]) -> list[FetchedTopic]:
+    """`topics` with those of one name joined into one, where the name first appears."""
+    by_name: dict[str, list[FetchedPartition]] = {}
+    for topic in topics:
+        by_name.setdefault(topic.name, []).extend(topic.partitions)
+    return [FetchedTopic(name, tuple(parts)) for name, parts in by_name.items()]
+
+
+def failed_topics(topics: Sequence[RequestedTopic] | None, code: int) -> list[FetchedTopic]:
+    """`code` for every partition of `topics`, with no offsets."""
+    return [FetchedTopic(t.name, tuple(FetchedPartition(index, error_code=int(code))
+                                       for index in t.partition_indexes))
+            for t in topics or ()]
 
 
 def commit_error(code: int) -> int:
@@ -147,7 +181,7 @@ def commit_offsets(groups: dict[str, Group], request: OffsetCommitRequestData, n
 
 
 def fetch_offsets(group: Group | None, topics: Sequence[RequestedTopic] | None,
-                  require_stable: bool = False) -> list[dict[str, Any]]:
+                  require_stable: bool = False) -> list[FetchedTopic]:
     """OffsetFetch topics for one group: the requested partitions (-1 when none committed),
     or every committed offset when `topics` is None. With `require_stable`, a requested
     partition whose commit is still being written answers UNSTABLE_OFFSET_COMMIT (Kafka's
@@ -158,36 +192,27 @@ def fetch_offsets(group: Group | None, topics: Sequence[RequestedTopic] | None,
     if group is not None and require_stable and topics is not None:
         pending = group.pending_offset_commits
 
-    def entry(tp: TopicPartition) -> dict[str, Any]:
+    def entry(tp: TopicPartition) -> FetchedPartition:
         value = offsets.get(tp)
         if tp in pending or (group is not None and require_stable and topics is not None
                              and group.has_pending_txn_offset(tp)):
-            return {"partition_index": tp[1], "committed_offset": -1,
-                    "committed_leader_epoch": -1, "metadata": "",
-                    "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT)}
+            return FetchedPartition(tp[1], error_code=int(ErrorCode.UNSTABLE_OFFSET_COMMIT))
         if value is None:
-            return {"partition_index": tp[1], "committed_offset": -1,
-                    "committed_leader_epoch": -1, "metadata": "", "error_code": 0}
-        return {"partition_index": tp[1], "committed_offset": value.offset,
-                "committed_leader_epoch": value.leader_epoch, "metadata": value.metadata,
-                "error_code": 0}
+            return FetchedPartition(tp[1])
+        return FetchedPartition(tp[1], value.offset, value.leader_epoch, value.metadata)
 
-    by_topic: dict[str, list[dict[str, Any]]] = {}
     if topics is None:
-        for tp in sorted(offsets):
-            by_topic.setdefault(tp[0], []).append(entry(tp))
-    else:
-        for topic in topics:
-            by_topic.setdefault(topic.name, []).extend(
-                entry((topic.name, index)) for index in topic.partition_indexes)
-    return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+        return join_topics(FetchedTopic(tp[0], (entry(tp),)) for tp in sorted(offsets))
+    return join_topics(FetchedTopic(t.name, tuple(entry((t.name, index))
+                                                  for index in t.partition_indexes))
+                       for t in topics)
 
 
 def fetch_slices(topics: Sequence[RequestedTopic], size: int
                  ) -> list[list[OffsetFetchRequestData.OffsetFetchRequestTopic]]:
     """OffsetFetch request topics cut into runs of about `size` partitions each, a topic's
     partitions split over several runs when it has more; fetching the runs one after another
-    and joining their topics by name gives `fetch_offsets` of them all."""
+    and joining their topics by name (`join_topics`) gives `fetch_offsets` of them all."""
     runs: list[list[OffsetFetchRequestData.OffsetFetchRequestTopic]] = [[]]
     room = size
     for topic in topics:

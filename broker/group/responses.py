@@ -5,35 +5,40 @@ engine operation answers: a body now, or later for a parked request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
-from broker.group.model import Effects, Group, Member, Reply
+from broker.group.model import Effects, Group, Member, MembershipReply, Reply
 from clients.protocol import ErrorCode
+from clients.protocol.messages.join_group import JoinGroupResponseData
+from clients.protocol.messages.sync_group import SyncGroupResponseData
+
+JoinGroupMember = JoinGroupResponseData.JoinGroupResponseMember
 
 
 @dataclass(frozen=True)
 class Outcome:
     """A request's own answer: `body` now, or later through a Reply to `parked` (member id)."""
 
-    body: dict[str, Any] | None = None
+    body: MembershipReply | None = None
     parked: str | None = None
 
 
 def join_body(code: int, member_id: str = "", *, generation: int = -1,
               protocol_type: str | None = None, protocol_name: str | None = None,
-              leader: str = "", members: Iterable[dict[str, Any]] = (),
-              skip_assignment: bool = False) -> dict[str, Any]:
-    """A JoinGroup response body (latest version's field names)."""
-    return {"throttle_time_ms": 0, "error_code": int(code), "generation_id": generation,
-            "protocol_type": protocol_type, "protocol_name": protocol_name, "leader": leader,
-            "skip_assignment": skip_assignment, "member_id": member_id, "members": list(members)}
+              leader: str = "", members: Iterable[JoinGroupMember] = (),
+              skip_assignment: bool = False) -> JoinGroupResponseData:
+    """A JoinGroup response body (latest version's fields)."""
+    return JoinGroupResponseData(
+        error_code=int(code), generation_id=generation, protocol_type=protocol_type,
+        protocol_name=protocol_name, leader=leader, skip_assignment=skip_assignment,
+        member_id=member_id, members=list(members))
 
 
 def sync_body(code: int, assignment: bytes = b"", protocol_type: str | None = None,
-              protocol_name: str | None = None) -> dict[str, Any]:
+              protocol_name: str | None = None) -> SyncGroupResponseData:
     """A SyncGroup response body."""
-    return {"throttle_time_ms": 0, "error_code": int(code), "protocol_type": protocol_type,
-            "protocol_name": protocol_name, "assignment": assignment}
+    return SyncGroupResponseData(error_code=int(code), protocol_type=protocol_type,
+                                 protocol_name=protocol_name, assignment=assignment)
 
 
 def store_error(code: int) -> int:
@@ -49,14 +54,15 @@ def store_error(code: int) -> int:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-def generation_members(group: Group) -> list[dict[str, Any]]:
+def generation_members(group: Group) -> list[JoinGroupMember]:
     """The JoinGroup member list the leader receives."""
-    return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-             "metadata": m.metadata_for(group.protocol_name)} for m in group.members.values()]
+    return [JoinGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                            metadata=m.metadata_for(group.protocol_name))
+            for m in group.members.values()]
 
 
 def current_generation(group: Group, member_id: str, *, with_members: bool,
-                       skip_assignment: bool = False) -> dict[str, Any]:
+                       skip_assignment: bool = False) -> JoinGroupResponseData:
     """A successful JoinGroup answer describing the current generation."""
     return join_body(ErrorCode.NONE, member_id, generation=group.generation,
                      protocol_type=group.protocol_type, protocol_name=group.protocol_name,

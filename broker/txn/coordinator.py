@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable
 
 import trio
 
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.producer_id_manager import ProducerIdManager, ProducerIdsUnavailable
 from broker.txn import decisions, views
 from broker.txn.marker_sender import MarkersFenced, MarkerSender
@@ -94,7 +95,7 @@ class TransactionCoordinator:
 
     # -- FindCoordinator -----------------------------------------------------------------
 
-    def find_coordinator(self, key: str, listener_name: str) -> dict[str, Any]:
+    def find_coordinator(self, key: str, listener_name: str) -> CoordinatorLocation:
         return self.state.find_coordinator(self._image(), key, listener_name)
 
     # -- the client APIs -----------------------------------------------------------------

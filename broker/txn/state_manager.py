@@ -12,12 +12,13 @@ while a write of it is in flight.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import trio
 
 from broker.coordinator.loader import LoadSettings, Unreadable
 from broker.coordinator.log import CoordinatorLog, CoordinatorLogError
+from broker.coordinator.partitions import CoordinatorLocation
 from broker.coordinator.runtime import CoordinatorRuntime
 from broker.coordinator.topic import InternalTopicCreator
 from broker.txn.metadata import TxnEntry, TxnMetadata, TxnState
@@ -81,7 +82,7 @@ class TransactionStateManager:
         return iter(list(self.entries.items()))
 
     def find_coordinator(self, image: MetadataImage, transactional_id: str,
-                         listener_name: str) -> dict[str, Any]:
+                         listener_name: str) -> CoordinatorLocation:
         return self.runtime.find_coordinator(image, self.partition_for(transactional_id),
                                              listener_name)
 

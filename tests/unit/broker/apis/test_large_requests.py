@@ -11,7 +11,7 @@ import trio
 
 from broker.apis.common import ITEMS_PER_SLICE
 from broker.apis.request import LONG_REQUEST_S, ConnectionContext, RequestRouter
-from broker.group.offsets import fetch_offsets, fetch_slices
+from broker.group.offsets import fetch_offsets, fetch_slices, join_topics
 from clients.protocol import ZERO_UUID, ApiKey, ErrorCode, decode_request, encode_request
 from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
 from metadata.delta import apply_records
@@ -189,8 +189,7 @@ def test_offset_fetch_slices_join_to_the_whole_answer() -> None:
               Topic(name="c", partition_indexes=[1, 2])]
     slices = fetch_slices(topics, 3)
     assert all(sum(max(len(t.partition_indexes), 1) for t in s) <= 3 for s in slices)
-    joined: dict[str, list[dict[str, Any]]] = {}
-    for part in slices:
-        for topic in fetch_offsets(None, part):
-            joined.setdefault(topic["name"], []).extend(topic["partitions"])
-    assert [{"name": n, "partitions": p} for n, p in joined.items()] == fetch_offsets(None, topics)
+    joined = join_topics(t for part in slices for t in fetch_offsets(None, part))
+    assert joined == fetch_offsets(None, topics)
+    assert [(t.name, [p.partition for p in t.partitions]) for t in joined] == [
+        ("a", [0, 1, 2, 3, 4, 5, 6, 9]), ("b", []), ("c", [1, 2])]

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from broker.group.engine import GroupEngine
-from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite
+from broker.group.model import Effects, GroupCoordinatorSettings, GroupWrite, MembershipReply
 from clients.protocol.messages.heartbeat import HeartbeatRequestData
 from clients.protocol.messages.join_group import JoinGroupRequestData
 from clients.protocol.messages.offset_commit import OffsetCommitRequestData
@@ -69,9 +69,9 @@ class Log:
     def __init__(self) -> None:
         self.entries: list[tuple[int, Any, Any]] = []
 
-    def settle(self, effects: Effects, code: int = 0) -> dict[tuple[str, str], dict[str, Any]]:
+    def settle(self, effects: Effects, code: int = 0) -> dict[tuple[str, str], MembershipReply]:
         """Run the writes (and what follows them); every reply by (member, kind)."""
-        replies = {(r.member_id, r.kind): dict(r.body) for r in effects.replies}
+        replies = {(r.member_id, r.kind): r.body for r in effects.replies}
         pending: list[GroupWrite] = list(effects.writes)
         while pending:
             write = pending.pop(0)
@@ -79,16 +79,16 @@ class Log:
                 self.entries += [(write.partition, k, v) for k, v in write.entries]
             if write.then is not None:
                 more = write.then(code)
-                replies.update({(r.member_id, r.kind): dict(r.body) for r in more.replies})
+                replies.update({(r.member_id, r.kind): r.body for r in more.replies})
                 pending += more.writes
         return replies
 
 
 def join_all(engine: GroupEngine, log: Log, members: list[str], now: int = 0,
              group: str = "g", protocols: Any = (("range", b"r"),), **request: Any
-             ) -> dict[tuple[str, str], dict[str, Any]]:
+             ) -> dict[tuple[str, str], MembershipReply]:
     """Join `members` (known ids) into a rebalance; the replies once the join phase ends."""
-    replies: dict[tuple[str, str], dict[str, Any]] = {}
+    replies: dict[tuple[str, str], MembershipReply] = {}
     for member in members:
         outcome, effects = engine.join(join_request(group, member, protocols=protocols, **request),
                                        client_id="c", client_host="/h",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from broker.group.engine import GroupEngine, PartitionReplay
 from broker.group.model import GroupCoordinatorSettings
+from broker.group.offsets import FetchedPartition
 from broker.group.records import OffsetKey, OffsetValue, build_batch, iter_log
 from clients.protocol import ApiKey, ErrorCode, as_message
 from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
@@ -25,10 +26,9 @@ def txn_commit(offset: int, producer_id: int = PID) -> TxnOffsetCommitRequestDat
              "committed_metadata": ""}]}]})
 
 
-def fetch(engine: GroupEngine, stable: bool) -> dict:
+def fetch(engine: GroupEngine, stable: bool) -> FetchedPartition:
     wanted = [OffsetFetchRequestData.OffsetFetchRequestTopic(name="in", partition_indexes=[0])]
-    return engine.fetch("g", wanted, stable)[0][
-        "partitions"][0]
+    return engine.fetch("g", wanted, stable)[0].partitions[0]
 
 
 def committed_engine(offset: int) -> GroupEngine:
@@ -43,19 +43,18 @@ def committed_engine(offset: int) -> GroupEngine:
 def test_pending_until_the_marker_then_visible_on_commit():
     engine = committed_engine(5)
     partition = engine.partition_for("g")
-    assert fetch(engine, stable=False)["committed_offset"] == -1
-    assert fetch(engine, stable=True)["error_code"] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+    assert fetch(engine, stable=False).committed_offset == -1
+    assert fetch(engine, stable=True).error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
     engine.complete_txn(partition, PID, committed=True)
-    assert fetch(engine, stable=True) == {"partition_index": 0, "committed_offset": 5,
-                                          "committed_leader_epoch": -1, "metadata": "",
-                                          "error_code": 0}
+    assert fetch(engine, stable=True) == FetchedPartition(
+        0, committed_offset=5, committed_leader_epoch=-1, metadata="", error_code=0)
 
 
 def test_dropped_on_abort():
     engine = committed_engine(5)
     engine.complete_txn(engine.partition_for("g"), PID, committed=False)
-    assert fetch(engine, stable=True)["committed_offset"] == -1
-    assert fetch(engine, stable=True)["error_code"] == 0
+    assert fetch(engine, stable=True).committed_offset == -1
+    assert fetch(engine, stable=True).error_code == 0
 
 
 def test_a_marker_of_another_producer_or_partition_changes_nothing():
@@ -63,7 +62,7 @@ def test_a_marker_of_another_producer_or_partition_changes_nothing():
     partition = engine.partition_for("g")
     engine.complete_txn(partition, PID + 1, committed=True)
     engine.complete_txn(partition + 1, PID, committed=True)
-    assert fetch(engine, stable=True)["error_code"] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+    assert fetch(engine, stable=True).error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
 
 
 def marker(producer_id: int, committed: bool) -> bytes:
@@ -90,12 +89,12 @@ def test_reload_honours_control_batches():
     plain = offset_batch(3, None)
     # Committed: applied in marker order over the plain commit.
     assert fetch(replay(plain + offset_batch(9, PID) + marker(PID, True)),
-                 stable=True)["committed_offset"] == 9
+                 stable=True).committed_offset == 9
     # Aborted: the plain commit stays.
     assert fetch(replay(plain + offset_batch(9, PID) + marker(PID, False)),
-                 stable=True)["committed_offset"] == 3
+                 stable=True).committed_offset == 3
     # Still open at the end of the log: pending again after the reload.
     reloaded = replay(plain + offset_batch(9, PID))
-    assert fetch(reloaded, stable=True)["error_code"] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+    assert fetch(reloaded, stable=True).error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
     reloaded.complete_txn(reloaded.partition_for("g"), PID, committed=True)
-    assert fetch(reloaded, stable=True)["committed_offset"] == 9
+    assert fetch(reloaded, stable=True).committed_offset == 9

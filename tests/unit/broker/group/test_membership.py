@@ -9,6 +9,7 @@ import pytest
 from broker.group.model import Group, ClassicGroupState, IllegalStateTransition
 from broker.group.records import GroupKey
 from clients.protocol import ErrorCode
+from clients.protocol.messages.join_group import JoinGroupResponseData
 from tests.unit.broker.group.engine_helpers import (
     Log,
     heartbeat_request,
@@ -31,15 +32,15 @@ def stable_group(engine, log, count=2, now=0):  # type: ignore[no-untyped-def]
     ids = []
     for _ in range(count):
         outcome, _ = join(engine, join_request(), now, require_known=True)
-        ids.append(outcome.body["member_id"])
+        ids.append(outcome.body.member_id)
     replies = join_all(engine, log, ids, now)
-    assert all(replies[(m, "join")]["generation_id"] == 1 for m in ids)
+    assert all(replies[(m, "join")].generation_id == 1 for m in ids)
     for member in ids[1:]:
         outcome, effects = engine.sync(sync_request("g", member, 1), now)
         assert outcome.parked == member
     outcome, effects = engine.sync(sync_request("g", ids[0], 1, {m: m.encode() for m in ids}), now)
     replies = log.settle(effects)
-    assert {m: replies[(m, "sync")]["assignment"] for m in ids} == {m: m.encode() for m in ids}
+    assert {m: replies[(m, "sync")].assignment for m in ids} == {m: m.encode() for m in ids}
     assert engine.groups["g"].state is S.STABLE
     return ids
 
@@ -47,8 +48,8 @@ def stable_group(engine, log, count=2, now=0):  # type: ignore[no-untyped-def]
 def test_first_join_without_member_id_gets_member_id_required_on_v4():
     engine = new_engine()
     outcome, effects = join(engine, join_request(), require_known=True)
-    assert outcome.body["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
-    assert outcome.body["member_id"] == "c-1"
+    assert outcome.body.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert outcome.body.member_id == "c-1"
     assert engine.groups["g"].state is S.EMPTY and "c-1" in engine.groups["g"].pending_members
 
 
@@ -57,8 +58,9 @@ def test_join_before_v4_enters_directly_and_first_joiner_leads():
     outcome, effects = join(engine, join_request())
     replies = log.settle(effects)
     body = replies[("c-1", "join")]
-    assert (body["error_code"], body["leader"], body["generation_id"]) == (0, "c-1", 1)
-    assert body["members"] == [{"member_id": "c-1", "group_instance_id": None, "metadata": b"r"}]
+    assert (body.error_code, body.leader, body.generation_id) == (0, "c-1", 1)
+    assert body.members == [JoinGroupResponseData.JoinGroupResponseMember(
+        member_id="c-1", group_instance_id=None, metadata=b"r")]
     assert engine.groups["g"].state is S.COMPLETING_REBALANCE
 
 
@@ -74,7 +76,7 @@ def test_join_rejections(request_overrides: dict[str, Any], code: int):
     for name, value in request_overrides.items():
         setattr(request, name, value)
     outcome, _ = join(engine, request)
-    assert outcome.body["error_code"] == code
+    assert outcome.body.error_code == code
 
 
 def test_protocol_selection_votes_among_shared_protocols_and_rejects_none_shared():
@@ -86,17 +88,17 @@ def test_protocol_selection_votes_among_shared_protocols_and_rejects_none_shared
         assert outcome.parked is not None
         log.settle(effects)
     outcome, _ = join(engine, join_request(protocols=[("other", b"")]), now=0)
-    assert outcome.body["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert outcome.body.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     outcome, _ = join(engine, join_request(protocol_type="connect"), now=0)
-    assert outcome.body["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert outcome.body.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert log.settle(engine.tick(1000)) == {}  # members arrived during the delay
     replies = log.settle(engine.tick(2000))
     # Only "range" is supported by all three, so every vote goes to it.
-    assert {body["protocol_name"] for body in
+    assert {body.protocol_name for body in
             (replies[(f"c-{i}", "join")] for i in (1, 2, 3))} == {"range"}
     leader = replies[("c-1", "join")]
-    assert [m["metadata"] for m in leader["members"]] == [b"1", b"2", b"3"]
-    assert replies[("c-2", "join")]["members"] == []
+    assert [m.metadata for m in leader.members] == [b"1", b"2", b"3"]
+    assert replies[("c-2", "join")].members == []
 
 
 def test_select_protocol_majority_wins():
@@ -148,17 +150,17 @@ def heartbeat(engine, member, generation, now, group="g", instance=None):  # typ
 
 def test_sync_errors_and_leader_assignment_is_written_before_members_get_theirs():
     engine, log = new_engine(), Log()
-    ids = [join(engine, join_request(), 0, True)[0].body["member_id"] for _ in range(2)]
+    ids = [join(engine, join_request(), 0, True)[0].body.member_id for _ in range(2)]
     join_all(engine, log, ids)
-    assert engine.sync(sync_request("g", "nobody", 1), 0)[0].body["error_code"] == \
+    assert engine.sync(sync_request("g", "nobody", 1), 0)[0].body.error_code == \
         ErrorCode.UNKNOWN_MEMBER_ID
-    assert engine.sync(sync_request("g", ids[1], 7), 0)[0].body["error_code"] == \
+    assert engine.sync(sync_request("g", ids[1], 7), 0)[0].body.error_code == \
         ErrorCode.ILLEGAL_GENERATION
-    assert engine.sync(sync_request("missing", ids[1], 1), 0)[0].body["error_code"] == \
+    assert engine.sync(sync_request("missing", ids[1], 1), 0)[0].body.error_code == \
         ErrorCode.UNKNOWN_MEMBER_ID
     other_protocol = sync_request("g", ids[1], 1)
     other_protocol.protocol_name = "other"
-    assert engine.sync(other_protocol, 0)[0].body["error_code"] == \
+    assert engine.sync(other_protocol, 0)[0].body.error_code == \
         ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     follower, _ = engine.sync(sync_request("g", ids[1], 1), 0)
     assert follower.parked == ids[1]
@@ -169,21 +171,21 @@ def test_sync_errors_and_leader_assignment_is_written_before_members_get_theirs(
     assert {m.member_id: m.assignment for m in stored.members} == {ids[0]: b"", ids[1]: b"a1"}
     assert engine.groups["g"].state is S.COMPLETING_REBALANCE  # not before the write
     replies = log.settle(effects)
-    assert replies[(ids[1], "sync")]["assignment"] == b"a1"
-    assert replies[(ids[0], "sync")]["assignment"] == b""
+    assert replies[(ids[1], "sync")].assignment == b"a1"
+    assert replies[(ids[0], "sync")].assignment == b""
     assert engine.groups["g"].state is S.STABLE
     again, _ = engine.sync(sync_request("g", ids[1], 1), 5)
-    assert again.body["assignment"] == b"a1"
+    assert again.body.assignment == b"a1"
 
 
 def test_failed_assignment_write_propagates_the_error_and_rebalances():
     engine, log = new_engine(), Log()
-    ids = [join(engine, join_request(), 0, True)[0].body["member_id"] for _ in range(2)]
+    ids = [join(engine, join_request(), 0, True)[0].body.member_id for _ in range(2)]
     join_all(engine, log, ids)
     engine.sync(sync_request("g", ids[1], 1), 0)
     _, effects = engine.sync(sync_request("g", ids[0], 1, {ids[1]: b"a1"}), 0)
     replies = log.settle(effects, code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    assert replies[(ids[1], "sync")]["error_code"] == ErrorCode.NOT_COORDINATOR
+    assert replies[(ids[1], "sync")].error_code == ErrorCode.NOT_COORDINATOR
     assert engine.groups["g"].state is S.PREPARING_REBALANCE
 
 
@@ -191,18 +193,18 @@ def test_sync_during_rebalance_and_join_during_completing_rebalance():
     engine, log = new_engine(), Log()
     ids = stable_group(engine, log, 2)
     join(engine, join_request(member=ids[1], protocols=[("range", b"new")]), 1)
-    assert engine.sync(sync_request("g", ids[0], 1), 1)[0].body["error_code"] == \
+    assert engine.sync(sync_request("g", ids[0], 1), 1)[0].body.error_code == \
         ErrorCode.REBALANCE_IN_PROGRESS
     log.settle(join(engine, join_request(member=ids[0]), 2)[1])
     assert engine.groups["g"].state is S.COMPLETING_REBALANCE
     # A retried join with the same protocols gets the current generation again.
     outcome, _ = join(engine, join_request(member=ids[1], protocols=[("range", b"new")]), 3)
-    assert (outcome.body["error_code"], outcome.body["generation_id"]) == (0, 2)
+    assert (outcome.body.error_code, outcome.body.generation_id) == (0, 2)
     # A parked sync learns REBALANCE_IN_PROGRESS when a changed join restarts the rebalance.
     engine.sync(sync_request("g", ids[1], 2), 4)
     replies = log.settle(join(engine, join_request(member=ids[0], protocols=[("range", b"z")]),
                               5)[1])
-    assert replies[(ids[1], "sync")]["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+    assert replies[(ids[1], "sync")].error_code == ErrorCode.REBALANCE_IN_PROGRESS
     assert engine.groups["g"].state is S.PREPARING_REBALANCE
 
 
@@ -228,7 +230,7 @@ def test_session_timeout_removes_the_member_and_rebalances():
     log.settle(engine.tick(1000))
     assert ids[1] not in group.members and group.state is S.PREPARING_REBALANCE
     replies = log.settle(join(engine, join_request(member=ids[0]), 1100)[1])
-    assert replies[(ids[0], "join")]["generation_id"] == 2
+    assert replies[(ids[0], "join")].generation_id == 2
 
 
 def test_last_member_leaving_empties_the_group_and_writes_it():
@@ -251,7 +253,7 @@ def test_leaving_member_parked_in_join_learns_unknown_member():
     join(engine, join_request())
     _, _, effects = engine.leave("g", [("c-1", None)], 1)
     replies = log.settle(effects)
-    assert replies[("c-1", "join")]["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert replies[("c-1", "join")].error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_static_member_rejoin_replaces_the_old_id_without_rebalance():
@@ -267,7 +269,7 @@ def test_static_member_rejoin_replaces_the_old_id_without_rebalance():
     assert new != old
     replies = log.settle(effects)
     body = replies[(new, "join")]
-    assert (body["error_code"], body["generation_id"], body["skip_assignment"]) == (0, 1, True)
+    assert (body.error_code, body.generation_id, body.skip_assignment) == (0, 1, True)
     group = engine.groups["g"]
     assert group.state is S.STABLE and set(group.members) == {new}
     assert heartbeat(engine, old, 1, 11, instance="i-1") == ErrorCode.FENCED_INSTANCE_ID
@@ -281,7 +283,7 @@ def test_static_member_fences_its_parked_old_incarnation():
     old = join(engine, join_request(instance="i-1"))[0].parked
     outcome, effects = join(engine, join_request(instance="i-1"), 5)
     replies = log.settle(effects)
-    assert replies[(old, "join")]["error_code"] == ErrorCode.FENCED_INSTANCE_ID
+    assert replies[(old, "join")].error_code == ErrorCode.FENCED_INSTANCE_ID
     assert outcome.parked in engine.groups["g"].members
 
 
@@ -294,7 +296,7 @@ def static_stable_group(engine, log, instances, dynamic=0):  # type: ignore[no-u
             for _ in range(dynamic)]
     replies = log.settle(engine.tick(100))  # the initial delay ends...
     replies.update(log.settle(engine.tick(200)))  # ...after one extension
-    assert replies[(ids[0], "join")]["leader"] == ids[0]
+    assert replies[(ids[0], "join")].leader == ids[0]
     instance_of = dict(zip(ids, [*instances, *[None] * dynamic]))
     for member in ids[1:]:
         engine.sync(sync_request("g", member, 1, instance=instance_of[member]), 200)
@@ -319,12 +321,12 @@ def test_a_member_that_rejoined_leads_when_the_static_leader_did_not():
     # Only a parked JoinGroup can carry the member list, so the member that rejoined leads.
     assert set(replies) == {(other, "join")}
     body = replies[(other, "join")]
-    assert (body["error_code"], body["generation_id"], body["leader"]) == (0, 2, other)
-    assert sorted(m["member_id"] for m in body["members"]) == sorted([leader, other])
+    assert (body.error_code, body.generation_id, body.leader) == (0, 2, other)
+    assert sorted(m.member_id for m in body.members) == sorted([leader, other])
     assert group.state is S.COMPLETING_REBALANCE and group.leader_id == other
     replies = log.settle(engine.sync(sync_request("g", other, 2, {leader: b"L", other: b"O"},
                                                   instance="i-2"), 1300)[1])
-    assert replies[(other, "sync")]["assignment"] == b"O"
+    assert replies[(other, "sync")].assignment == b"O"
     assert group.state is S.STABLE
 
 
@@ -345,8 +347,8 @@ def test_the_join_phase_waits_while_only_static_members_that_did_not_rejoin_rema
         outcome, effects = join(engine, join_request(member=static, instance="i-1",
                                                      session=10_000, rebalance=1000), 2500)
         body = log.settle(effects)[(static, "join")]
-        assert (body["generation_id"], body["leader"]) == (2, static)
-        assert [m["member_id"] for m in body["members"]] == [static]
+        assert (body.generation_id, body.leader) == (2, static)
+        assert [m.member_id for m in body.members] == [static]
         assert group.state is S.COMPLETING_REBALANCE
     else:
         # Its session (10 s from its SyncGroup at 200) ends, and the group with it.
@@ -360,12 +362,12 @@ def test_group_max_size():
     engine, log = new_engine(max_size=1), Log()
     join(engine, join_request())
     outcome, _ = join(engine, join_request())
-    assert outcome.body["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert outcome.body.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 def test_members_that_never_sync_are_removed_at_the_rebalance_timeout():
     engine, log = new_engine(), Log()
-    ids = [join(engine, join_request(), 0, True)[0].body["member_id"] for _ in range(2)]
+    ids = [join(engine, join_request(), 0, True)[0].body.member_id for _ in range(2)]
     join_all(engine, log, ids, session=5000, rebalance=1000)
     log.settle(engine.sync(sync_request("g", ids[0], 1, {}), 0)[1])
     group = engine.groups["g"]
@@ -379,10 +381,10 @@ def test_members_that_never_sync_are_removed_at_the_rebalance_timeout():
 
 def test_pending_member_expires_after_its_session_timeout():
     engine = new_engine()
-    member = join(engine, join_request(), 0, True)[0].body["member_id"]
+    member = join(engine, join_request(), 0, True)[0].body.member_id
     engine.tick(1000)
     outcome, _ = join(engine, join_request(member=member), 1001, True)
-    assert outcome.body["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert outcome.body.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_illegal_transitions_are_refused():

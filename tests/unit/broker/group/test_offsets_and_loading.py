@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.group.model import Effects, ClassicGroupState
+from broker.group.offsets import FetchedPartition, FetchedTopic
 from broker.group.records import GroupKey, OffsetKey, build_batch, iter_entries
 from clients.protocol import ErrorCode
 from clients.protocol.messages.offset_fetch import OffsetFetchRequestData
@@ -29,7 +30,7 @@ def commit(engine, log, request, now=0, topic_exists=None, code=0):  # type: ign
 
 def stable(engine, log):  # type: ignore[no-untyped-def]
     ids = [engine.join(join_request(), client_id="c", client_host="/h",
-                       require_known_member_id=True, now_ms=0)[0].body["member_id"]
+                       require_known_member_id=True, now_ms=0)[0].body.member_id
            for _ in range(2)]
     join_all(engine, log, ids)
     engine.sync(sync_request("g", ids[1], 1), 0)
@@ -43,12 +44,12 @@ def test_standalone_commit_creates_a_simple_group_and_fetch_returns_it():
     assert codes == {("t", 0): 0, ("t", 1): 0}
     assert engine.groups["solo"].protocol_type is None
     fetched = engine.fetch("solo", [Topic(name="t", partition_indexes=[0, 2])])
-    assert fetched == [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 3,
-         "metadata": "m", "error_code": 0},
-        {"partition_index": 2, "committed_offset": -1, "committed_leader_epoch": -1,
-         "metadata": "", "error_code": 0}]}]
-    assert [t["name"] for t in engine.fetch("solo", None)] == ["t"]
+    assert fetched == [FetchedTopic("t", (
+        FetchedPartition(0, committed_offset=5, committed_leader_epoch=3, metadata="m",
+                         error_code=0),
+        FetchedPartition(2, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                         error_code=0)))]
+    assert [t.name for t in engine.fetch("solo", None)] == ["t"]
     assert engine.fetch("nobody", None) == []
 
 
@@ -173,13 +174,13 @@ def test_require_stable_reports_a_commit_still_being_written():
     wanted = [Topic(name="t", partition_indexes=[0, 1])]
 
     def fetched(require_stable: bool) -> list[tuple[int, int, int]]:
-        return [(p["partition_index"], p["committed_offset"], p["error_code"])
-                for t in engine.fetch("g", wanted, require_stable) for p in t["partitions"]]
+        return [(p.partition, p.committed_offset, p.error_code)
+                for t in engine.fetch("g", wanted, require_stable) for p in t.partitions]
 
     assert fetched(True) == [(0, -1, ErrorCode.UNSTABLE_OFFSET_COMMIT), (1, 4, 0)]
     assert fetched(False) == [(0, 1, 0), (1, 4, 0)]
     # The listing of every offset skips the check, as Kafka's does.
-    assert [p["error_code"] for t in engine.fetch("g", None, True) for p in t["partitions"]] \
+    assert [p.error_code for t in engine.fetch("g", None, True) for p in t.partitions] \
         == [0, 0]
     assert in_flight.write is not None
     log.settle(Effects(writes=[in_flight.write]))
@@ -205,7 +206,7 @@ def test_offset_delete_refuses_consumed_topics_and_active_non_consumer_groups():
     metadata = encode_subscription(Subscription(("t",)))
     ids = [engine.join(join_request(protocols=(("range", metadata),)), client_id="c",
                        client_host="/h", require_known_member_id=True, now_ms=0)[0]
-           .body["member_id"] for _ in range(2)]
+           .body.member_id for _ in range(2)]
     join_all(engine, log, ids, protocols=(("range", metadata),))
     engine.sync(sync_request("g", ids[1], 1), 0)
     log.settle(engine.sync(sync_request("g", ids[0], 1, {}), 0)[1])
