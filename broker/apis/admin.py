@@ -17,7 +17,7 @@ controller decides are defined with their decisions (metadata.controller), once.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from broker.apis.acls import ACL_MUTATION_ERRORS
 from broker.apis.admin_authorization import split_for_forwarding

@@ -4,8 +4,6 @@ watermark, 0 for a leader; -1 for a log without a partition)."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from broker.apis.request import DecodedRequest, RequestContext, RequestRouter
 from broker.replica.leader_queries import LogDirInfo, describe_log_dirs
 from broker.replica.manager import ReplicaManager

@@ -13,7 +13,7 @@ voter; a voter without a known leader answers NOT_LEADER_OR_FOLLOWER as Kafka do
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from clients.protocol import ErrorCode, ZERO_UUID
 from clients.protocol.messages.describe_cluster import (
