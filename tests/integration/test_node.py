@@ -292,6 +292,6 @@ async def test_forwarded_create_topics_times_out_per_topic_without_a_controller(
     with trio.fail_after(10):
         body = await handlers.forward(request, ctx)
     await channel.aclose()
-    assert [(t["name"], t["error_code"]) for t in body["topics"]] == [
+    assert [(t.name, t.error_code) for t in body.topics] == [
         ("a", ErrorCode.REQUEST_TIMED_OUT), ("b", ErrorCode.REQUEST_TIMED_OUT)]
     assert encode_response(ApiKey.CREATE_TOPICS, 4, 7, body)  # valid at the client's version
