@@ -15,6 +15,7 @@ temporary directories). A checkout at the filesystem's root has nothing beside i
 
 from __future__ import annotations
 
+import getpass
 import os
 import site
 import sys
@@ -33,10 +34,23 @@ class SiblingRead(NamedTuple):
 
 
 def default_allowed() -> list[Path]:
-    """Where the interpreter, its packages and temporary files live."""
+    """Where the interpreter, its packages and temporary files live, pytest's own temporary
+    directories included (beside the checkout when it was cloned straight into the
+    temporary directory)."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
-             tempfile.gettempdir(), *sysconfig.get_paths().values(), *site.getsitepackages()]
+             tempfile.gettempdir(), pytest_temp_root(), *sysconfig.get_paths().values(),
+             *site.getsitepackages()]
     return [Path(p) for p in paths if p]
+
+
+def pytest_temp_root() -> str:
+    """Where pytest makes its temporary directories: `pytest-of-<user>` in the temporary
+    directory."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return os.path.join(tempfile.gettempdir(), f"pytest-of-{user}")
 
 
 class SiblingReads:

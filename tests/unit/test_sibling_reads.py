@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.sibling_reads import SiblingReads
+from tests.sibling_reads import SiblingReads, default_allowed, pytest_temp_root
 
 
 @pytest.fixture
@@ -67,6 +68,24 @@ def test_legitimate_paths_are_not_recorded(layout: Path, monkeypatch: pytest.Mon
     recorder.allow(layout / "neighbour" / "data")
     assert reads_of(recorder, ("open", (str(layout / "neighbour" / "data" / "A.json"),
                                         "r", os.O_RDONLY))) == []
+
+
+def test_pytests_temporary_directories_beside_a_checkout_in_the_temp_dir_are_allowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone made straight in the temporary directory has pytest's `pytest-of-<user>`
+    beside it; the run's own temporary directories are not reads beside the checkout."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    pytest_root = Path(pytest_temp_root())
+    (pytest_root / "pytest-1").mkdir(parents=True)
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "shared").mkdir()
+    recorder = SiblingReads(tmp_path / "repo", default_allowed())
+    assert reads_of(
+        recorder,
+        ("open", (str(pytest_root / "pytest-1" / ".lock"), "r", os.O_RDONLY)),
+        ("os.scandir", (str(pytest_root),)),
+        ("open", (str(tmp_path / "shared" / "x"), "r", os.O_RDONLY)),
+    ) == [str(tmp_path / "shared" / "x")]
 
 
 def test_a_checkout_at_the_filesystem_root_watches_nothing() -> None:
